@@ -1,0 +1,169 @@
+"""The session engine's own activities: prepare a session, run one model step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.providers.base import ModelRequest, ToolSchema
+from activities.services import Services, ServicesHolder
+from agent_tools.activity_io import (
+    ACTIVITY_LLM_STEP,
+    ACTIVITY_PREPARE,
+    LlmStepInput,
+    LlmStepOutput,
+    PrepareInput,
+    PrepareOutput,
+)
+from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError
+from agent_tools.messages import Message, Usage
+from agent_tools.prompt import build_context
+from agent_tools.session import SessionConfig
+
+
+def cost_of(services: Services, model_spec: str, input_tokens: int, output_tokens: int) -> float:
+    price = services.settings.prices.get(model_spec)
+    if price is None:
+        return 0.0
+    return round(input_tokens * price.input_per_mtok / 1e6 + output_tokens * price.output_per_mtok / 1e6, 8)
+
+
+async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutput:
+    """Resolve a request against agents, catalog and settings; open the transcript."""
+    req = inp.request
+    s = services.settings
+    try:
+        agent = services.agents.get(req.agent, req.project)
+    except ConfigurationError as exc:
+        raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
+    if not agent.active:
+        raise ApplicationError(f"agent {agent.name!r} is not active", type="ConfigurationError", non_retryable=True)
+    try:
+        if req.tools is not None:
+            tools = services.catalog.resolve(
+                profile=None,
+                tools=req.tools,
+                exclude=req.exclude_tools,
+                level=agent.tool_level,
+                disabled=s.disabled_for(req.organisation),
+            )
+        else:
+            tools = services.catalog.resolve(
+                profile=agent.profile,
+                tools=agent.tools,
+                exclude=[*agent.exclude_tools, *req.exclude_tools],
+                level=agent.tool_level,
+                disabled=s.disabled_for(req.organisation),
+            )
+    except ConfigurationError as exc:
+        raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
+    model = req.model or agent.model or s.default_model()
+    title = req.title or (req.prompt or agent.name)[:60]
+    config = SessionConfig(
+        session_id=inp.session_id,
+        agent=agent.name,
+        organisation=req.organisation,
+        project=req.project,
+        user=req.user,
+        title=title,
+        model=model,
+        tools=tools,
+        max_steps=req.max_steps or agent.max_steps or s.max_steps_per_turn,
+        max_tokens=req.max_tokens or s.default_max_tokens,
+        keep_alive=req.keep_alive,
+        parent_id=req.parent_id,
+        root_id=req.root_id or inp.session_id,
+        depth=req.depth,
+        chain=req.chain or [agent.name],
+        role=req.role,
+        spill_threshold=agent.spill_threshold_chars or s.spill_threshold_chars,
+        subagents=agent.subagents,
+        options={"search_attributes": s.search_attributes, "memory": agent.memory, **req.options},
+    )
+    t = services.transcripts
+    await t.register_session(
+        session_id=config.session_id,
+        agent=config.agent,
+        organisation=config.organisation,
+        project=config.project,
+        user=config.user,
+        title=config.title,
+        root_id=config.root_id,
+        parent_id=config.parent_id,
+        depth=config.depth,
+    )
+    system = req.system_prompt or agent.system_prompt
+    opening = [Message(role="system", content=system), *req.history]
+    position = await t.append(config.session_id, 0, opening)
+    return PrepareOutput(config=config, transcript_len=position)
+
+
+async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
+    """Append the new messages, build the context from the store, call the model, store its answer."""
+    t = services.transcripts
+    sid = inp.session.session_id
+    position = await t.append(sid, inp.position, inp.new_messages)
+    transcript = await t.load(sid, upto=position)
+    extra: list[str] = []
+    for hook in services.context_hooks:
+        block = await hook(services, inp.session)
+        if block:
+            extra.append(block)
+    messages = build_context(transcript, budget_chars=services.settings.context_char_budget, extra_system=extra)
+    specs = services.catalog.specs(inp.tools)
+    try:
+        provider, model_name = services.providers.resolve(inp.model)
+    except ConfigurationError as exc:
+        raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
+    attempt = activity.info().attempt if activity.in_activity() else 1
+    request = ModelRequest(
+        model=model_name,
+        messages=messages,
+        tools=[ToolSchema(name=s.name, description=s.description, parameters=s.parameters_schema()) for s in specs],
+        max_tokens=inp.max_tokens,
+        meta={
+            "agent": inp.session.agent,
+            "session_id": sid,
+            "title": inp.title,
+            "role": inp.role,
+            "attempt": attempt,
+            "assistant_count": sum(1 for m in transcript if m.role == "assistant"),
+        },
+    )
+    try:
+        response = await provider.complete(request)
+    except ProviderRetryableError as exc:
+        delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
+        raise ApplicationError(str(exc), type="ProviderRetryableError", next_retry_delay=delay) from exc
+    except ProviderRequestError as exc:
+        raise ApplicationError(str(exc), type="ProviderRequestError", non_retryable=True) from exc
+    used = Usage(
+        calls=1,
+        input_tokens=response.input_tokens,
+        output_tokens=response.output_tokens,
+        cost_usd=cost_of(services, inp.model, response.input_tokens, response.output_tokens),
+    )
+    message = response.message
+    # A retried call overwrites the answer an earlier attempt may have stored: the transcript holds the
+    # answer the workflow actually received.
+    after = await t.append(sid, position, [message], replace=True)
+    await t.record_usage(
+        call_key=f"{sid}:{position}", session_id=sid, root_id=inp.session.root_id, model=inp.model, used=used
+    )
+    return LlmStepOutput(message=message, position=after, usage=used)
+
+
+def build_engine_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
+    @activity.defn(name=ACTIVITY_PREPARE)
+    async def prepare_session_activity(inp: PrepareInput) -> PrepareOutput:
+        return await prepare_session(await holder.get(), inp)
+
+    @activity.defn(name=ACTIVITY_LLM_STEP)
+    async def llm_step_activity(inp: LlmStepInput) -> LlmStepOutput:
+        return await llm_step(await holder.get(), inp)
+
+    return [prepare_session_activity, llm_step_activity]

@@ -1,0 +1,120 @@
+"""Engine, schema creation and the dialect-aware upsert every store module uses."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from activities.store.tables import metadata
+
+# Capability modules that add tables to ``metadata``; imported before create_all so one call makes all.
+TABLE_MODULES: tuple[str, ...] = (
+    "activities.store.memory_tables",
+    "activities.store.web_tables",
+    "activities.store.event_tables",
+)
+
+
+def _load_table_modules() -> None:
+    for name in TABLE_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+
+
+class Store:
+    """One database: an async engine plus schema management."""
+
+    def __init__(self, url: str, *, engine: AsyncEngine | None = None) -> None:
+        self.url = url
+        self.engine = engine or _make_engine(url)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    async def create_schema(self) -> None:
+        _load_table_modules()
+        async with self.engine.begin() as conn:
+            await conn.run_sync(metadata.create_all)
+            if self.dialect == "sqlite":
+                await _create_sqlite_extras(conn)
+
+    async def drop_schema(self) -> None:
+        _load_table_modules()
+        async with self.engine.begin() as conn:
+            await conn.run_sync(metadata.drop_all)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+def _make_engine(url: str) -> AsyncEngine:
+    if url.startswith("sqlite"):
+        # WAL lets readers (client, CLI) and the worker share the file; the timeout rides out writer bursts.
+        engine = create_async_engine(url, connect_args={"timeout": 30}, poolclass=NullPool)
+        from sqlalchemy import event
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        return engine
+    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+async def _create_sqlite_extras(conn: AsyncConnection) -> None:
+    """Hook for SQLite-only objects (FTS5 tables) that capability modules register."""
+    for module_name in TABLE_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            continue
+        hook = getattr(module, "create_sqlite_extras", None)
+        if hook is not None:
+            await hook(conn)
+
+
+async def upsert(
+    conn: AsyncConnection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    keys: Sequence[str],
+    update: Sequence[str] | None = None,
+) -> None:
+    """Insert rows; on a key conflict update ``update`` columns, or do nothing when it is None.
+
+    Activities retry; every write that a retry may repeat goes through here so that it stays idempotent.
+    """
+    if not rows:
+        return
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        stmt: Any = pg_insert(table).values(list(rows))
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        stmt = sqlite_insert(table).values(list(rows))
+    else:  # pragma: no cover - only the two supported dialects reach here
+        raise NotImplementedError(dialect)
+    if update:
+        stmt = stmt.on_conflict_do_update(
+            index_elements=list(keys), set_={c: getattr(stmt.excluded, c) for c in update}
+        )
+    else:
+        stmt = stmt.on_conflict_do_nothing(index_elements=list(keys))
+    await conn.execute(stmt)

@@ -1,0 +1,43 @@
+"""Built-in activity tool implementations, collected from the capability modules' ``IMPLEMENTATIONS``."""
+
+from __future__ import annotations
+
+import importlib
+
+from activities.services import ContextHook
+from activities.tools.base import ToolImpl
+
+IMPLEMENTATION_MODULES: tuple[str, ...] = (
+    "activities.tools.history",
+    "activities.tools.web",
+    "activities.tools.memory",
+    "activities.tools.results",
+    "activities.tools.delegation",
+    "activities.tools.events",
+)
+
+
+def _modules() -> list[object]:
+    found = []
+    for name in IMPLEMENTATION_MODULES:
+        try:
+            found.append(importlib.import_module(name))
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    return found
+
+
+def builtin_context_hooks() -> list[ContextHook]:
+    """Per-step system text providers (the Memory Context block) from capability modules' ``CONTEXT_HOOKS``."""
+    hooks: list[ContextHook] = []
+    for module in _modules():
+        hooks.extend(getattr(module, "CONTEXT_HOOKS", ()))
+    return hooks
+
+
+def builtin_implementations() -> dict[str, ToolImpl]:
+    impls: dict[str, ToolImpl] = {}
+    for module in _modules():
+        impls.update(getattr(module, "IMPLEMENTATIONS", {}))
+    return impls

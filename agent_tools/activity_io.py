@@ -1,0 +1,126 @@
+"""Inputs and results of the engine's activities, and the live progress events.
+
+Durable contracts (they sit in histories): add optional fields only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent_tools.messages import Message, Usage
+from agent_tools.session import SessionConfig, SessionRequest
+
+ACTIVITY_PREPARE = "agent_tools.prepare_session"
+ACTIVITY_LLM_STEP = "agent_tools.llm_step"
+TOOL_ACTIVITY_PREFIX = "tool:"
+
+
+def tool_activity_name(tool: str) -> str:
+    """Stable activity type of a tool: the UI lists ``tool:webSearch`` etc."""
+    return f"{TOOL_ACTIVITY_PREFIX}{tool}"
+
+
+class SessionRef(BaseModel):
+    """What an activity needs to know about the calling session; small on purpose."""
+
+    session_id: str
+    run_id: str
+    agent: str
+    organisation: str
+    project: str
+    user: str
+    root_id: str
+    parent_id: str | None = None
+    depth: int = 0
+    model: str
+    spill_threshold: int = 2000
+
+    @classmethod
+    def of(cls, config: SessionConfig, run_id: str) -> SessionRef:
+        return cls(
+            session_id=config.session_id,
+            run_id=run_id,
+            agent=config.agent,
+            organisation=config.organisation,
+            project=config.project,
+            user=config.user,
+            root_id=config.root_id,
+            parent_id=config.parent_id,
+            depth=config.depth,
+            model=config.model,
+            spill_threshold=config.spill_threshold,
+        )
+
+
+class PrepareInput(BaseModel):
+    session_id: str
+    request: SessionRequest
+
+
+class PrepareOutput(BaseModel):
+    config: SessionConfig
+    transcript_len: int
+
+
+class LlmStepInput(BaseModel):
+    """Only the new messages travel; the activity reads the rest of the transcript from the store."""
+
+    session: SessionRef
+    position: int
+    new_messages: list[Message] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+    model: str
+    max_tokens: int | None = None
+    title: str | None = None
+    role: str | None = None
+
+
+class LlmStepOutput(BaseModel):
+    message: Message
+    position: int
+    usage: Usage
+
+
+class ToolCallInput(BaseModel):
+    session: SessionRef
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallOutput(BaseModel):
+    """What the model sees (``content``), plus what the workflow and people may want besides."""
+
+    content: str
+    is_error: bool = False
+    artifact_ref: str | None = None
+    usage: Usage | None = None
+    data: dict[str, Any] | None = None
+
+
+ProgressKind = Literal[
+    "turn_started",
+    "turn_finished",
+    "assistant_message",
+    "tool_started",
+    "tool_finished",
+    "todos",
+    "question",
+    "answer",
+    "subagent_started",
+    "subagent_done",
+    "goal",
+    "loop",
+    "event",
+    "status",
+]
+
+
+class ProgressEvent(BaseModel):
+    """One live progress item on the session's ``progress`` stream topic."""
+
+    kind: ProgressKind
+    session_id: str
+    data: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,95 @@
+"""Agent definitions: who an agent is, which model it runs on and which tools it sees.
+
+Definitions come from a TOML file (``agents.toml`` by default)::
+
+    [[agents]]
+    name = "researcher"
+    description = "Finds and summarises sources"
+    system_prompt = "You research carefully and cite sources."
+    model = "openai:gpt-4.1-mini"
+    profile = "rtc"
+    tools = ["web_search"]
+    subagents = ["writer"]
+
+When the file is missing, the built-in ``assistant`` agent serves.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agent_tools.catalog.spec import ToolLevel
+from agent_tools.errors import ConfigurationError
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a capable assistant running as a durable agent session. Use the tools you have when they "
+    "help; keep the user informed; answer concisely when you are done."
+)
+
+
+class AgentDefinition(BaseModel):
+    """One agent."""
+
+    name: str = Field(min_length=1, max_length=100)
+    project: str = "default"
+    description: str = ""
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    model: str | None = None
+    profile: str | None = "all"
+    tools: list[str] = Field(default_factory=list)
+    exclude_tools: list[str] = Field(default_factory=list)
+    subagents: list[str] = Field(default_factory=list, description="agents it may invoke or hand off to")
+    active: bool = True
+    tool_level: ToolLevel = ToolLevel.l1_http
+    max_steps: int | None = Field(default=None, ge=1, le=500)
+    memory: bool = True
+    spill_threshold_chars: int | None = Field(default=None, ge=200)
+
+
+DEFAULT_AGENT = AgentDefinition(name="assistant", description="General assistant")
+
+
+class AgentRegistry:
+    """Agents by name (names are unique within a project)."""
+
+    def __init__(self, agents: list[AgentDefinition] | None = None) -> None:
+        self._agents: dict[tuple[str, str], AgentDefinition] = {}
+        for agent in agents or [DEFAULT_AGENT]:
+            key = (agent.project, agent.name)
+            if key in self._agents:
+                raise ConfigurationError(f"agent {agent.name!r} is defined twice in project {agent.project!r}")
+            self._agents[key] = agent
+        if not any(name == DEFAULT_AGENT.name for _, name in self._agents):
+            self._agents[(DEFAULT_AGENT.project, DEFAULT_AGENT.name)] = DEFAULT_AGENT
+
+    @classmethod
+    def from_file(cls, path: Path | None) -> AgentRegistry:
+        if path is None or not path.exists():
+            return cls()
+        try:
+            data = tomllib.loads(path.read_text())
+            agents = [AgentDefinition.model_validate(a) for a in data.get("agents", [])]
+        except (tomllib.TOMLDecodeError, ValidationError) as exc:
+            raise ConfigurationError(f"{path}: {exc}") from exc
+        return cls(agents)
+
+    def get(self, name: str, project: str = "default") -> AgentDefinition:
+        agent = self._agents.get((project, name)) or (
+            self._agents.get(("default", name)) if project != "default" else None
+        )
+        if agent is None:
+            known = sorted(n for p, n in self._agents if p in (project, "default"))
+            raise ConfigurationError(f"unknown agent {name!r} in project {project!r}; known: {known}")
+        return agent
+
+    def find(self, name: str, project: str = "default") -> AgentDefinition | None:
+        try:
+            return self.get(name, project)
+        except ConfigurationError:
+            return None
+
+    def all(self) -> list[AgentDefinition]:
+        return list(self._agents.values())

@@ -1,0 +1,112 @@
+"""The tool catalog: every built-in tool contract plus the user's own tools, and who gets which.
+
+Built-in contracts are declared in the pure modules of :mod:`agent_tools.tools` (one per capability) and
+collected here. User tools join through :class:`agent_tools.AgentToolsPlugin`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+
+from agent_tools.catalog.profiles import PROFILES
+from agent_tools.catalog.spec import ToolLevel, ToolSpec
+from agent_tools.errors import ConfigurationError
+
+# Capability modules of agent_tools.tools that declare built-in contracts in a module-level ``TOOLS``.
+BUILTIN_MODULES: tuple[str, ...] = (
+    "agent_tools.tools.planning",
+    "agent_tools.tools.human",
+    "agent_tools.tools.delegation",
+    "agent_tools.tools.web",
+    "agent_tools.tools.memory",
+    "agent_tools.tools.results",
+    "agent_tools.tools.history",
+    "agent_tools.tools.events",
+)
+
+
+def builtin_specs() -> list[ToolSpec]:
+    """Every built-in contract, from every capability module that exists."""
+    specs: list[ToolSpec] = []
+    for module_name in BUILTIN_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # capability not built yet in this tree
+            raise
+        specs.extend(getattr(module, "TOOLS", ()))
+    return specs
+
+
+class ToolCatalog:
+    """Name -> contract, with the rules that choose an agent's tools."""
+
+    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            self.register(spec)
+
+    @classmethod
+    def builtin(cls) -> ToolCatalog:
+        return cls(builtin_specs())
+
+    def register(self, spec: ToolSpec) -> None:
+        if spec.name in self._specs and self._specs[spec.name] is not spec:
+            raise ConfigurationError(f"tool {spec.name!r} is registered twice")
+        self._specs[spec.name] = spec
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def specs(self, names: Iterable[str]) -> list[ToolSpec]:
+        return [self._specs[n] for n in names if n in self._specs]
+
+    def resolve(
+        self,
+        *,
+        profile: str | None,
+        tools: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        level: ToolLevel = ToolLevel.l1_http,
+        disabled: Iterable[str] = (),
+        extra_profiles: Mapping[str, list[str]] | None = None,
+    ) -> list[str]:
+        """The tool names an agent sees.
+
+        The profile's faces plus the explicitly assigned tools, minus exclusions, minus tools switched off
+        for the organisation, minus tools above the agent's level. Unknown names are a configuration error
+        so that a typo does not silently drop a tool.
+        """
+        profiles = {**PROFILES, **(extra_profiles or {})}
+        wanted: list[str] = []
+        if profile:
+            if profile not in profiles:
+                raise ConfigurationError(f"unknown tool profile {profile!r}; known: {sorted(profiles)}")
+            wanted.extend(profiles[profile])
+        wanted.extend(tools)
+        unknown = [n for n in wanted if n not in self._specs and n not in _PENDING_NAMES]
+        if unknown:
+            raise ConfigurationError(f"unknown tools {unknown}; known: {self.names()}")
+        blocked = set(exclude) | set(disabled)
+        seen: set[str] = set()
+        result: list[str] = []
+        for name in wanted:
+            spec = self._specs.get(name)
+            if spec is None or name in seen or name in blocked or not level.allows(spec.level):
+                continue
+            seen.add(name)
+            result.append(name)
+        return result
+
+
+# Profiles name every face of the three contracts; a capability that is not built yet must not make the
+# profile unusable, so its names are tolerated (and skipped) until its module lands.
+_PENDING_NAMES: frozenset[str] = frozenset(name for names in PROFILES.values() for name in names)

@@ -1,0 +1,101 @@
+"""What the catalog knows about one tool: its contract and where it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+
+class ToolLevel(str, Enum):
+    """codai's tool levels, ordered: an agent gets the tools at or below its own level."""
+
+    none = "none"
+    l1_http = "l1_http"
+    l3_sandbox = "l3_sandbox"
+    l4_browser = "l4_browser"
+
+    @property
+    def rank(self) -> int:
+        return _LEVEL_RANK[self]
+
+    def allows(self, required: ToolLevel) -> bool:
+        return self.rank >= required.rank
+
+
+_LEVEL_RANK = {ToolLevel.none: 0, ToolLevel.l1_http: 1, ToolLevel.l3_sandbox: 3, ToolLevel.l4_browser: 4}
+
+RunsIn = Literal["activity", "workflow"]
+
+
+def _default_invalid_message(tool: str, error: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in error.errors()
+    )
+    return f"Invalid arguments for {tool}: {problems}"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool's contract.
+
+    Attributes:
+        name: The name the model calls.
+        description: What the model reads about it.
+        args_model: Pydantic model of the arguments; the JSON Schema the model sees comes from it.
+        result_model: Pydantic model of the structured result, when the tool has one.
+        runs_in: ``activity`` (touches the world) or ``workflow`` (orchestration, deterministic).
+        capability: The engine behind the face (memory, web, delegation, ...).
+        interrupts: Whether calling it pauses the turn for something outside (askUser, sync subAgent).
+        automatic: Attached without being assigned (FYAI's "Automatic" chip), subject to its condition.
+        level: Tool level the agent needs to get it.
+        spill_exempt: Always return the full result, never a saved-result pointer.
+        summary_arg: Argument shown in the Temporal UI activity summary (``webSearch: "query"``).
+        invalid_arguments: Formats a validation failure for the model (contracts differ on the shape).
+    """
+
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    capability: str
+    runs_in: RunsIn = "activity"
+    result_model: type[BaseModel] | None = None
+    interrupts: bool = False
+    automatic: bool = False
+    level: ToolLevel = ToolLevel.none
+    spill_exempt: bool = False
+    summary_arg: str | None = None
+    invalid_arguments: Callable[[str, ValidationError], str] = field(default=_default_invalid_message)
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """JSON Schema of the arguments, trimmed of pydantic's titles that only cost tokens."""
+        schema = self.args_model.model_json_schema()
+        return _strip_titles(schema)
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> BaseModel:
+        """Parse arguments; raises ``pydantic.ValidationError``."""
+        return self.args_model.model_validate(arguments)
+
+    def summary(self, arguments: dict[str, Any]) -> str:
+        """The one line the Temporal UI shows for this call."""
+        if self.summary_arg and self.summary_arg in arguments:
+            value = str(arguments[self.summary_arg]).replace("\n", " ")
+            if len(value) > 80:
+                value = value[:77] + "..."
+            return f'{self.name}: "{value}"'
+        return self.name
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            k: _strip_titles(v)
+            for k, v in node.items()
+            if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node

@@ -1,0 +1,41 @@
+"""``agent-tools``: the command line over the client.
+
+Command groups live in modules of this package, each exporting ``register(app)``; a capability adds its
+commands by adding a module to ``COMMAND_MODULES``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="agent-tools", help="Durable agent sessions on Temporal.", no_args_is_help=True, add_completion=False
+)
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "agent_tools.cli.sessions",
+    "agent_tools.cli.dev",
+    "agent_tools.cli.human",
+    "agent_tools.cli.events",
+    "agent_tools.cli.web",
+)
+
+
+def _register_all() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(app)
+
+
+_register_all()
+
+
+def main() -> None:
+    app()

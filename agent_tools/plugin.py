@@ -1,0 +1,87 @@
+"""``AgentToolsPlugin``: the one object that wires Durable Agent Tools into a Temporal Client and Worker.
+
+    client = await Client.connect("localhost:7233", plugins=[AgentToolsPlugin()])
+    worker = Worker(client, task_queue="agent-tools")   # workflows, activities, converter come from the plugin
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from agent_tools.agents import AgentRegistry
+from agent_tools.catalog.registry import ToolCatalog
+from agent_tools.settings import Settings
+from agent_tools.user_tools import UserTool, make_user_tool
+
+# Modules the workflow sandbox shares with the worker instead of re-importing them for every workflow run:
+# they are pure (no I/O, no global mutation at call time), and re-importing pydantic models per run is the
+# single largest CPU cost an agent workflow can have.
+PASSTHROUGH_MODULES = (
+    "agent_tools",
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_inspection",
+    "yaml",
+)
+
+
+def workflow_runner() -> WorkflowRunner:
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )
+
+
+class AgentToolsPlugin(SimplePlugin):
+    """Registers the session workflows, every tool activity, the pydantic data converter and the sandbox
+    passthrough; opens the worker's services (store, HTTP client, providers) on first use.
+
+    Args:
+        settings: Deployment settings; read from the environment when omitted.
+        tools: The user's own tools (async functions or :func:`agent_tools.tool` objects).
+        agents: Agent definitions; read from ``settings.agents_file`` when omitted.
+        services: Pre-opened services (tests share one store across workers).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        tools: Sequence[UserTool | Callable[..., Any]] = (),
+        agents: AgentRegistry | None = None,
+        services: Any | None = None,
+    ) -> None:
+        # Imported here so that `import agent_tools` stays light for workflow sandboxes and clients.
+        from activities.registry import all_activities
+        from activities.services import ServicesHolder
+        from workflows.registry import all_workflows
+
+        self.settings = settings or Settings()
+        self.user_tools = [t if isinstance(t, UserTool) else make_user_tool(t) for t in tools]
+        self.catalog = ToolCatalog.builtin()
+        for ut in self.user_tools:
+            self.catalog.register(ut.spec)
+        self.holder = ServicesHolder(self.settings, catalog=self.catalog, agents=agents, services=services)
+
+        @asynccontextmanager
+        async def run_context() -> AsyncIterator[None]:
+            try:
+                yield
+            finally:
+                await self.holder.close()
+
+        super().__init__(
+            "durable-agent-tools",
+            data_converter=pydantic_data_converter,
+            activities=all_activities(self.holder, self.user_tools),
+            workflows=all_workflows(),
+            workflow_runner=workflow_runner(),
+            run_context=run_context,
+        )

@@ -1,0 +1,42 @@
+"""ASGI app factory. Capability modules contribute routers; the app mounts every one that exists.
+
+    uvicorn --factory agent_tools.service.app:create_app
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from fastapi import FastAPI
+
+from agent_tools.settings import Settings
+
+# Modules exporting ``build_router(settings, state) -> fastapi.APIRouter``.
+ROUTER_MODULES: tuple[str, ...] = (
+    "agent_tools.service.events_routes",
+    "agent_tools.service.tools_routes",
+)
+
+
+def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
+    """Build the service. ``state`` lets tests inject a Temporal client, a store, or clock."""
+    settings = settings or Settings()
+    app = FastAPI(title="Durable Agent Tools service", version="0.1.0")
+    app.state.settings = settings
+    for key, value in state.items():
+        setattr(app.state, key, value)
+    for name in ROUTER_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        app.include_router(module.build_router(settings, app.state))
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

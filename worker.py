@@ -1,0 +1,39 @@
+"""Composition root: settings -> client (with the plugin) -> worker.
+
+    python worker.py            # connects to AGENT_TOOLS_TEMPORAL_ADDRESS (default localhost:7233)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from agent_tools.plugin import AgentToolsPlugin
+from agent_tools.settings import Settings
+
+
+def build_worker(client: Client, plugin: AgentToolsPlugin, *, task_queue: str | None = None, **kwargs: object) -> Worker:
+    """A worker on ``client`` with everything the plugin registers (the plugin must be on the client)."""
+    return Worker(
+        client,
+        task_queue=task_queue or plugin.settings.task_queue,
+        max_concurrent_activities=int(kwargs.pop("max_concurrent_activities", 200)),  # type: ignore[call-overload]
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def main(settings: Settings | None = None) -> None:
+    settings = settings or Settings()
+    plugin = AgentToolsPlugin(settings)
+    client = await Client.connect(settings.temporal_address, namespace=settings.temporal_namespace, plugins=[plugin])
+    worker = build_worker(client, plugin)
+    logging.info("worker on task queue %s at %s", settings.task_queue, settings.temporal_address)
+    await worker.run()
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    asyncio.run(main())
