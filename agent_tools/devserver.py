@@ -9,6 +9,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Plugin
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -80,7 +82,14 @@ async def start_dev_server(
 
 
 async def start_time_skipping(plugins: list[Plugin] | None = None) -> WorkflowEnvironment:
-    """The time-skipping test server for long timers (tests)."""
-    return await WorkflowEnvironment.start_time_skipping(
+    """The time-skipping test server for long timers (tests), with our search attributes registered."""
+    env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=test_server_path(), data_converter=pydantic_data_converter, plugins=plugins or []
     )
+    await env.client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=env.client.namespace,
+            search_attributes={key.name: IndexedValueType.ValueType(key.indexed_value_type) for key in sa.ALL},
+        )
+    )
+    return env
