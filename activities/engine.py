@@ -9,6 +9,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import with_heartbeat
 from activities.providers.base import ModelRequest, ToolSchema
 from activities.services import Services, ServicesHolder
 from agent_tools.activity_io import (
@@ -16,13 +17,11 @@ from agent_tools.activity_io import (
     ACTIVITY_PREPARE,
     LlmStepInput,
     LlmStepOutput,
-    PrepareInput,
-    PrepareOutput,
 )
 from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, Usage
 from agent_tools.prompt import build_context
-from agent_tools.session import SessionConfig
+from agent_tools.session import PrepareInput, PrepareOutput, SessionConfig
 
 
 def cost_of(services: Services, model_spec: str, input_tokens: int, output_tokens: int) -> float:
@@ -106,8 +105,7 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     """Append the new messages, build the context from the store, call the model, store its answer."""
     t = services.transcripts
     sid = inp.session.session_id
-    position = await t.append(sid, inp.position, inp.new_messages)
-    transcript = await t.load(sid, upto=position)
+    position, transcript = await t.append_and_load(sid, inp.position, inp.new_messages, last_answer=inp.last_answer)
     extra: list[str] = []
     for hook in services.context_hooks:
         block = await hook(services, inp.session)
@@ -135,7 +133,7 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
         },
     )
     try:
-        response = await provider.complete(request)
+        response = await with_heartbeat(provider.complete(request))
     except ProviderRetryableError as exc:
         delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
         raise ApplicationError(str(exc), type="ProviderRetryableError", next_retry_delay=delay) from exc
@@ -150,9 +148,8 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     message = response.message
     # A retried call overwrites the answer an earlier attempt may have stored: the transcript holds the
     # answer the workflow actually received.
-    after = await t.append(sid, position, [message], replace=True)
-    await t.record_usage(
-        call_key=f"{sid}:{position}", session_id=sid, root_id=inp.session.root_id, model=inp.model, used=used
+    after = await t.store_answer(
+        session_id=sid, position=position, message=message, root_id=inp.session.root_id, model=inp.model, used=used
     )
     return LlmStepOutput(message=message, position=after, usage=used)
 

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
+from activities.heartbeat import with_heartbeat
 from activities.services import Services, ServicesHolder
 from activities.tools.base import ToolContext, ToolFailure, ToolImpl, ToolReturn
 from agent_tools.activity_io import ToolCallInput, ToolCallOutput, tool_activity_name
@@ -69,7 +70,7 @@ async def run_tool(
         args = inp.arguments
     ctx = ToolContext(services=services, session=inp.session, call_id=inp.call_id, tool=inp.name)
     try:
-        out = render(await impl(args, ctx))
+        out = render(await with_heartbeat(impl(args, ctx)))
     except ToolFailure as exc:
         return ToolCallOutput(content=str(exc), is_error=True, data=exc.data)
     return await spill_if_large(services, inp, spec, out)

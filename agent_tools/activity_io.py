@@ -5,12 +5,16 @@ Durable contracts (they sit in histories): add optional fields only.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from agent_tools.messages import Message, Usage
-from agent_tools.session import SessionConfig, SessionRequest
+
+if TYPE_CHECKING:
+    # Only for a type hint: capability contract modules import this module and agent_tools.session imports
+    # theirs, so a runtime import here would be circular.
+    from agent_tools.session import SessionConfig
 
 ACTIVITY_PREPARE = "agent_tools.prepare_session"
 ACTIVITY_LLM_STEP = "agent_tools.llm_step"
@@ -54,16 +58,6 @@ class SessionRef(BaseModel):
         )
 
 
-class PrepareInput(BaseModel):
-    session_id: str
-    request: SessionRequest
-
-
-class PrepareOutput(BaseModel):
-    config: SessionConfig
-    transcript_len: int
-
-
 class LlmStepInput(BaseModel):
     """Only the new messages travel; the activity reads the rest of the transcript from the store."""
 
@@ -75,6 +69,8 @@ class LlmStepInput(BaseModel):
     max_tokens: int | None = None
     title: str | None = None
     role: str | None = None
+    # Fingerprint of the last model answer before ``position`` (see messages.message_fingerprint).
+    last_answer: str | None = None
 
 
 class LlmStepOutput(BaseModel):

@@ -67,7 +67,7 @@ class AgentRegistry:
 
     @classmethod
     def from_file(cls, path: Path | None) -> AgentRegistry:
-        if path is None or not path.exists():
+        if path is None or not path.is_file():
             return cls()
         try:
             data = tomllib.loads(path.read_text())

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from agent_tools import search_attributes as sa
 from agent_tools.activity_io import ProgressEvent
+from agent_tools.errors import SessionError
 from agent_tools.session import (
     WORKFLOW_NAME,
     LatestMessageView,
@@ -78,15 +82,25 @@ class SessionHandle:
         return self._client.ui_url(self.id)
 
     async def send(self, content: str) -> SendMessageAccepted:
-        """Queue a message; returns once the session accepted it (an update), refused if it has ended."""
-        return await self.workflow.execute_update("send_message", SendMessage(content=content), result_type=SendMessageAccepted)
+        """Queue a message; returns once the session accepted it (an update).
+
+        Raises:
+            SessionError: the session has ended or refused the message (the reason is in the message).
+        """
+        async with _refusals(self.id, "message"):
+            return await self.workflow.execute_update(
+                "send_message", SendMessage(content=content), result_type=SendMessageAccepted
+            )
 
     async def send_signal(self, content: str) -> None:
         """Fire-and-forget twin of :meth:`send` for clients that can only signal."""
-        await self.workflow.signal("send_message", SendMessage(content=content))
+        async with _refusals(self.id, "message"):
+            await self.workflow.signal("send_message", SendMessage(content=content))
 
     async def stop(self, reason: str = "stopped by user") -> None:
-        await self.workflow.signal("stop", StopRequest(reason=reason))
+        """Stop the session and its sub-agents (leaf first)."""
+        async with _refusals(self.id, "stop"):
+            await self.workflow.signal("stop", StopRequest(reason=reason))
 
     async def status(self) -> StatusView:
         return await self.workflow.query("status", result_type=StatusView)
@@ -255,6 +269,21 @@ class AgentToolsClient:
         if self._transcripts is not None:
             await self._transcripts.store.close()
             self._transcripts = None
+
+
+@asynccontextmanager
+async def _refusals(session_id: str, what: str) -> AsyncIterator[None]:
+    """Turn Temporal's answers for an ended or refusing session into one clear SessionError."""
+    try:
+        yield
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        reason = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+        raise SessionError(f"session {session_id} refused the {what}: {reason}") from exc
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise SessionError(f"session {session_id} refused the {what}: {exc.message}") from exc
+        raise
 
 
 def _quote(value: str) -> str:

@@ -36,6 +36,17 @@ class Message(BaseModel):
     artifact_ref: str | None = None
 
 
+def message_fingerprint(message: Message) -> str:
+    """Short digest of a message: lets a worker check that its cached transcript holds the answer the
+    workflow actually received (a retried model call may have replaced it)."""
+    import hashlib
+
+    digest = hashlib.sha1(message.content.encode())
+    for call in message.tool_calls:
+        digest.update(call.id.encode())
+    return digest.hexdigest()[:12]
+
+
 class Usage(BaseModel):
     """Token usage and cost, summed over calls."""
 

@@ -30,6 +30,9 @@ PASSTHROUGH_MODULES = (
     "annotated_types",
     "typing_inspection",
     "yaml",
+    # Stateless at module level (its state lives on the WorkflowStream instance); sharing it spares a
+    # re-import of its dataclasses on every workflow run.
+    "temporalio.contrib.workflow_streams",
 )
 
 

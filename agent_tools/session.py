@@ -145,6 +145,18 @@ class SessionResult(BaseModel):
     handed_off_to: str | None = None
 
 
+class PrepareInput(BaseModel):
+    """Input of the ``prepare_session`` activity."""
+
+    session_id: str
+    request: SessionRequest
+
+
+class PrepareOutput(BaseModel):
+    config: SessionConfig
+    transcript_len: int
+
+
 # ---- messages in ---------------------------------------------------------------------------------------
 
 

@@ -1,7 +1,5 @@
 """The session's shared state and the hooks capability mixins extend (each calls ``super()``)."""
 
-from __future__ import annotations
-
 from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 

@@ -6,7 +6,8 @@ that step's tool calls in parallel -> results -> next step, until the model answ
 the step budget ends. Only new messages cross into history: the transcript lives in the store.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in workflow modules: the sandbox re-imports them for every run,
+# and string annotations would be re-evaluated (compiled) each time by the SDK's handler inspection.
 
 import asyncio
 from datetime import timedelta
@@ -15,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.delegation import DelegationMixin
@@ -25,28 +26,27 @@ from workflows.native import NATIVE_TOOLS
 from workflows.planning import PlanningMixin
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import TypeAdapter
-
     from agent_tools import search_attributes as sa
     from agent_tools.activity_io import (
         ACTIVITY_LLM_STEP,
         ACTIVITY_PREPARE,
         LlmStepInput,
         LlmStepOutput,
-        PrepareInput,
-        PrepareOutput,
         ToolCallInput,
         ToolCallOutput,
         tool_activity_name,
     )
     from agent_tools.catalog.registry import builtin_specs
-    from agent_tools.messages import Message, ToolCall
+    from agent_tools.messages import Message, ToolCall, message_fingerprint
     from agent_tools.prompt import render_trigger
+    from agent_tools.stream_state import dump_stream_state, load_stream_state
     from agent_tools.session import (
         TERMINAL_STATUSES,
         WORKFLOW_NAME,
         LatestMessageView,
         SendMessage,
+        PrepareInput,
+        PrepareOutput,
         SendMessageAccepted,
         SessionInput,
         SessionResult,
@@ -58,7 +58,6 @@ with workflow.unsafe.imports_passed_through():
     )
 
 BUILTIN_SPECS = {s.name: s for s in builtin_specs()}
-_STREAM_STATE = TypeAdapter(WorkflowStreamState)
 # Progress items carried across continue-as-new for late subscribers.
 _STREAM_CARRY = 50
 
@@ -76,11 +75,10 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self.request = input.request
         self._config = input.config
         self.state = input.state or SessionState()
-        prior = _STREAM_STATE.validate_python(input.stream_state) if input.stream_state else None
-        self.stream = WorkflowStream(prior_state=prior)
+        self.stream = WorkflowStream(prior_state=load_stream_state(input.stream_state))
         self._stop_reason = None
         self._turn_task: asyncio.Task[None] | None = None
-        self._last_sa_status: str | None = None
+        self._last_answer: str | None = None
         if input.state is None and input.request.prompt:
             self.state.inbox.append(Trigger(kind="user", content=input.request.prompt))
 
@@ -142,6 +140,9 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 continue
             if self.state.status in TERMINAL_STATUSES:
                 return  # a tool ended the session's part (hand-off)
+            if self.state.error is not None and not self.config.keep_alive:
+                self.set_status(SessionStatus.failed)
+                return
             await self._after_turn(trigger)
             turns_this_run += 1
             if workflow.info().is_continue_as_new_suggested() or (can_after and turns_this_run >= can_after):
@@ -168,7 +169,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 request=self.request,
                 config=self._config,
                 state=self.state,
-                stream_state=_STREAM_STATE.dump_python(stream_state, mode="json"),
+                stream_state=dump_stream_state(stream_state),
             )
         )
 
@@ -187,8 +188,18 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         # Tool results a budget-ended turn could not send go first, so every tool call keeps its result.
         new_messages = [*self.state.unsent, Message(role="user", content=content)]
         self.state.unsent = []
+        self.state.error = None
         for _ in range(self.config.max_steps):
-            out = await self._llm_step(new_messages)
+            try:
+                out = await self._llm_step(new_messages)
+            except ActivityError as exc:
+                # The model call failed for good (a 4xx, or retries exhausted). The session keeps what it has,
+                # says why, and (when kept alive) waits for the next message; the messages stay unsent.
+                self.state.unsent = new_messages
+                self.state.error = f"model call failed: {_failure_message(exc)}"
+                self._remember_message(Message(role="assistant", content=f"({self.state.error})"))
+                self.publish("assistant_message", content=f"({self.state.error})")
+                return
             message = out.message
             self._remember_message(message)
             if message.content:
@@ -223,15 +234,22 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 max_tokens=self.config.max_tokens,
                 title=self.config.title,
                 role=self.config.role,
+                last_answer=self._last_answer,
             ),
             result_type=LlmStepOutput,
             start_to_close_timeout=timedelta(minutes=5),
+            heartbeat_timeout=self._heartbeat_timeout(),
             retry_policy=LLM_RETRY,
             summary=f"{self.config.model.rsplit('/', 1)[-1][:60]} step {self.state.steps}",
         )
         self.state.transcript_len = out.position
         self.state.usage = self.state.usage + out.usage
+        self._last_answer = message_fingerprint(out.message)
         return out
+
+    def _heartbeat_timeout(self) -> timedelta:
+        # Activities heartbeat while they wait on I/O; a worker that dies mid-call is noticed after this.
+        return timedelta(seconds=float(self.config.options.get("heartbeat_timeout_seconds", 30)))
 
     def _remember_message(self, message: Message) -> None:
         self.state.last_message = message
@@ -273,13 +291,12 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 ToolCallInput(session=self.session_ref(), call_id=call.id, name=call.name, arguments=call.arguments),
                 result_type=ToolCallOutput,
                 start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=self._heartbeat_timeout(),
                 retry_policy=TOOL_RETRY,
                 summary=summary,
             )
         except ActivityError as exc:
-            cause = exc.cause
-            detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-            return ToolCallOutput(content=f"Tool {call.name} failed: {detail}", is_error=True)
+            return ToolCallOutput(content=f"Tool {call.name} failed: {_failure_message(exc)}", is_error=True)
 
     # ---- status, UI ---------------------------------------------------------------------------------
 
@@ -380,3 +397,10 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             content=m.content if m else "",
             created_at=self.state.last_message_at if m else None,
         )
+
+
+def _failure_message(exc: ActivityError) -> str:
+    cause = exc.cause
+    while cause is not None and not isinstance(cause, ApplicationError) and cause.cause is not None:
+        cause = cause.cause
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -59,7 +60,11 @@ class Store:
 def _make_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
         # WAL lets readers (client, CLI) and the worker share the file; the timeout rides out writer bursts.
-        engine = create_async_engine(url, connect_args={"timeout": 30}, poolclass=NullPool)
+        # Pooled connections: opening one per query costs more than the query (PRAGMAs, file open).
+        if ":memory:" in url:
+            engine = create_async_engine(url, connect_args={"timeout": 30}, poolclass=NullPool)
+        else:
+            engine = create_async_engine(url, connect_args={"timeout": 30}, pool_size=8, max_overflow=8)
         from sqlalchemy import event
 
         @event.listens_for(engine.sync_engine, "connect")
@@ -100,21 +105,23 @@ async def upsert(
     """
     if not rows:
         return
-    dialect = conn.dialect.name
+    stmt = _upsert_statement(conn.dialect.name, table, tuple(keys), tuple(update) if update else None)
+    # Rows go as parameters of one cached statement (executemany), so SQLAlchemy compiles it once.
+    await conn.execute(stmt, [dict(r) for r in rows])
+
+
+@functools.cache
+def _upsert_statement(dialect: str, table: Table, keys: tuple[str, ...], update: tuple[str, ...] | None) -> Any:
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-        stmt: Any = pg_insert(table).values(list(rows))
+        stmt: Any = pg_insert(table)
     elif dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-        stmt = sqlite_insert(table).values(list(rows))
+        stmt = sqlite_insert(table)
     else:  # pragma: no cover - only the two supported dialects reach here
         raise NotImplementedError(dialect)
     if update:
-        stmt = stmt.on_conflict_do_update(
-            index_elements=list(keys), set_={c: getattr(stmt.excluded, c) for c in update}
-        )
-    else:
-        stmt = stmt.on_conflict_do_nothing(index_elements=list(keys))
-    await conn.execute(stmt)
+        return stmt.on_conflict_do_update(index_elements=list(keys), set_={c: getattr(stmt.excluded, c) for c in update})
+    return stmt.on_conflict_do_nothing(index_elements=list(keys))

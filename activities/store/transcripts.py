@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -10,7 +11,11 @@ from sqlalchemy import func, select
 
 from activities.store.db import Store, upsert
 from activities.store.tables import artifacts, sessions, transcript, usage
-from agent_tools.messages import Message, ToolCall, Usage
+from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
+
+
+_MESSAGE_UPDATE = ["role", "content", "tool_calls", "tool_call_id", "name", "artifact_ref", "created_at"]
+_USAGE_UPDATE = ["input_tokens", "output_tokens", "cost_usd", "model"]
 
 
 def _now() -> datetime:
@@ -50,10 +55,32 @@ def _message_row(session_id: str, seq: int, m: Message) -> dict[str, Any]:
 
 
 class TranscriptStore:
-    """Append-only transcripts keyed by (session, position): a retried write lands on the same rows."""
+    """Append-only transcripts keyed by (session, position): a retried write lands on the same rows.
 
-    def __init__(self, store: Store) -> None:
+    Keeps recent sessions' transcripts in worker memory, so a model step reads nothing when this worker ran
+    the session's previous step; the caller validates the cache with the last answer's fingerprint.
+    """
+
+    def __init__(self, store: Store, *, cache_sessions: int = 512) -> None:
         self.store = store
+        self._cache: OrderedDict[str, list[Message]] = OrderedDict()
+        self._cache_sessions = cache_sessions
+
+    def _cached(self, session_id: str, start: int, last_answer: str | None) -> list[Message] | None:
+        cached = self._cache.get(session_id)
+        if cached is None or len(cached) != start:
+            return None
+        last = next((m for m in reversed(cached) if m.role == "assistant"), None)
+        if (message_fingerprint(last) if last else None) != last_answer:
+            return None
+        self._cache.move_to_end(session_id)
+        return cached
+
+    def _remember(self, session_id: str, messages: list[Message]) -> None:
+        self._cache[session_id] = messages
+        self._cache.move_to_end(session_id)
+        while len(self._cache) > self._cache_sessions:
+            self._cache.popitem(last=False)
 
     async def register_session(
         self,
@@ -96,11 +123,60 @@ class TranscriptStore:
                 transcript,
                 rows,
                 keys=["session_id", "seq"],
-                update=["role", "content", "tool_calls", "tool_call_id", "name", "artifact_ref", "created_at"]
-                if replace
-                else None,
+                update=_MESSAGE_UPDATE if replace else None,
             )
         return start + len(messages)
+
+    async def append_and_load(
+        self, session_id: str, start: int, messages: list[Message], *, last_answer: str | None = None
+    ) -> tuple[int, list[Message]]:
+        """Write new messages (existing rows win) and return the transcript up to them.
+
+        Reads the store only when this worker's cache cannot vouch for the prefix.
+        """
+        rows = [_message_row(session_id, start + i, m) for i, m in enumerate(messages)]
+        end = start + len(messages)
+        cached = self._cached(session_id, start, last_answer)
+        async with self.store.engine.begin() as conn:
+            await upsert(conn, transcript, rows, keys=["session_id", "seq"])
+            if cached is not None:
+                # Rows an earlier attempt wrote at these positions hold the same messages (the workflow
+                # re-sends exactly what it sent before), so the cache stays equal to the store.
+                full = [*cached, *messages]
+            else:
+                stmt = (
+                    select(transcript)
+                    .where(transcript.c.session_id == session_id, transcript.c.seq < end)
+                    .order_by(transcript.c.seq)
+                )
+                full = [_row_to_message(r) for r in (await conn.execute(stmt)).all()]
+        self._remember(session_id, full)
+        return end, list(full)
+
+    async def store_answer(
+        self, *, session_id: str, position: int, message: Message, root_id: str, model: str, used: Usage
+    ) -> int:
+        """The model's answer at ``position`` (replacing what an earlier attempt wrote) and its usage row."""
+        row = _message_row(session_id, position, message)
+        usage_row = {
+            "call_key": f"{session_id}:{position}",
+            "session_id": session_id,
+            "root_id": root_id,
+            "model": model,
+            "input_tokens": used.input_tokens,
+            "output_tokens": used.output_tokens,
+            "cost_usd": used.cost_usd,
+            "created_at": _now(),
+        }
+        async with self.store.engine.begin() as conn:
+            await upsert(conn, transcript, [row], keys=["session_id", "seq"], update=_MESSAGE_UPDATE)
+            await upsert(conn, usage, [usage_row], keys=["call_key"], update=_USAGE_UPDATE)
+        cached = self._cache.get(session_id)
+        if cached is not None and len(cached) == position:
+            cached.append(message)
+        else:
+            self._cache.pop(session_id, None)
+        return position + 1
 
     async def load(self, session_id: str, *, upto: int | None = None) -> list[Message]:
         stmt = select(transcript).where(transcript.c.session_id == session_id)
@@ -146,24 +222,6 @@ class TranscriptStore:
             return (await conn.execute(select(sessions).where(sessions.c.session_id == session_id))).first()
 
     # ---- usage --------------------------------------------------------------------------------------
-
-    async def record_usage(
-        self, *, call_key: str, session_id: str, root_id: str, model: str, used: Usage
-    ) -> None:
-        row = {
-            "call_key": call_key,
-            "session_id": session_id,
-            "root_id": root_id,
-            "model": model,
-            "input_tokens": used.input_tokens,
-            "output_tokens": used.output_tokens,
-            "cost_usd": used.cost_usd,
-            "created_at": _now(),
-        }
-        async with self.store.engine.begin() as conn:
-            await upsert(
-                conn, usage, [row], keys=["call_key"], update=["input_tokens", "output_tokens", "cost_usd", "model"]
-            )
 
     async def usage_total(self, *, session_id: str | None = None, root_id: str | None = None) -> Usage:
         stmt = select(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -72,8 +73,7 @@ class ToolSpec:
 
     def parameters_schema(self) -> dict[str, Any]:
         """JSON Schema of the arguments, trimmed of pydantic's titles that only cost tokens."""
-        schema = self.args_model.model_json_schema()
-        return _strip_titles(schema)
+        return _schema_of(self.args_model)
 
     def validate_arguments(self, arguments: dict[str, Any]) -> BaseModel:
         """Parse arguments; raises ``pydantic.ValidationError``."""
@@ -87,6 +87,12 @@ class ToolSpec:
                 value = value[:77] + "..."
             return f'{self.name}: "{value}"'
         return self.name
+
+
+@functools.cache
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    # Built once per model: generating a JSON Schema costs more than the rest of a model step's bookkeeping.
+    return dict(_strip_titles(model.model_json_schema()))
 
 
 def _strip_titles(node: Any) -> Any:

@@ -1,0 +1,3 @@
+from agent_tools.cli import main
+
+main()

@@ -1,0 +1,38 @@
+"""``dev`` (embedded server + UI + worker) and ``worker`` (a worker against a running server)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import typer
+
+from agent_tools.settings import Settings
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def dev(
+        port: int = typer.Option(7233, help="Temporal frontend port"),
+        ui_port: int = typer.Option(8233, help="Temporal UI port"),
+    ) -> None:
+        """Embedded Temporal dev server with UI, plus a worker, until Ctrl-C."""
+
+        async def go() -> None:
+            from agent_tools.embedded import embedded
+
+            async with embedded(Settings(), port=port, ui_port=ui_port) as client:
+                typer.echo(f"Temporal at {client.settings.temporal_address}; UI at {client.settings.temporal_ui_url}")
+                typer.echo(f"worker on task queue {client.settings.task_queue}; Ctrl-C to stop")
+                await asyncio.Event().wait()
+
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(go())
+
+    @app.command()
+    def worker() -> None:
+        """Run a worker against AGENT_TOOLS_TEMPORAL_ADDRESS."""
+        from worker import main
+
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(main())

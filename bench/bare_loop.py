@@ -1,0 +1,66 @@
+"""The reference: the same agent loop as a minimal bare Temporal workflow that passes the whole message
+list to every model call (the common design), with the same scripted model and the same tool."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel
+from temporalio import activity, workflow
+
+with workflow.unsafe.imports_passed_through():
+    from agent_tools.messages import Message
+
+
+class BareInput(BaseModel):
+    prompt: str
+    script: str
+    max_steps: int
+
+
+class BareLlmInput(BaseModel):
+    script: str
+    messages: list[Message]
+
+
+class BareToolInput(BaseModel):
+    topic: str
+
+
+async def lookup(topic: str) -> str:
+    """The tool both loops call."""
+    return f"{topic}: " + "lorem ipsum dolor sit amet " * 40
+
+
+@activity.defn(name="bare.llm")
+async def bare_llm(inp: BareLlmInput) -> Message:
+    from activities.providers.base import ModelRequest
+    from activities.providers.scripted import ScriptedProvider
+
+    resp = await ScriptedProvider(inp.script).complete(ModelRequest(model="bench", messages=inp.messages, meta={"agent": "assistant"}))
+    return resp.message
+
+
+@activity.defn(name="bare.lookup")
+async def bare_lookup(inp: BareToolInput) -> str:
+    return await lookup(inp.topic)
+
+
+@workflow.defn(name="BareAgentLoop")
+class BareAgentLoop:
+    @workflow.run
+    async def run(self, inp: BareInput) -> str:
+        messages = [Message(role="system", content="You are a capable assistant."), Message(role="user", content=inp.prompt)]
+        for _ in range(inp.max_steps):
+            reply = await workflow.execute_activity(
+                bare_llm, BareLlmInput(script=inp.script, messages=messages), start_to_close_timeout=timedelta(minutes=5)
+            )
+            messages.append(reply)
+            if not reply.tool_calls:
+                return reply.content
+            for call in reply.tool_calls:
+                out = await workflow.execute_activity(
+                    bare_lookup, BareToolInput(topic=str(call.arguments.get("topic", ""))), start_to_close_timeout=timedelta(minutes=5)
+                )
+                messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=out))
+        return messages[-1].content

@@ -1,0 +1,199 @@
+"""Engine overhead against a bare Temporal agent loop, side by side in one run.
+
+    python bench/overhead.py                 # 10 and 20 turns, 1 and 50 concurrent sessions
+    python bench/overhead.py --quick         # 10 turns, 1 and 10 concurrent
+
+A "turn" here is one model step that calls a tool (plus the final answer step). Each mode's worker runs
+in its own process on a fresh task queue; worker CPU comes from /proc (utime+stime), RSS is the worker's
+peak (VmHWM). Prints figures and the engine/bare ratio for each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def proc_peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def write_script(path: Path, turns: int) -> str:
+    steps = [{"say": "", "tool_calls": [{"name": "lookup", "arguments": {"topic": f"t{i}"}}]} for i in range(turns)]
+    steps.append({"say": "done"})
+    path.write_text(json.dumps({"conversations": [{"turns": steps}]}))
+    return str(path)
+
+
+# ---- worker process -----------------------------------------------------------------------------------
+
+
+async def worker_main(mode: str, address: str, task_queue: str, db: str) -> None:
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Worker
+
+    if mode == "engine":
+        from agent_tools.plugin import AgentToolsPlugin
+        from agent_tools.settings import Settings
+        from agent_tools.user_tools import make_user_tool
+        from bench.bare_loop import lookup
+
+        settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, agents_file=None)
+        plugin = AgentToolsPlugin(settings, tools=[make_user_tool(lookup)])
+        client = await Client.connect(address, plugins=[plugin])
+        worker = Worker(client, task_queue=task_queue, max_concurrent_activities=200)
+    else:
+        from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+        from bench.bare_loop import BareAgentLoop, bare_llm, bare_lookup
+
+        client = await Client.connect(address, data_converter=pydantic_data_converter)
+        runner = SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules("agent_tools", "pydantic", "yaml")
+        )
+        worker = Worker(
+            client, task_queue=task_queue, workflows=[BareAgentLoop], activities=[bare_llm, bare_lookup],
+            workflow_runner=runner, max_concurrent_activities=200,
+        )  # fmt: skip
+    print("ready", flush=True)
+    await worker.run()
+
+
+# ---- driver --------------------------------------------------------------------------------------------
+
+
+async def run_config(address: str, mode: str, turns: int, concurrency: int, workdir: Path) -> dict[str, float]:
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from agent_tools.history_metrics import total_bytes
+    from agent_tools.session import SessionInput, SessionRequest
+    from bench.bare_loop import BareInput
+
+    task_queue = f"bench-{mode}-{uuid.uuid4().hex[:8]}"
+    db = f"sqlite+aiosqlite:///{workdir}/{task_queue}.sqlite"
+    script = write_script(workdir / f"script-{turns}.json", turns)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--worker", mode, "--address", address, "--task-queue", task_queue, "--db", db],
+        stdout=subprocess.PIPE, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    proc.stdout.readline()  # "ready"
+    client = await Client.connect(address, data_converter=pydantic_data_converter)
+
+    async def one(i: int) -> tuple[float, str]:
+        wid = f"{task_queue}-{i}"
+        t0 = time.perf_counter()
+        if mode == "engine":
+            req = SessionRequest(prompt="research", model=f"scripted:{script}", tools=["lookup"], max_steps=turns + 1)
+            await client.execute_workflow("AgentSession", SessionInput(request=req), id=wid, task_queue=task_queue)
+        else:
+            await client.execute_workflow(
+                "BareAgentLoop", BareInput(prompt="research", script=script, max_steps=turns + 1), id=wid, task_queue=task_queue
+            )
+        return time.perf_counter() - t0, wid
+
+    # Warm up once so that imports and connection set-up are not billed to the measured sessions.
+    await one(-1)
+    cpu0 = proc_cpu_seconds(proc.pid)
+    t0 = time.perf_counter()
+    results = await asyncio.gather(*(one(i) for i in range(concurrency)))
+    wall = time.perf_counter() - t0
+    cpu = proc_cpu_seconds(proc.pid) - cpu0
+    rss = proc_peak_rss_mb(proc.pid)
+    hist = [total_bytes(await client.get_workflow_handle(wid).fetch_history()) for _, wid in results[:5]]
+    proc.terminate()
+    proc.wait(timeout=20)
+    return {
+        "latency_s": statistics.mean(r[0] for r in results),
+        "throughput": concurrency / wall,
+        "cpu_per_session_ms": 1000 * cpu / concurrency,
+        "rss_mb": rss,
+        "history_kb": statistics.mean(hist) / 1024,
+    }
+
+
+async def driver(configs: list[tuple[int, int]]) -> None:
+    from agent_tools.devserver import start_dev_server
+
+    env = await start_dev_server(ui=False, log_level="error")
+    address = env.client.service_client.config.target_host
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for turns, conc in configs:
+                engine = await run_config(address, "engine", turns, conc, Path(tmp))
+                bare = await run_config(address, "bare", turns, conc, Path(tmp))
+                rows.append((turns, conc, engine, bare))
+                print_row(turns, conc, engine, bare)
+    finally:
+        await env.shutdown()
+    print()
+    by_turns: dict[int, dict[str, float]] = {}
+    for turns, conc, engine, bare in rows:
+        if conc == configs[0][1]:
+            by_turns[turns] = {"engine": engine["history_kb"], "bare": bare["history_kb"]}
+    if len(by_turns) >= 2:
+        (t1, a), (t2, b) = sorted(by_turns.items())[:2]
+        print(
+            f"history growth {t1}->{t2} turns: engine x{b['engine'] / a['engine']:.2f} "
+            f"(linear would be x{(t2 + 1) / (t1 + 1):.2f}), bare x{b['bare'] / a['bare']:.2f}"
+        )
+
+
+def print_row(turns: int, conc: int, engine: dict[str, float], bare: dict[str, float]) -> None:
+    print(f"\n{turns} turns, {conc} concurrent session(s)")
+    print(f"  {'metric':<22}{'engine':>12}{'bare loop':>12}{'ratio':>9}")
+    for key, label in [
+        ("latency_s", "latency per session s"),
+        ("throughput", "throughput sessions/s"),
+        ("cpu_per_session_ms", "worker CPU/session ms"),
+        ("rss_mb", "worker peak RSS MB"),
+        ("history_kb", "history KB/session"),
+    ]:
+        ratio = engine[key] / bare[key] if bare[key] else float("nan")
+        print(f"  {label:<22}{engine[key]:>12.2f}{bare[key]:>12.2f}{ratio:>8.2f}x")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker", choices=["engine", "bare"])
+    parser.add_argument("--address")
+    parser.add_argument("--task-queue")
+    parser.add_argument("--db")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.worker:
+        asyncio.run(worker_main(args.worker, args.address, args.task_queue, args.db))
+        return
+    configs = [(10, 1), (10, 10)] if args.quick else [(10, 1), (20, 1), (10, 50), (20, 50)]
+    asyncio.run(driver(configs))
+
+
+if __name__ == "__main__":
+    main()

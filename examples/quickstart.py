@@ -1,0 +1,29 @@
+"""Quickstart: a worker and a session in one script, on the embedded Temporal dev server.
+
+    python examples/quickstart.py
+
+Uses the scripted demo model unless AGENT_TOOLS_MODEL / OPENAI_API_KEY / ANTHROPIC_API_KEY is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from agent_tools import Settings
+from agent_tools.embedded import embedded
+
+
+async def main() -> str:
+    port = int(os.environ.get("EXAMPLE_TEMPORAL_PORT", "7233"))
+    ui_port = int(os.environ.get("EXAMPLE_UI_PORT", "8233"))
+    async with embedded(Settings(), port=port, ui_port=ui_port, persist=False) as client:
+        handle = await client.start_session("Plan a three-day trip to Lisbon", agent="assistant")
+        result = await handle.result()
+        print(result.final_message)
+        print("Temporal UI:", handle.ui_url())
+        return result.final_message or ""
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

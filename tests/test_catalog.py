@@ -1,0 +1,120 @@
+"""Tool catalog: contracts, profiles, levels, organisation switches, user tools, bad arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agent_tools.catalog import PROFILES, ToolCatalog, ToolLevel, ToolSpec
+from agent_tools.errors import ConfigurationError
+from agent_tools.session import SessionStatus
+from agent_tools.user_tools import make_user_tool, tool
+
+
+class _Args(BaseModel):
+    q: str
+
+
+def _spec(name: str, level: ToolLevel = ToolLevel.none) -> ToolSpec:
+    return ToolSpec(name=name, description=name, args_model=_Args, capability="test", level=level)
+
+
+def test_builtin_catalog_has_contract_for_every_tool_it_knows() -> None:
+    catalog = ToolCatalog.builtin()
+    assert "todoWrite" in catalog
+    for name in catalog.names():
+        spec = catalog.get(name)
+        assert spec is not None
+        schema = spec.parameters_schema()
+        assert schema["type"] == "object", name
+        assert spec.description.strip(), name
+
+
+def test_resolve_applies_profile_level_exclusions_and_org_switches() -> None:
+    catalog = ToolCatalog([_spec("todoWrite"), _spec("web_search", ToolLevel.l1_http), _spec("exec_python", ToolLevel.l3_sandbox)])
+    assert catalog.resolve(profile=None, tools=["todoWrite", "web_search", "exec_python"], level=ToolLevel.l1_http) == ["todoWrite", "web_search"]
+    assert catalog.resolve(profile=None, tools=["todoWrite", "web_search"], level=ToolLevel.none) == ["todoWrite"]
+    assert catalog.resolve(profile=None, tools=["todoWrite", "web_search"], disabled=["web_search"]) == ["todoWrite"]
+    assert catalog.resolve(profile=None, tools=["todoWrite", "todoWrite"], exclude=[]) == ["todoWrite"]
+    with pytest.raises(ConfigurationError, match="unknown tools"):
+        catalog.resolve(profile=None, tools=["nope"])
+    with pytest.raises(ConfigurationError, match="unknown tool profile"):
+        catalog.resolve(profile="bogus")
+
+
+def test_profiles_name_each_platform() -> None:
+    assert {"rtc", "fyai", "codai", "all"} <= set(PROFILES)
+    assert "askUser" in PROFILES["rtc"] and "invoke_sub_agent" in PROFILES["fyai"] and "spawn_agent" in PROFILES["codai"]
+
+
+def test_levels_are_ordered() -> None:
+    assert ToolLevel.l4_browser.allows(ToolLevel.l3_sandbox)
+    assert not ToolLevel.l1_http.allows(ToolLevel.l3_sandbox)
+    assert ToolLevel.none.allows(ToolLevel.none)
+
+
+def test_user_tool_schema_from_signature() -> None:
+    async def weather(city: str, days: int = 3) -> str:
+        """Weather forecast."""
+        return f"{city} {days}"
+
+    ut = make_user_tool(weather)
+    schema = ut.spec.parameters_schema()
+    assert schema["properties"]["city"] == {"type": "string"}
+    assert schema["properties"]["days"] == {"type": "integer", "default": 3}
+    assert schema["required"] == ["city"]
+    assert ut.spec.description == "Weather forecast."
+    assert ut.spec.summary({"city": "Lisbon"}) == 'weather: "Lisbon"'
+
+    def sync_tool(x: int) -> int:
+        return x
+
+    with pytest.raises(ConfigurationError, match="async"):
+        make_user_tool(sync_tool)  # type: ignore[arg-type]
+
+
+@tool(description="Add two numbers")
+async def add(a: int, b: int) -> str:
+    return str(a + b)
+
+
+async def test_user_tool_runs_as_activity_and_bad_arguments_reach_the_model(settings: Any, script: Any, worker_for: Any) -> None:
+    settings.model = script(
+        [
+            {"say": "", "tool_calls": [
+                {"name": "add", "arguments": {"a": 2, "b": 40}},
+                {"name": "add", "arguments": {"a": "two", "b": 1}},
+                {"name": "todoWrite", "arguments": {"todos": [{"content": "x", "status": "doing"}]}},
+                {"name": "no_such_tool", "arguments": {}},
+                {"name": "add", "raw_arguments": "{not json"},
+            ]},
+            {"say": "{{tool_results}}"},
+        ]
+    )  # fmt: skip
+    async with worker_for(tools=[add]) as client:
+        handle = await client.start_session("sum", tools=["add", "todoWrite"])
+        result = await handle.result()
+        history = await handle.workflow.fetch_history()
+    assert result.status == SessionStatus.completed
+    lines = (result.final_message or "").split("\n")
+    assert lines[0] == "42"
+    assert lines[1].startswith("Invalid arguments for add: a: Input should be a valid integer")
+    assert lines[2].startswith("Invalid arguments for todoWrite: todos.0.status: Input should be 'pending', 'in_progress' or 'completed'")
+    assert lines[3].startswith("Unknown tool 'no_such_tool'")
+    assert lines[4].startswith("Invalid arguments for add: arguments must be a JSON object")
+    # The tool ran as its own activity, with a summary the UI shows.
+    scheduled = [e.activity_task_scheduled_event_attributes for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    tool_types = [a.activity_type.name for a in scheduled]
+    assert tool_types.count("tool:add") == 2
+    summaries = [e.user_metadata.summary.data for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    assert any(b"add" in s for s in summaries)
+
+
+async def test_disabled_for_organisation_removes_the_tool(settings: Any, script: Any, worker_for: Any) -> None:
+    settings.org_disabled_tools = {"acme": ["todoWrite"]}
+    settings.model = script([{"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": []}}]}, {"say": "{{last_tool}}"}])
+    async with worker_for() as client:
+        result = await (await client.start_session("x", organisation="acme", tools=["todoWrite"])).result()
+    assert (result.final_message or "").startswith("Unknown tool 'todoWrite'")

@@ -1,0 +1,47 @@
+"""Every README example is a file, and each runs here."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "AGENT_TOOLS_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/store.sqlite", **env}
+    for key in ("AGENT_TOOLS_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        full_env.pop(key, None)
+    return subprocess.run(args, cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=180)
+
+
+def test_quickstart_example(tmp_path: Path) -> None:
+    proc = _run([sys.executable, str(ROOT / "examples/quickstart.py")], tmp_path,
+                EXAMPLE_TEMPORAL_PORT=str(_free_port()), EXAMPLE_UI_PORT=str(_free_port()))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Temporal UI: http://" in proc.stdout
+
+
+def test_custom_tool_example(tmp_path: Path) -> None:
+    proc = _run([sys.executable, str(ROOT / "examples/custom_tool.py")], tmp_path, PYTHONPATH=str(ROOT))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Today 1 USD = 0.92 EUR." in proc.stdout
+
+
+def test_demo_command_runs_the_main_job(tmp_path: Path) -> None:
+    """The README's main command ends in `agent-tools demo`: a full session on the embedded server."""
+    proc = _run([sys.executable, "-m", "agent_tools.cli", "demo", "--port", str(_free_port()),
+                 "--ui-port", str(_free_port())], tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "status: completed" in proc.stdout
+    assert "Temporal UI: http://" in proc.stdout
+    assert "todos:" in proc.stdout

@@ -1,0 +1,126 @@
+"""What the Temporal UI and clients see: search attributes, current details, summaries, messages in,
+stop, live progress, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_tools import search_attributes as sa
+from agent_tools.cli import app
+from agent_tools.errors import SessionError
+from agent_tools.session import SessionStatus
+
+
+async def _wait_for(predicate: Any, timeout: float = 20.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if await predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+async def test_chat_session_messages_status_details_and_stop(settings: Any, script: Any, worker_for: Any) -> None:
+    settings.model = script(
+        [
+            {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "reply", "status": "in_progress"}]}}]},
+            {"say": "hello {{last_user}}"},
+            {"say": "again {{last_user}}"},
+        ]
+    )  # fmt: skip
+    async with worker_for() as client:
+        handle = await client.start_session("first", keep_alive=True, title="Chat", tools=["todoWrite"])
+        await _wait_for(lambda: _status_is(handle, SessionStatus.idle))
+        accepted = await handle.send("second")
+        assert accepted.queued_behind >= 0
+        await _wait_for(lambda: _latest_is(handle, "again second"))
+
+        desc = await handle.workflow.describe()
+        attrs = desc.typed_search_attributes
+        assert attrs.get(sa.AGENT_NAME) == "assistant"
+        assert attrs.get(sa.SESSION_ROOT_ID) == handle.id
+        assert attrs.get(sa.DEPTH) == 0
+        meta = await handle.workflow.query("__temporal_workflow_metadata")
+        details = meta.current_details
+        assert "**Chat**" in details and "[~] reply" in details
+
+        listed = await client.list_sessions(agent="assistant")
+        assert handle.id in [s.session_id for s in listed]
+
+        await handle.stop("done here")
+        result = await handle.result()
+        assert result.status == SessionStatus.stopped
+        with pytest.raises(SessionError, match="refused"):
+            await handle.send("too late")
+
+
+async def _status_is(handle: Any, status: SessionStatus) -> bool:
+    return bool((await handle.status()).status == status)
+
+
+async def _latest_is(handle: Any, text: str) -> bool:
+    return bool((await handle.latest_message()).content == text)
+
+
+async def test_progress_stream_reports_turn_tools_and_answer(settings: Any, script: Any, worker_for: Any) -> None:
+    settings.model = script(
+        [{"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "a", "status": "pending"}]}}]}, {"say": "ok"}]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("go", tools=["todoWrite"])
+        await handle.result()
+        kinds = []
+        async for event in handle.progress():
+            kinds.append(event.kind)
+        for expected in ("turn_started", "tool_started", "todos", "tool_finished", "assistant_message", "turn_finished"):
+            assert expected in kinds, (expected, kinds)
+        assert kinds.index("tool_started") < kinds.index("tool_finished") < kinds.index("assistant_message")
+
+
+async def test_step_budget_keeps_tool_results_for_next_turn(settings: Any, script: Any, worker_for: Any) -> None:
+    settings.model = script(
+        [
+            {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": []}}]},
+            {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": []}}]},
+            {"say": "resumed"},
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("go", tools=["todoWrite"], max_steps=2, keep_alive=True)
+        await _wait_for(lambda: _latest_is(handle, "(stopped after the step budget of 2 steps for one turn)"))
+        await handle.send("continue")
+        await _wait_for(lambda: _latest_is(handle, "resumed"))
+        roles = [e.role for e in await handle.transcript()]
+        # every tool call kept its result, sent before the next user message
+        assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "user", "assistant"]
+        await handle.stop()
+
+
+async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_env: Any, worker_for: Any) -> None:
+    settings.model = script([{"say": "one"}, {"say": "two {{last_user}}"}])
+    async with worker_for() as client:
+        handle = await client.start_session("hi", keep_alive=True)
+        await _wait_for(lambda: _latest_is(handle, "one"))
+        env = {
+            "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+            "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+            "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
+        }
+        runner = CliRunner()
+        # The CLI runs its own event loop: call it from a thread while this loop keeps the worker going.
+        out = await asyncio.to_thread(runner.invoke, app, ["send", handle.id, "there"], env=env)
+        assert out.exit_code == 0, out.output
+        await _wait_for(lambda: _latest_is(handle, "two there"))
+        out = await asyncio.to_thread(runner.invoke, app, ["show", handle.id], env=env)
+        assert out.exit_code == 0, out.output
+        assert "two there" in out.output and '"status": "idle"' in out.output
+        out = await asyncio.to_thread(runner.invoke, app, ["sessions", "--agent", "assistant"], env=env)
+        assert handle.id in out.output
+        out = await asyncio.to_thread(runner.invoke, app, ["stop", handle.id], env=env)
+        assert out.exit_code == 0
+        assert (await handle.result()).status == SessionStatus.stopped
+        out = await asyncio.to_thread(runner.invoke, app, ["send", handle.id, "late"], env=env)
+        assert out.exit_code != 0 and "refused" in out.output
