@@ -1,6 +1,6 @@
 """Composition root: settings -> client (with the plugin) -> worker.
 
-    python worker.py            # connects to AGENT_TOOLS_TEMPORAL_ADDRESS (default localhost:7233)
+python worker.py            # connects to AGENT_TOOLS_TEMPORAL_ADDRESS (default localhost:7233)
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
 
 
-def build_worker(client: Client, plugin: AgentToolsPlugin, *, task_queue: str | None = None, **kwargs: object) -> Worker:
+def build_worker(
+    client: Client, plugin: AgentToolsPlugin, *, task_queue: str | None = None, **kwargs: object
+) -> Worker:
     """A worker on ``client`` with everything the plugin registers (the plugin must be on the client)."""
     return Worker(
         client,

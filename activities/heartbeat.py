@@ -22,9 +22,10 @@ async def with_heartbeat(awaitable: Awaitable[T], *, every: float | None = None)
     interval = every or max(0.2, timeout.total_seconds() / 3)
 
     async def beat() -> None:
+        # Sleep first: a call that ends within the interval costs the server no heartbeat at all.
         while True:
-            activity.heartbeat()
             await asyncio.sleep(interval)
+            activity.heartbeat()
 
     beater = asyncio.create_task(beat())
     try:

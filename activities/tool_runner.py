@@ -36,13 +36,17 @@ def render(result: ToolReturn) -> ToolCallOutput:
     return ToolCallOutput(content=json.dumps(result, ensure_ascii=False, default=str))
 
 
-async def spill_if_large(services: Services, inp: ToolCallInput, spec: ToolSpec | None, out: ToolCallOutput) -> ToolCallOutput:
+async def spill_if_large(
+    services: Services, inp: ToolCallInput, spec: ToolSpec | None, out: ToolCallOutput
+) -> ToolCallOutput:
     """Save an oversized result as an artifact; the model's copy becomes the pointer."""
     exempt = spec.spill_exempt if spec else False
     if out.is_error or not should_spill(out.content, inp.session.spill_threshold, exempt=exempt):
         return out
     # Deterministic ref: a retried activity writes the same artifact row instead of a second one.
-    ref = "res_" + uuid.uuid5(uuid.NAMESPACE_URL, f"{inp.session.session_id}/{inp.session.run_id}/{inp.call_id}").hex[:16]
+    ref = (
+        "res_" + uuid.uuid5(uuid.NAMESPACE_URL, f"{inp.session.session_id}/{inp.session.run_id}/{inp.call_id}").hex[:16]
+    )
     hint = json_structure_hint(out.content)
     await services.transcripts.save_artifact(
         ref=ref,
@@ -56,9 +60,7 @@ async def spill_if_large(services: Services, inp: ToolCallInput, spec: ToolSpec 
     return out.model_copy(update={"content": pointer, "artifact_ref": ref})
 
 
-async def run_tool(
-    services: Services, spec: ToolSpec | None, impl: ToolImpl, inp: ToolCallInput
-) -> ToolCallOutput:
+async def run_tool(services: Services, spec: ToolSpec | None, impl: ToolImpl, inp: ToolCallInput) -> ToolCallOutput:
     """Validate, run and render one call. Tool-level failures come back to the model, not as exceptions."""
     args: Any
     if spec is not None:

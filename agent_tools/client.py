@@ -1,10 +1,10 @@
 """Typed client: start sessions, talk to them, read their state, follow their progress.
 
-    client = await AgentToolsClient.connect()
-    handle = await client.start_session("Summarise the design doc", agent="assistant")
-    async for event in handle.progress():
-        ...
-    result = await handle.result()
+client = await AgentToolsClient.connect()
+handle = await client.start_session("Summarise the design doc", agent="assistant")
+async for event in handle.progress():
+    ...
+result = await handle.result()
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools import search_attributes as sa
 from agent_tools.activity_io import ProgressEvent
@@ -88,9 +88,10 @@ class SessionHandle:
             SessionError: the session has ended or refused the message (the reason is in the message).
         """
         async with _refusals(self.id, "message"):
-            return await self.workflow.execute_update(
+            accepted: SendMessageAccepted = await self.workflow.execute_update(
                 "send_message", SendMessage(content=content), result_type=SendMessageAccepted
             )
+            return accepted
 
     async def send_signal(self, content: str) -> None:
         """Fire-and-forget twin of :meth:`send` for clients that can only signal."""
@@ -103,10 +104,12 @@ class SessionHandle:
             await self.workflow.signal("stop", StopRequest(reason=reason))
 
     async def status(self) -> StatusView:
-        return await self.workflow.query("status", result_type=StatusView)
+        status: StatusView = await self.workflow.query("status", result_type=StatusView)
+        return status
 
     async def latest_message(self) -> LatestMessageView:
-        return await self.workflow.query("latest_message", result_type=LatestMessageView)
+        latest: LatestMessageView = await self.workflow.query("latest_message", result_type=LatestMessageView)
+        return latest
 
     async def query(self, name: str, result_type: type[Any], *args: Any) -> Any:
         return await self.workflow.query(name, *args, result_type=result_type)
@@ -147,7 +150,9 @@ class SessionHandle:
             for p in page
         ]
 
-    async def progress(self, from_offset: int = 0, *, poll: timedelta = timedelta(milliseconds=100)) -> AsyncIterator[ProgressEvent]:
+    async def progress(
+        self, from_offset: int = 0, *, poll: timedelta = timedelta(milliseconds=100)
+    ) -> AsyncIterator[ProgressEvent]:
         """Live progress (turns, tool calls, todos, questions, sub-agents) until the session ends."""
         stream = WorkflowStreamClient.create(self._client.temporal, self.id)
         async for item in stream.subscribe("progress", from_offset, result_type=ProgressEvent, poll_cooldown=poll):

@@ -29,7 +29,7 @@ async def embedded(
 
     db_file = None
     if persist:
-        STATE_DIR.mkdir(exist_ok=True)
+        STATE_DIR.mkdir(exist_ok=True)  # noqa: ASYNC240 - once at start-up
         db_file = str(STATE_DIR / "temporal.db")
     env = await start_dev_server(ui=ui, port=port, ui_port=ui_port, db_filename=db_file)
     try:

@@ -6,7 +6,7 @@ Every signal, update and query takes one input model. These are durable contract
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -20,7 +20,7 @@ from agent_tools.tools.planning import PlanningState
 WORKFLOW_NAME = "AgentSession"
 
 
-class SessionStatus(str, Enum):
+class SessionStatus(StrEnum):
     starting = "starting"
     running = "running"
     waiting_for_user = "waiting_for_user"

@@ -37,7 +37,9 @@ async def bare_llm(inp: BareLlmInput) -> Message:
     from activities.providers.base import ModelRequest
     from activities.providers.scripted import ScriptedProvider
 
-    resp = await ScriptedProvider(inp.script).complete(ModelRequest(model="bench", messages=inp.messages, meta={"agent": "assistant"}))
+    resp = await ScriptedProvider(inp.script).complete(
+        ModelRequest(model="bench", messages=inp.messages, meta={"agent": "assistant"})
+    )
     return resp.message
 
 
@@ -50,17 +52,24 @@ async def bare_lookup(inp: BareToolInput) -> str:
 class BareAgentLoop:
     @workflow.run
     async def run(self, inp: BareInput) -> str:
-        messages = [Message(role="system", content="You are a capable assistant."), Message(role="user", content=inp.prompt)]
+        messages = [
+            Message(role="system", content="You are a capable assistant."),
+            Message(role="user", content=inp.prompt),
+        ]
         for _ in range(inp.max_steps):
             reply = await workflow.execute_activity(
-                bare_llm, BareLlmInput(script=inp.script, messages=messages), start_to_close_timeout=timedelta(minutes=5)
+                bare_llm,
+                BareLlmInput(script=inp.script, messages=messages),
+                start_to_close_timeout=timedelta(minutes=5),
             )
             messages.append(reply)
             if not reply.tool_calls:
                 return reply.content
             for call in reply.tool_calls:
                 out = await workflow.execute_activity(
-                    bare_lookup, BareToolInput(topic=str(call.arguments.get("topic", ""))), start_to_close_timeout=timedelta(minutes=5)
+                    bare_lookup,
+                    BareToolInput(topic=str(call.arguments.get("topic", ""))),
+                    start_to_close_timeout=timedelta(minutes=5),
                 )
                 messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=out))
         return messages[-1].content

@@ -21,7 +21,6 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -113,7 +112,10 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
             await client.execute_workflow("AgentSession", SessionInput(request=req), id=wid, task_queue=task_queue)
         else:
             await client.execute_workflow(
-                "BareAgentLoop", BareInput(prompt="research", script=script, max_steps=turns + 1), id=wid, task_queue=task_queue
+                "BareAgentLoop",
+                BareInput(prompt="research", script=script, max_steps=turns + 1),
+                id=wid,
+                task_queue=task_queue,
             )
         return time.perf_counter() - t0, wid
 

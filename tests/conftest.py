@@ -88,7 +88,9 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if not _postgres_reachable():
         if REQUIRE_POSTGRES:
             pytest.fail("PostgreSQL is required (AGENT_TOOLS_REQUIRE_POSTGRES=1) but 127.0.0.1:5432 is not reachable")
-        pytest.skip("PostgreSQL is not running on 127.0.0.1:5432 (set AGENT_TOOLS_TEST_POSTGRES_URL to point elsewhere)")
+        pytest.skip(
+            "PostgreSQL is not running on 127.0.0.1:5432 (set AGENT_TOOLS_TEST_POSTGRES_URL to point elsewhere)"
+        )
     return POSTGRES_URL
 
 

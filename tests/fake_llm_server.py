@@ -23,10 +23,19 @@ class Reply:
     delay: float = 0.0
 
 
-def openai_reply(content: str | None = None, tool_calls: list[tuple[str, str, dict[str, Any] | str]] | None = None,
-                 *, prompt_tokens: int = 11, completion_tokens: int = 7) -> Reply:
+def openai_reply(
+    content: str | None = None,
+    tool_calls: list[tuple[str, str, dict[str, Any] | str]] | None = None,
+    *,
+    prompt_tokens: int = 11,
+    completion_tokens: int = 7,
+) -> Reply:
     calls = [
-        {"id": cid, "type": "function", "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+        {
+            "id": cid,
+            "type": "function",
+            "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+        }
         for cid, name, args in (tool_calls or [])
     ]
     message: dict[str, Any] = {"role": "assistant", "content": content}
@@ -39,8 +48,13 @@ def openai_reply(content: str | None = None, tool_calls: list[tuple[str, str, di
     })  # fmt: skip
 
 
-def anthropic_reply(text: str | None = None, tool_uses: list[tuple[str, str, dict[str, Any]]] | None = None,
-                    *, input_tokens: int = 13, output_tokens: int = 5) -> Reply:
+def anthropic_reply(
+    text: str | None = None,
+    tool_uses: list[tuple[str, str, dict[str, Any]]] | None = None,
+    *,
+    input_tokens: int = 13,
+    output_tokens: int = 5,
+) -> Reply:
     content: list[dict[str, Any]] = []
     if text:
         content.append({"type": "text", "text": text})
@@ -75,8 +89,14 @@ class FakeLLMServer:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
-                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body, "at": time.monotonic()})
-                    reply = server.replies.popleft() if server.replies else Reply(status=500, body={"error": {"message": "no reply queued"}})
+                    server.requests.append(
+                        {"path": self.path, "headers": dict(self.headers), "body": body, "at": time.monotonic()}
+                    )
+                    reply = (
+                        server.replies.popleft()
+                        if server.replies
+                        else Reply(status=500, body={"error": {"message": "no reply queued"}})
+                    )
                 if reply.delay:
                     time.sleep(reply.delay)
                 data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()

@@ -48,7 +48,9 @@ async def scenario_tools_in_parallel(client: AgentToolsClient, script: Callable[
             {"say": "answer: {{last_tool}}"},
         ]
     )  # fmt: skip
-    handle = await client.start_session("research", model=model, tools=["todoWrite", "lookup"], session_id=f"replay-tools-{uuid.uuid4().hex[:6]}")
+    handle = await client.start_session(
+        "research", model=model, tools=["todoWrite", "lookup"], session_id=f"replay-tools-{uuid.uuid4().hex[:6]}"
+    )
     await handle.result()
     return handle.id
 

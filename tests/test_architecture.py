@@ -8,7 +8,17 @@ from pathlib import Path
 import agent_tools
 
 ROOT = Path(__file__).resolve().parents[1]
-IO_MODULES = {"httpx", "sqlalchemy", "aiosqlite", "asyncpg", "socket", "requests", "urllib.request", "subprocess", "activities"}
+IO_MODULES = {
+    "httpx",
+    "sqlalchemy",
+    "aiosqlite",
+    "asyncpg",
+    "socket",
+    "requests",
+    "urllib.request",
+    "subprocess",
+    "activities",
+}
 NONDETERMINISTIC = {"random", "time", "uuid", "datetime.datetime.now"}
 
 
@@ -31,7 +41,8 @@ def _prefixes(module: str) -> set[str]:
 
 def test_workflows_do_no_io() -> None:
     offenders = {
-        str(p.relative_to(ROOT)): sorted(_imports(p) & (IO_MODULES | NONDETERMINISTIC)) for p in (ROOT / "workflows").rglob("*.py")
+        str(p.relative_to(ROOT)): sorted(_imports(p) & (IO_MODULES | NONDETERMINISTIC))
+        for p in (ROOT / "workflows").rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 

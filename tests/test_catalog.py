@@ -33,8 +33,13 @@ def test_builtin_catalog_has_contract_for_every_tool_it_knows() -> None:
 
 
 def test_resolve_applies_profile_level_exclusions_and_org_switches() -> None:
-    catalog = ToolCatalog([_spec("todoWrite"), _spec("web_search", ToolLevel.l1_http), _spec("exec_python", ToolLevel.l3_sandbox)])
-    assert catalog.resolve(profile=None, tools=["todoWrite", "web_search", "exec_python"], level=ToolLevel.l1_http) == ["todoWrite", "web_search"]
+    catalog = ToolCatalog(
+        [_spec("todoWrite"), _spec("web_search", ToolLevel.l1_http), _spec("exec_python", ToolLevel.l3_sandbox)]
+    )
+    assert catalog.resolve(profile=None, tools=["todoWrite", "web_search", "exec_python"], level=ToolLevel.l1_http) == [
+        "todoWrite",
+        "web_search",
+    ]
     assert catalog.resolve(profile=None, tools=["todoWrite", "web_search"], level=ToolLevel.none) == ["todoWrite"]
     assert catalog.resolve(profile=None, tools=["todoWrite", "web_search"], disabled=["web_search"]) == ["todoWrite"]
     assert catalog.resolve(profile=None, tools=["todoWrite", "todoWrite"], exclude=[]) == ["todoWrite"]
@@ -46,7 +51,9 @@ def test_resolve_applies_profile_level_exclusions_and_org_switches() -> None:
 
 def test_profiles_name_each_platform() -> None:
     assert {"rtc", "fyai", "codai", "all"} <= set(PROFILES)
-    assert "askUser" in PROFILES["rtc"] and "invoke_sub_agent" in PROFILES["fyai"] and "spawn_agent" in PROFILES["codai"]
+    assert (
+        "askUser" in PROFILES["rtc"] and "invoke_sub_agent" in PROFILES["fyai"] and "spawn_agent" in PROFILES["codai"]
+    )
 
 
 def test_levels_are_ordered() -> None:
@@ -80,7 +87,9 @@ async def add(a: int, b: int) -> str:
     return str(a + b)
 
 
-async def test_user_tool_runs_as_activity_and_bad_arguments_reach_the_model(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_user_tool_runs_as_activity_and_bad_arguments_reach_the_model(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
     settings.model = script(
         [
             {"say": "", "tool_calls": [
@@ -101,20 +110,30 @@ async def test_user_tool_runs_as_activity_and_bad_arguments_reach_the_model(sett
     lines = (result.final_message or "").split("\n")
     assert lines[0] == "42"
     assert lines[1].startswith("Invalid arguments for add: a: Input should be a valid integer")
-    assert lines[2].startswith("Invalid arguments for todoWrite: todos.0.status: Input should be 'pending', 'in_progress' or 'completed'")
+    assert lines[2].startswith(
+        "Invalid arguments for todoWrite: todos.0.status: Input should be 'pending', 'in_progress' or 'completed'"
+    )
     assert lines[3].startswith("Unknown tool 'no_such_tool'")
     assert lines[4].startswith("Invalid arguments for add: arguments must be a JSON object")
     # The tool ran as its own activity, with a summary the UI shows.
-    scheduled = [e.activity_task_scheduled_event_attributes for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    scheduled = [
+        e.activity_task_scheduled_event_attributes
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
     tool_types = [a.activity_type.name for a in scheduled]
     assert tool_types.count("tool:add") == 2
-    summaries = [e.user_metadata.summary.data for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    summaries = [
+        e.user_metadata.summary.data for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
+    ]
     assert any(b"add" in s for s in summaries)
 
 
 async def test_disabled_for_organisation_removes_the_tool(settings: Any, script: Any, worker_for: Any) -> None:
     settings.org_disabled_tools = {"acme": ["todoWrite"]}
-    settings.model = script([{"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": []}}]}, {"say": "{{last_tool}}"}])
+    settings.model = script(
+        [{"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": []}}]}, {"say": "{{last_tool}}"}]
+    )
     async with worker_for() as client:
         result = await (await client.start_session("x", organisation="acme", tools=["todoWrite"])).result()
     assert (result.final_message or "").startswith("Unknown tool 'todoWrite'")

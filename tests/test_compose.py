@@ -71,7 +71,7 @@ def test_settings_and_commands_it_names_exist(compose: dict[str, Any]) -> None:
     fields = set(Settings.model_fields)
     commands = set(get_command(app).commands)  # type: ignore[attr-defined]
     for name, svc in compose["services"].items():
-        for var in (svc.get("environment") or {}):
+        for var in svc.get("environment") or {}:
             if var.startswith("AGENT_TOOLS_"):
                 assert var.removeprefix("AGENT_TOOLS_").lower() in fields, f"{name}: {var} is not a setting"
         command = svc.get("command")

@@ -16,7 +16,12 @@ async def lookup(topic: str) -> str:
 
 async def test_200_step_session_history_bytes_per_step_stay_flat(settings: Any, script: Any, worker_for: Any) -> None:
     settings.model = script(
-        [{"repeat_last": True, "turns": [{"say": "checking", "tool_calls": [{"name": "lookup", "arguments": {"topic": "step"}}]}]}]
+        [
+            {
+                "repeat_last": True,
+                "turns": [{"say": "checking", "tool_calls": [{"name": "lookup", "arguments": {"topic": "step"}}]}],
+            }
+        ]
     )
     async with worker_for(tools=[lookup]) as client:
         handle = await client.start_session("research", tools=["lookup"], max_steps=200)

@@ -17,7 +17,11 @@ from agent_tools.session import SessionStatus
 from agent_tools.settings import Price, ProviderEndpoint
 from tests.fake_llm_server import FakeLLMServer, Reply, anthropic_reply, fake_llm_server, openai_reply
 
-TOOLS = [ToolSchema(name="lookup", description="Look up", parameters={"type": "object", "properties": {"q": {"type": "string"}}})]
+TOOLS = [
+    ToolSchema(
+        name="lookup", description="Look up", parameters={"type": "object", "properties": {"q": {"type": "string"}}}
+    )
+]
 CONVERSATION = [
     Message(role="system", content="be brief"),
     Message(role="user", content="hi"),
@@ -38,7 +42,9 @@ async def test_openai_wire_format_and_parallel_tool_calls(llm: FakeLLMServer) ->
     llm.queue(openai_reply(None, [("t1", "lookup", {"q": "x"}), ("t2", "lookup", {"q": "y"})]))
     async with httpx.AsyncClient() as http:
         provider = OpenAIProvider(http, base_url=f"{llm.base_url}/v1", api_key="sk-test")
-        resp = await provider.complete(ModelRequest(model="gpt-test", messages=CONVERSATION, tools=TOOLS, max_tokens=50))
+        resp = await provider.complete(
+            ModelRequest(model="gpt-test", messages=CONVERSATION, tools=TOOLS, max_tokens=50)
+        )
     sent = llm.requests[0]
     assert sent["path"] == "/v1/chat/completions"
     assert sent["headers"]["authorization"] == "Bearer sk-test"
@@ -48,7 +54,10 @@ async def test_openai_wire_format_and_parallel_tool_calls(llm: FakeLLMServer) ->
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool", "tool"]
     assert body["messages"][2]["tool_calls"][1]["function"]["arguments"] == '{"q": "b"}'
     assert body["messages"][4]["tool_call_id"] == "c2"
-    assert [(c.id, c.name, c.arguments) for c in resp.message.tool_calls] == [("t1", "lookup", {"q": "x"}), ("t2", "lookup", {"q": "y"})]
+    assert [(c.id, c.name, c.arguments) for c in resp.message.tool_calls] == [
+        ("t1", "lookup", {"q": "x"}),
+        ("t2", "lookup", {"q": "y"}),
+    ]
     assert (resp.input_tokens, resp.output_tokens) == (11, 7)
 
 
@@ -101,7 +110,9 @@ async def test_timeout_is_retryable(llm: FakeLLMServer) -> None:
     llm.queue(Reply(body={}, delay=1.0))
     async with httpx.AsyncClient(timeout=0.2) as http:
         with pytest.raises(ProviderRetryableError, match="timed out"):
-            await OpenAIProvider(http, base_url=llm.base_url, api_key=None).complete(ModelRequest(model="m", messages=CONVERSATION[:2]))
+            await OpenAIProvider(http, base_url=llm.base_url, api_key=None).complete(
+                ModelRequest(model="m", messages=CONVERSATION[:2])
+            )
 
 
 def test_retry_after_forms() -> None:
@@ -110,7 +121,9 @@ def test_retry_after_forms() -> None:
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
 
 
-async def test_session_on_openai_endpoint_retries_429_then_runs_tools(llm: FakeLLMServer, settings: Any, worker_for: Any) -> None:
+async def test_session_on_openai_endpoint_retries_429_then_runs_tools(
+    llm: FakeLLMServer, settings: Any, worker_for: Any
+) -> None:
     """A real session through the OpenAI wire format: a 429 with Retry-After is retried by Temporal after the
     advertised delay, parallel tool calls run, usage and cost are recorded."""
     llm.queue(

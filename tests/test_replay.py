@@ -17,7 +17,9 @@ FILES = sorted(HISTORIES.glob("*.json"))
 
 def test_histories_are_committed() -> None:
     prefixes = {f.name.split(".")[0] for f in FILES}
-    assert any(p.startswith("session_") for p in prefixes), "record AgentSession histories: python -m tests.record_histories"
+    assert any(p.startswith("session_") for p in prefixes), (
+        "record AgentSession histories: python -m tests.record_histories"
+    )
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.name for f in FILES])

@@ -67,7 +67,13 @@ async def _latest_is(handle: Any, text: str) -> bool:
 
 async def test_progress_stream_reports_turn_tools_and_answer(settings: Any, script: Any, worker_for: Any) -> None:
     settings.model = script(
-        [{"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "a", "status": "pending"}]}}]}, {"say": "ok"}]
+        [
+            {
+                "say": "",
+                "tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "a", "status": "pending"}]}}],
+            },
+            {"say": "ok"},
+        ]
     )
     async with worker_for() as client:
         handle = await client.start_session("go", tools=["todoWrite"])
@@ -75,7 +81,14 @@ async def test_progress_stream_reports_turn_tools_and_answer(settings: Any, scri
         kinds = []
         async for event in handle.progress():
             kinds.append(event.kind)
-        for expected in ("turn_started", "tool_started", "todos", "tool_finished", "assistant_message", "turn_finished"):
+        for expected in (
+            "turn_started",
+            "tool_started",
+            "todos",
+            "tool_finished",
+            "assistant_message",
+            "turn_finished",
+        ):
             assert expected in kinds, (expected, kinds)
         assert kinds.index("tool_started") < kinds.index("tool_finished") < kinds.index("assistant_message")
 

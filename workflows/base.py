@@ -12,12 +12,18 @@ class SessionBase:
     """Attributes every mixin may use, and hook methods with neutral defaults."""
 
     request: SessionRequest
-    config: SessionConfig
+    _config: SessionConfig | None
     state: SessionState
     stream: WorkflowStream
     _stop_reason: str | None
 
     # ---- helpers for mixins -------------------------------------------------------------------------
+
+    @property
+    def config(self) -> SessionConfig:
+        """The resolved config; set by the first activity of the first run, before any turn or tool runs."""
+        assert self._config is not None, "session config is resolved before any handler needs it"
+        return self._config
 
     @property
     def session_id(self) -> str:

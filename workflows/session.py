@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, SearchAttributeUpdate
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError
 
@@ -39,14 +39,13 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.catalog.registry import builtin_specs
     from agent_tools.messages import Message, ToolCall, message_fingerprint
     from agent_tools.prompt import render_trigger
-    from agent_tools.stream_state import dump_stream_state, load_stream_state
     from agent_tools.session import (
         TERMINAL_STATUSES,
         WORKFLOW_NAME,
         LatestMessageView,
-        SendMessage,
         PrepareInput,
         PrepareOutput,
+        SendMessage,
         SendMessageAccepted,
         SessionInput,
         SessionResult,
@@ -56,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         StopRequest,
         Trigger,
     )
+    from agent_tools.stream_state import dump_stream_state, load_stream_state
 
 BUILTIN_SPECS = {s.name: s for s in builtin_specs()}
 # Progress items carried across continue-as-new for late subscribers.
@@ -81,11 +81,6 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self._last_answer: str | None = None
         if input.state is None and input.request.prompt:
             self.state.inbox.append(Trigger(kind="user", content=input.request.prompt))
-
-    @property
-    def config(self) -> Any:
-        assert self._config is not None, "session config is resolved before any handler needs it"
-        return self._config
 
     # ---- main loop ----------------------------------------------------------------------------------
 
@@ -149,12 +144,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 await self._continue_as_new()
 
     def _may_finish(self) -> bool:
-        return (
-            not self.config.keep_alive
-            and self.state.turns > 0
-            and not self.state.inbox
-            and not self._pending_work()
-        )
+        return not self.config.keep_alive and self.state.turns > 0 and not self.state.inbox and not self._pending_work()
 
     async def _continue_as_new(self) -> None:
         self.stream.detach_pollers()
@@ -208,7 +198,9 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 break
             outputs = await asyncio.gather(*(self._call_tool(call) for call in message.tool_calls))
             new_messages = [
-                Message(role="tool", tool_call_id=call.id, name=call.name, content=o.content, artifact_ref=o.artifact_ref)
+                Message(
+                    role="tool", tool_call_id=call.id, name=call.name, content=o.content, artifact_ref=o.artifact_ref
+                )
                 for call, o in zip(message.tool_calls, outputs, strict=True)
             ]
             if self.state.status in TERMINAL_STATUSES:
@@ -223,7 +215,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
 
     async def _llm_step(self, new_messages: list[Message]) -> LlmStepOutput:
         self.state.steps += 1
-        out = await workflow.execute_activity(
+        out: LlmStepOutput = await workflow.execute_activity(
             ACTIVITY_LLM_STEP,
             LlmStepInput(
                 session=self.session_ref(),
@@ -286,7 +278,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
 
     async def _activity_tool(self, call: ToolCall, summary: str) -> ToolCallOutput:
         try:
-            return await workflow.execute_activity(
+            out: ToolCallOutput = await workflow.execute_activity(
                 tool_activity_name(call.name),
                 ToolCallInput(session=self.session_ref(), call_id=call.id, name=call.name, arguments=call.arguments),
                 result_type=ToolCallOutput,
@@ -297,6 +289,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             )
         except ActivityError as exc:
             return ToolCallOutput(content=f"Tool {call.name} failed: {_failure_message(exc)}", is_error=True)
+        return out
 
     # ---- status, UI ---------------------------------------------------------------------------------
 
@@ -314,7 +307,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         if not self.config.options.get("search_attributes", True):
             return
         c = self.config
-        updates = [
+        updates: list[SearchAttributeUpdate[Any]] = [
             sa.AGENT_NAME.value_set(c.agent),
             sa.SESSION_ROOT_ID.value_set(c.root_id),
             sa.DEPTH.value_set(c.depth),
@@ -400,7 +393,8 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
 
 
 def _failure_message(exc: ActivityError) -> str:
-    cause = exc.cause
-    while cause is not None and not isinstance(cause, ApplicationError) and cause.cause is not None:
-        cause = cause.cause
+    """The innermost application error's message (the provider's or the tool's own words)."""
+    cause: BaseException | None = exc.cause
+    while cause is not None and not isinstance(cause, ApplicationError) and getattr(cause, "cause", None) is not None:
+        cause = cause.cause  # type: ignore[attr-defined]
     return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)

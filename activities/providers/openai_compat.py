@@ -70,7 +70,10 @@ class OpenAIProvider:
             payload["max_tokens"] = request.max_tokens
         if request.tools:
             payload["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
                 for t in request.tools
             ]
             payload["parallel_tool_calls"] = True

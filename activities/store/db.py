@@ -123,5 +123,7 @@ def _upsert_statement(dialect: str, table: Table, keys: tuple[str, ...], update:
     else:  # pragma: no cover - only the two supported dialects reach here
         raise NotImplementedError(dialect)
     if update:
-        return stmt.on_conflict_do_update(index_elements=list(keys), set_={c: getattr(stmt.excluded, c) for c in update})
+        return stmt.on_conflict_do_update(
+            index_elements=list(keys), set_={c: getattr(stmt.excluded, c) for c in update}
+        )
     return stmt.on_conflict_do_nothing(index_elements=list(keys))

@@ -13,7 +13,6 @@ from activities.store.db import Store, upsert
 from activities.store.tables import artifacts, sessions, transcript, usage
 from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
 
-
 _MESSAGE_UPDATE = ["role", "content", "tool_calls", "tool_call_id", "name", "artifact_ref", "created_at"]
 _USAGE_UPDATE = ["input_tokens", "output_tokens", "cost_usd", "model"]
 

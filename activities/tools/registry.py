@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 
 from activities.services import ContextHook
 from activities.tools.base import ToolImpl
@@ -17,8 +18,8 @@ IMPLEMENTATION_MODULES: tuple[str, ...] = (
 )
 
 
-def _modules() -> list[object]:
-    found = []
+def _modules() -> list[ModuleType]:
+    found: list[ModuleType] = []
     for name in IMPLEMENTATION_MODULES:
         try:
             found.append(importlib.import_module(name))

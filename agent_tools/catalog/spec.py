@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
 
-class ToolLevel(str, Enum):
+class ToolLevel(StrEnum):
     """codai's tool levels, ordered: an agent gets the tools at or below its own level."""
 
     none = "none"
@@ -33,9 +33,7 @@ RunsIn = Literal["activity", "workflow"]
 
 
 def _default_invalid_message(tool: str, error: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in error.errors()
-    )
+    problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in error.errors())
     return f"Invalid arguments for {tool}: {problems}"
 
 
@@ -97,11 +95,7 @@ def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
 
 def _strip_titles(node: Any) -> Any:
     if isinstance(node, dict):
-        return {
-            k: _strip_titles(v)
-            for k, v in node.items()
-            if not (k == "title" and isinstance(v, str))
-        }
+        return {k: _strip_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
     if isinstance(node, list):
         return [_strip_titles(v) for v in node]
     return node

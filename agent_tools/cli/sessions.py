@@ -84,7 +84,9 @@ async def run_and_follow(client: AgentToolsClient, prompt: str, *, yes: bool, **
     typer.secho(f"status: {result.status.value}", bold=True)
     typer.echo(f"answer: {result.final_message}")
     usage = result.usage + result.tree_usage
-    typer.echo(f"usage:  {usage.calls} model calls, {usage.input_tokens}+{usage.output_tokens} tokens, ${usage.cost_usd:.4f}")
+    typer.echo(
+        f"usage:  {usage.calls} model calls, {usage.input_tokens}+{usage.output_tokens} tokens, ${usage.cost_usd:.4f}"
+    )
     typer.echo(f"Temporal UI: {handle.ui_url()}")
     return 0 if result.status.value in ("completed", "handed_off") else 1
 
@@ -103,7 +105,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Start a session, stream its progress, answer its questions at the terminal, print the answer."""
         code = asyncio.run(
-            _run(prompt, agent=agent, model=model, embedded=embedded, yes=yes, keep_open=keep_open, ports=(port, ui_port))
+            _run(
+                prompt, agent=agent, model=model, embedded=embedded, yes=yes, keep_open=keep_open, ports=(port, ui_port)
+            )
         )
         raise typer.Exit(code)
 
@@ -116,7 +120,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The demo session on the embedded dev server (scripted model unless an API key is set)."""
         code = asyncio.run(
-            _run(DEMO_PROMPT, agent="assistant", model=None, embedded=True, yes=yes, keep_open=keep_open, ports=(port, ui_port))
+            _run(
+                DEMO_PROMPT,
+                agent="assistant",
+                model=None,
+                embedded=True,
+                yes=yes,
+                keep_open=keep_open,
+                ports=(port, ui_port),
+            )
         )
         raise typer.Exit(code)
 
@@ -155,7 +167,9 @@ def register(app: typer.Typer) -> None:
             client = await AgentToolsClient.connect()
             for s in await client.list_sessions(agent=agent, root_id=root, state=state, limit=limit):
                 indent = "  " * (s.depth or 0)
-                typer.echo(f"{indent}{s.session_id}  {s.agent}  {s.state}  {s.status}  {s.start_time:%Y-%m-%d %H:%M:%S}")
+                typer.echo(
+                    f"{indent}{s.session_id}  {s.agent}  {s.state}  {s.status}  {s.start_time:%Y-%m-%d %H:%M:%S}"
+                )
 
         asyncio.run(go())
 
@@ -171,7 +185,9 @@ def register(app: typer.Typer) -> None:
             if transcript:
                 for e in await handle.transcript(limit=10_000):
                     calls = " ".join(f"{c['name']}({json.dumps(c['arguments'])[:80]})" for c in e.tool_calls)
-                    typer.echo(f"[{e.seq}] {e.role}{' ' + e.name if e.name else ''}: {e.content[:2000]} {calls}".rstrip())
+                    typer.echo(
+                        f"[{e.seq}] {e.role}{' ' + e.name if e.name else ''}: {e.content[:2000]} {calls}".rstrip()
+                    )
             await client.close()
 
         asyncio.run(go())
@@ -209,7 +225,10 @@ async def _run(
     from agent_tools.embedded import embedded as start_embedded
 
     async with start_embedded(settings, port=ports[0], ui_port=ports[1]) as client:
-        typer.secho(f"embedded Temporal dev server at {client.settings.temporal_address}, UI {client.settings.temporal_ui_url}", dim=True)
+        typer.secho(
+            f"embedded Temporal dev server at {client.settings.temporal_address}, UI {client.settings.temporal_ui_url}",
+            dim=True,
+        )
         code = await run_and_follow(client, prompt, yes=yes, **fields)
         if keep_open:
             typer.echo("server and UI stay up; Ctrl-C to stop")
