@@ -13,7 +13,9 @@ A script is YAML or JSON::
 
 The conversation is chosen by the first ``match`` that fits (agent name, the first user message, the
 session title or role); the turn is the number of assistant messages already in the transcript. Placeholders
-``{{last_user}}``, ``{{last_tool}}`` and ``{{tool_results}}`` are filled from the transcript. When a
+``{{last_user}}``, ``{{last_tool}}``, ``{{tool_results}}`` (the last step's results) and
+``{{tool_results:NAME}}`` (the results of the latest step that called NAME; ``{{tool_results:NAME.key}}``
+takes one key of JSON results) are filled from the transcript. When a
 conversation runs out of turns the model answers ``(script finished)``.
 
 Use :func:`script_spec` to pass a script written in Python as a model spec.
@@ -22,6 +24,7 @@ Use :func:`script_spec` to pass a script written in Python as a model spec.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -122,9 +125,33 @@ def _placeholders(messages: list[Message]) -> dict[str, str]:
     }
 
 
+_NAMED = re.compile(r"\{\{tool_results:([A-Za-z0-9_\-]+)(?:\.([A-Za-z0-9_]+))?\}\}")
+
+
+def _named_results(messages: list[Message], name: str, field: str | None = None) -> str:
+    """Results of the latest step that called ``name``, in call order; with ``field``, that key of each
+    JSON result."""
+    found: list[str] = []
+    for m in reversed(messages):
+        if m.role == "tool" and m.name == name:
+            found.append(_field(m.content, field) if field else m.content)
+        elif m.role == "assistant" and found:
+            break
+    return "\n".join(reversed(found))
+
+
+def _field(content: str, field: str) -> str:
+    try:
+        value = json.loads(content).get(field, "")
+    except (ValueError, AttributeError):
+        return content
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def _fill(text: str, messages: list[Message]) -> str:
     if "{{" not in text:
         return text
+    text = _NAMED.sub(lambda m: _named_results(messages, m.group(1), m.group(2)), text)
     for key, value in _placeholders(messages).items():
         text = text.replace(key, value)
     return text

@@ -44,4 +44,9 @@ def test_demo_command_runs_the_main_job(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "status: completed" in proc.stdout
     assert "Temporal UI: http://" in proc.stdout
-    assert "todos:" in proc.stdout
+    out = proc.stdout
+    assert "todos:" in out and "[x] Write the day-by-day plan" in out  # a todo list, kept up to date
+    assert "[Budget] What budget should the plan assume? -> Mid-range" in out  # a question, answered (--yes)
+    assert out.count("subagent_done") == 2  # two sub-agents...
+    assert out.index("-> subAgent") < out.rindex("-> subAgent") < out.index("subagent_done")  # ...started together
+    assert "Food: pasteis de nata" in out and "History: Sao Jorge Castle" in out
