@@ -106,6 +106,8 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             # Cancelled from outside (client or parent): stop the subtree first, then let Temporal record it.
             await self._finish_stop("cancelled")
             raise
+        # Let in-flight updates (an answer being accepted, a message) finish before the run closes.
+        await workflow.wait_condition(workflow.all_handlers_finished)
         return self._result()
 
     async def _loop(self) -> None:
