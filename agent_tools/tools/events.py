@@ -1,14 +1,360 @@
-"""Event contracts: wait_for_event (FYAI). Filled by the events issue."""
+"""Event contracts: wait_for_event (FYAI), the router's messages and the pure matching rules.
+
+Pure: no temporalio, no I/O. The session mixin (``workflows/events.py``), the router workflow
+(``workflows/event_router.py``), the activities (``activities/events.py``) and the ingress
+(``agent_tools/service/events_routes.py``) share these models; they sit in workflow histories, so they are
+durable contracts (add optional fields only).
+
+Matching (documented in ``docs/events.md``):
+
+* ``kind`` is a prefix on dot-separated segments: ``github.check_suite`` matches ``github.check_suite`` and
+  ``github.check_suite.completed`` but not ``github.check_suite_x``; ``github`` matches every GitHub event.
+* ``match`` maps paths to values that must be equal. A path is a dotted path into the payload
+  (``pull_request.number``); a numeric segment indexes a list (``commits.0.id``); ``*`` means "any element"
+  (``check_suite.pull_requests.*.number``). A key that literally contains dots is found too (the longest
+  literal key wins). A dict value is a nested match: ``{"pull_request": {"number": 420}}`` equals
+  ``{"pull_request.number": 420}``. Equality is exact JSON equality without coercion: ``"420"`` does not
+  equal ``420`` and ``true`` does not equal ``1``.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import json
+import re
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from pydantic import BaseModel, Field, field_validator
 
 from agent_tools.catalog.spec import ToolSpec
 
+DEFAULT_TIMEOUT_SECONDS = 900
+MAX_TIMEOUT_SECONDS = 3300
+# Event ids a session remembers having received, so that a new wait never returns the same event again.
+RECENT_DELIVERED = 50
+KIND_PATTERN = r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$"
+_KIND_RE = re.compile(KIND_PATTERN)
+
+# Names shared by the session, the router, the activities and the ingress.
+ROUTER_WORKFLOW = "EventRouter"
+SIGNAL_SUBSCRIBE = "subscribe"
+SIGNAL_EVENT = "event"
+SIGNAL_EVENT_ARRIVED = "event_arrived"
+ACTIVITY_SUBSCRIBE = "agent_tools.events.subscribe"
+ACTIVITY_LOAD_EVENT = "agent_tools.events.load_event"
+DEFAULT_ROUTER_PREFIX = "agent-tools-event-router"
+
+
+# ---- the tool ------------------------------------------------------------------------------------------
+
+
+class WaitForEventArgs(BaseModel):
+    """Arguments of wait_for_event."""
+
+    kind: str = Field(
+        min_length=1,
+        max_length=200,
+        pattern=KIND_PATTERN,
+        description="The event type to wait for, matched as a prefix, for example github.check_suite",
+    )
+    match: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            'Payload fields that must match exactly, for example {"pr": 420}. Keys may be dotted paths into '
+            'the payload ("pull_request.number"); "*" matches any list element.'
+        ),
+    )
+    timeout_seconds: int = Field(
+        default=DEFAULT_TIMEOUT_SECONDS,
+        ge=1,
+        le=MAX_TIMEOUT_SECONDS,
+        description="How long to wait. The maximum is 3,300 seconds (55 minutes)",
+    )
+
+    @field_validator("timeout_seconds", mode="before")
+    @classmethod
+    def _cap_timeout(cls, value: Any) -> Any:
+        # A model asking for an hour should wait the longest it may, not burn a step on a validation error.
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > MAX_TIMEOUT_SECONDS:
+            return MAX_TIMEOUT_SECONDS
+        return value
+
+
+class WaitForEventResult(BaseModel):
+    """What the model reads: ``status`` is ``received`` (with ``event``) or ``timeout``."""
+
+    status: str
+    kind: str
+    match: dict[str, Any] = Field(default_factory=dict)
+    waited_seconds: float
+    event: EventRecord | None = None
+    message: str | None = None
+
+
+# ---- events --------------------------------------------------------------------------------------------
+
+
+class EventRecord(BaseModel):
+    """One stored event as the ingress accepted it."""
+
+    event_id: str
+    kind: str
+    organisation: str
+    project: str
+    source: str
+    delivery_id: str
+    received_at: datetime
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class RouterEvent(BaseModel):
+    """Signal ``event`` to the router: the event with its payload (the router matches on it)."""
+
+    event_id: str
+    kind: str
+    source: str
+    received_at: datetime
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class Subscription(BaseModel):
+    """Signal ``subscribe`` to the router: one session waiting once for one kind of event."""
+
+    subscription_id: str
+    session_id: str
+    kind: str
+    match: dict[str, Any] = Field(default_factory=dict)
+    since: datetime
+    deadline: datetime
+    # Events this session already received: a new wait must not get them again.
+    exclude_event_ids: list[str] = Field(default_factory=list)
+
+
+class EventDelivery(BaseModel):
+    """Signal ``event_arrived`` to a session: which event matched which wait (the payload stays in the
+    store; the session's next activity loads it, so large payloads never enter the session's history)."""
+
+    subscription_id: str
+    event_id: str
+    kind: str
+    received_at: datetime
+    source: str = ""
+
+
+class RouterInput(BaseModel):
+    """EventRouter input; after continue-as-new it carries the live subscriptions."""
+
+    organisation: str
+    project: str
+    subscriptions: list[Subscription] = Field(default_factory=list)
+    recent_event_ids: list[str] = Field(default_factory=list)
+    delivered: int = 0
+    events_seen: int = 0
+    # Continue-as-new once the history has this many events (Temporal's hard limit is 51,200).
+    max_history_events: int = Field(default=2000, ge=20)
+    # ... or once it holds this many bytes (event payloads travel in its signals; the hard limit is 50 MB).
+    max_history_bytes: int = Field(default=8_000_000, ge=100_000)
+    # Event ids remembered to drop a second signal for the same event (the ingress may re-signal).
+    recent_ids_kept: int = Field(default=1000, ge=0)
+
+
+class RouterView(BaseModel):
+    """Query ``state`` of the router."""
+
+    organisation: str
+    project: str
+    subscriptions: list[Subscription]
+    delivered: int
+    events_seen: int
+    pending: int
+
+
+class SubscribeInput(BaseModel):
+    organisation: str
+    project: str
+    subscription: Subscription
+
+
+class SubscribeOutput(BaseModel):
+    router_id: str
+    # A matching event stored after the wait began but routed before the subscription reached the router.
+    backlog: EventDelivery | None = None
+
+
+class LoadEventInput(BaseModel):
+    """The session asks its next activity to read the event and render the tool result."""
+
+    session_id: str
+    run_id: str
+    spill_threshold: int = 2000
+    call_id: str
+    delivery: EventDelivery
+    kind: str
+    match: dict[str, Any] = Field(default_factory=dict)
+    waited_seconds: float = 0.0
+
+
+# ---- session state -------------------------------------------------------------------------------------
+
+
+class EventWait(BaseModel):
+    """One wait in progress."""
+
+    subscription_id: str
+    call_id: str
+    kind: str
+    match: dict[str, Any] = Field(default_factory=dict)
+    started_at: datetime
+    deadline: datetime
+    arrived: EventDelivery | None = None
+
 
 class EventWaitState(BaseModel):
-    """Subscriptions this session waits on."""
+    """Subscriptions this session waits on, and what it already received (carried by continue-as-new)."""
+
+    waits: dict[str, EventWait] = Field(default_factory=dict)
+    delivered_event_ids: list[str] = Field(default_factory=list)
+    waits_started: int = 0
+    events_received: int = 0
+    timeouts: int = 0
+
+    def remember(self, event_id: str) -> None:
+        if event_id not in self.delivered_event_ids:
+            self.delivered_event_ids.append(event_id)
+            del self.delivered_event_ids[:-RECENT_DELIVERED]
 
 
-TOOLS: list[ToolSpec] = []
+# ---- pure rules ----------------------------------------------------------------------------------------
+
+
+def valid_kind(kind: str) -> bool:
+    return len(kind) <= 200 and _KIND_RE.match(kind) is not None
+
+
+def kind_matches(prefix: str, kind: str) -> bool:
+    """Prefix on whole dot-separated segments: ``github.check`` does not match ``github.check_suite``."""
+    return kind == prefix or kind.startswith(prefix + ".")
+
+
+def _candidates(node: Any, path: str) -> Iterator[Any]:
+    """Every value ``path`` reaches in ``node`` (several when ``*`` fans out)."""
+    if path == "":
+        yield node
+        return
+    if isinstance(node, Mapping):
+        if path in node:
+            yield node[path]
+        # Longest literal key first, so {"a.b": {"c": 1}} is reachable as "a.b.c".
+        dots = [i for i, ch in enumerate(path) if ch == "."]
+        for i in reversed(dots):
+            head = path[:i]
+            if head in node:
+                yield from _candidates(node[head], path[i + 1 :])
+        head, _, rest = path.partition(".")
+        if head == "*" and "*" not in node:
+            for value in node.values():
+                yield from _candidates(value, rest)
+    elif isinstance(node, list):
+        head, _, rest = path.partition(".")
+        if head == "*":
+            for value in node:
+                yield from _candidates(value, rest)
+        elif re.fullmatch(r"-?\d+", head):
+            index = int(head)
+            if -len(node) <= index < len(node):
+                yield from _candidates(node[index], rest)
+
+
+def json_equal(actual: Any, expected: Any) -> bool:
+    """JSON equality without coercion (bool is not a number; ``1 == 1.0`` as JSON numbers are)."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return isinstance(expected, bool) and isinstance(actual, bool) and actual is expected
+    if isinstance(expected, int | float) and isinstance(actual, int | float):
+        return actual == expected
+    if isinstance(expected, str) or expected is None:
+        return type(actual) is type(expected) and actual == expected
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(json_equal(a, e) for a, e in zip(actual, expected, strict=True))
+        )
+    if isinstance(expected, Mapping):
+        return (
+            isinstance(actual, Mapping)
+            and set(actual) == set(expected)
+            and all(json_equal(actual[k], expected[k]) for k in expected)
+        )
+    return bool(actual == expected)
+
+
+def _value_matches(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, Mapping):
+        return isinstance(actual, Mapping) and payload_matches(actual, expected)
+    return json_equal(actual, expected)
+
+
+def payload_matches(payload: Mapping[str, Any], match: Mapping[str, Any] | None) -> bool:
+    """Whether every path of ``match`` reaches a value equal to the expected one (see module docstring)."""
+    if not match:
+        return True
+    return all(
+        any(_value_matches(found, expected) for found in _candidates(payload, path)) for path, expected in match.items()
+    )
+
+
+def subscription_matches(sub: Subscription, kind: str, payload: Mapping[str, Any], event_id: str) -> bool:
+    return (
+        event_id not in sub.exclude_event_ids and kind_matches(sub.kind, kind) and payload_matches(payload, sub.match)
+    )
+
+
+def router_workflow_id(organisation: str, project: str, prefix: str = DEFAULT_ROUTER_PREFIX) -> str:
+    """One router per organisation and project; both parts are quoted (``a/b`` + ``c`` != ``a`` + ``b/c``)."""
+    return f"{prefix}/{quote(organisation, safe='')}/{quote(project, safe='')}"
+
+
+def github_kind(event: str, payload: Mapping[str, Any]) -> str:
+    """``X-GitHub-Event: check_suite`` + ``{"action": "completed"}`` -> ``github.check_suite.completed``."""
+    kind = f"github.{event}"
+    action = payload.get("action")
+    if isinstance(action, str) and action:
+        kind += f".{action}"
+    return kind
+
+
+def timeout_message(kind: str, seconds: float) -> str:
+    return (
+        f"No matching {kind} event arrived within {seconds:g} seconds (timed out). Do not assume it "
+        "happened or failed: check the status directly (for example query the CI run, the pull request "
+        "or the job's API) before deciding what to do next."
+    )
+
+
+def render_result(result: WaitForEventResult) -> str:
+    return json.dumps(result.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+
+
+WaitForEventResult.model_rebuild()
+
+TOOLS: list[ToolSpec] = [
+    ToolSpec(
+        name="wait_for_event",
+        description=(
+            "Wait for a platform event (a CI check finishing, a webhook arriving, an external job "
+            "completing) instead of sleeping and polling. kind is matched as a prefix (e.g. "
+            'github.check_suite); match lists payload fields that must be equal (e.g. {"pr": 420}; dotted '
+            'paths such as "pull_request.number" reach nested fields). Returns the first matching event in '
+            "your organisation and project as soon as it arrives; otherwise reports a timeout after "
+            "timeout_seconds (default 900, at most 3300), and then you should check the status directly."
+        ),
+        args_model=WaitForEventArgs,
+        result_model=WaitForEventResult,
+        capability="events",
+        runs_in="workflow",
+        interrupts=True,
+        summary_arg="kind",
+    ),
+]

@@ -1,0 +1,240 @@
+"""Bench: events per second through the ingress to waiting sessions, and the latency from the POST to
+the session's next activity (``agent_tools.events.load_event``, scheduled when the router's signal wakes it).
+
+    python bench/events_ingress.py --sessions 200 --concurrency 32
+
+Everything runs on this machine: the embedded Temporal dev server, one worker, the ingress (uvicorn on a
+127.0.0.1 socket), SQLite in a temp dir, the scripted model. Latency uses the server's timestamp of the
+ActivityTaskScheduled event minus the client's clock before the POST (same host, same clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools.devserver import start_dev_server
+from agent_tools.plugin import AgentToolsPlugin
+from agent_tools.settings import Settings
+from agent_tools.testing import write_script
+from agent_tools.tools.events import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED, RouterView, router_workflow_id
+from worker import build_worker
+
+TOKEN = "bench-token-0123456789"
+
+
+async def next_activity_time(handle: SessionHandle) -> datetime | None:
+    return (await milestones(handle))[1]
+
+
+async def milestones(handle: SessionHandle) -> tuple[datetime | None, datetime | None]:
+    """When the router's ``event_arrived`` signal reached the session, and when its next activity was
+    scheduled (server timestamps)."""
+    signalled = None
+    async for ev in handle.workflow.fetch_history_events():
+        at = ev.event_time.ToDatetime().replace(tzinfo=UTC)
+        if (
+            ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+            and ev.workflow_execution_signaled_event_attributes.signal_name == SIGNAL_EVENT_ARRIVED
+        ):
+            signalled = at
+        if (
+            ev.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and ev.activity_task_scheduled_event_attributes.activity_type.name == ACTIVITY_LOAD_EVENT
+        ):
+            return signalled, at
+    return signalled, None
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+async def wait_subscribed(client: Client, project: str, count: int, timeout: float = 120) -> None:
+    handle = client.get_workflow_handle(router_workflow_id("bench", project))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if len((await handle.query("state", result_type=RouterView)).subscriptions) >= count:
+                return
+        except Exception:
+            pass
+        await asyncio.sleep(0.1)
+    raise TimeoutError("sessions did not subscribe in time")
+
+
+async def run_phase(
+    project: str,
+    token: str,
+    client: AgentToolsClient,
+    http: httpx.AsyncClient,
+    sessions: int,
+    concurrency: int,
+) -> dict[str, Any]:
+    handles = [await client.start_session(str(i), organisation="bench", project=project) for i in range(sessions)]
+    await wait_subscribed(client.temporal, project, sessions)
+    sent_at: dict[int, float] = {}
+    sem = asyncio.Semaphore(concurrency)
+
+    async def post(i: int) -> None:
+        async with sem:
+            sent_at[i] = time.time()
+            resp = await http.post(
+                "/v1/events",
+                json={"kind": "bench.tick", "payload": {"n": str(i)}, "id": f"{project}-{i}"},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            resp.raise_for_status()
+
+    start = time.perf_counter()
+    if concurrency == 1:
+        for i in range(sessions):  # one at a time, each waking its session before the next: unloaded latency
+            await post(i)
+            while await next_activity_time(handles[i]) is None:  # noqa: ASYNC110 - polling another process
+                await asyncio.sleep(0.005)
+    else:
+        await asyncio.gather(*(post(i) for i in range(sessions)))
+    acked = time.perf_counter() - start
+    await asyncio.gather(*(h.result() for h in handles))
+    done = time.perf_counter() - start
+    latencies = []
+    to_signal = []
+    for i, h in enumerate(handles):
+        signalled, t = await milestones(h)
+        assert t is not None, h.id
+        latencies.append((t.timestamp() - sent_at[i]) * 1000)
+        if signalled is not None:  # None when the backlog check found it (no router signal needed)
+            to_signal.append((signalled.timestamp() - sent_at[i]) * 1000)
+    return {
+        "phase": project.rsplit("-", 1)[0],
+        "sessions": sessions,
+        "concurrency": concurrency,
+        "ingress_events_per_s": sessions / acked,
+        "delivered_events_per_s": sessions / done,
+        "latency_ms_p50": statistics.median(latencies),
+        "latency_ms_p95": pct(latencies, 95),
+        "latency_ms_max": max(latencies),
+        "signal_ms_p50": statistics.median(to_signal) if to_signal else float("nan"),
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_healthy(base: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient() as http:
+        while True:
+            try:
+                if (await http.get(f"{base}/healthz")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(0.1)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--unloaded", type=int, default=20, help="sessions woken one at a time first")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="events-bench-"))
+    wait = {"kind": "bench.tick", "match": {"n": "{{last_user}}"}, "timeout_seconds": 600}
+    turns: list[dict[str, Any]] = [
+        {"say": "", "tool_calls": [{"name": "wait_for_event", "arguments": wait}]},
+        {"say": "done"},
+    ]
+    model = write_script(tmp / "script.json", turns)
+    settings = Settings(
+        database_url=f"sqlite+aiosqlite:///{tmp}/store.sqlite",
+        task_queue="events-bench",
+        agents_file=None,
+        model=model,
+    )
+    env = await start_dev_server(ui=False)
+    plugin = AgentToolsPlugin(settings)
+    temporal = await Client.connect(
+        env.client.service_client.config.target_host, namespace=env.client.namespace, plugins=[plugin]
+    )
+    tokens: dict[str, str] = {}
+    projects = {name: f"{name}-{uuid.uuid4().hex[:6]}" for name in ("unloaded", "burst")}
+    for project in projects.values():
+        tokens[f"bench/{project}"] = f"{TOKEN}-{project}"  # one token per project, as in production
+    port = free_port()
+    # The ingress runs as its own process (`agent-tools serve`), as it does in docker-compose: it opens its
+    # own Temporal client and store from the environment.
+    env_vars = {
+        **os.environ,
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
+        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+        "AGENT_TOOLS_EVENTS_TOKENS": json.dumps(tokens),
+    }
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from agent_tools.cli import main; main()",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env_vars,
+    )
+    base = f"http://127.0.0.1:{port}"
+    await wait_healthy(base)
+    results = []
+    try:
+        async with build_worker(temporal, plugin), httpx.AsyncClient(base_url=base, timeout=60) as http:
+            client = AgentToolsClient(temporal, settings)
+            for name, n, conc in (("unloaded", args.unloaded, 1), ("burst", args.sessions, args.concurrency)):
+                project = projects[name]
+                results.append(await run_phase(project, f"{TOKEN}-{project}", client, http, n, conc))
+            await client.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+        await env.shutdown()
+    for r in results:
+        print(
+            f"{r['phase']:>8}: {r['sessions']} sessions, concurrency {r['concurrency']}: "
+            f"ingress {r['ingress_events_per_s']:.0f} events/s, "
+            f"delivered {r['delivered_events_per_s']:.0f} events/s; "
+            f"POST -> next activity p50 {r['latency_ms_p50']:.0f} ms, p95 {r['latency_ms_p95']:.0f} ms, "
+            f"max {r['latency_ms_max']:.0f} ms (POST -> router's signal in the session p50 "
+            f"{r['signal_ms_p50']:.0f} ms)"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    # The Temporal core runtime's threads can still call into Python while the interpreter finalizes
+    # (a fatal PyGILState error after all results are printed); skip finalization once we are done.
+    sys.stdout.flush()
+    os._exit(0)

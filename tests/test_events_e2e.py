@@ -1,0 +1,254 @@
+"""wait_for_event end to end: real Temporal, the real ingress on a 127.0.0.1 socket, real sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import uvicorn
+from temporalio.client import Client
+
+from activities.store.db import Store
+from activities.store.event_tables import count_events
+from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools.events import EventSettings, EventSource, sign_github, sign_standard_webhook
+from agent_tools.service.app import create_app
+from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
+from agent_tools.tools.events import RouterView, router_workflow_id
+
+TOKEN = "token-acme-" + "x" * 16
+GH_SECRET = "gh-secret-0123456789"
+HMAC_SECRET = "hmac-secret-0123456789"
+
+
+@asynccontextmanager
+async def ingress(
+    settings: Settings, temporal: Client | None, project: str, **cfg: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
+    """The ingress app served by uvicorn on a real 127.0.0.1 socket, and an HTTP client pointed at it
+    (``temporal=None``: the app connects to ``settings.temporal_address`` itself)."""
+    event_settings = EventSettings(
+        tokens={f"acme/{project}": TOKEN},
+        sources={
+            "gh": EventSource(type="github", secret=GH_SECRET, organisation="acme", project=project),
+            "ci": EventSource(type="hmac", secret=HMAC_SECRET, organisation="acme", project=project, kind_prefix="ci"),
+        },
+        **cfg,
+    )
+    store = Store(settings.database_url)
+    await store.create_schema()
+    state: dict[str, Any] = {"event_store": store, "event_settings": event_settings}
+    if temporal is not None:
+        state["temporal_client"] = temporal
+    app = create_app(settings, **state)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
+        await asyncio.sleep(0.01)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+            yield http, store
+    finally:
+        server.should_exit = True
+        await task
+        await store.close()
+
+
+def github_headers(event: str, body: bytes, delivery: str, secret: str = GH_SECRET) -> dict[str, str]:
+    return {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": sign_github(secret, body),
+        "Content-Type": "application/json",
+    }
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+async def router_state(client: AgentToolsClient, project: str) -> RouterView:
+    handle = client.temporal.get_workflow_handle(router_workflow_id("acme", project))
+    view: RouterView = await handle.query("state", result_type=RouterView)
+    return view
+
+
+async def subscribed(client: AgentToolsClient, project: str, count: int) -> None:
+    async def check() -> bool:
+        try:
+            return len((await router_state(client, project)).subscriptions) >= count
+        except Exception:
+            return False
+
+    await eventually(check)
+
+
+def wait_script(script: Any, arguments: dict[str, Any]) -> str:
+    return str(
+        script(
+            [
+                {"say": "waiting", "tool_calls": [{"name": "wait_for_event", "arguments": arguments}]},
+                {"say": "got: {{last_tool}}"},
+            ]
+        )
+    )
+
+
+async def start_waiting(client: AgentToolsClient, project: str, n: int = 1) -> list[SessionHandle]:
+    return [await client.start_session("wait for CI", organisation="acme", project=project) for _ in range(n)]
+
+
+def final_event(result_message: str | None) -> dict[str, Any]:
+    assert result_message is not None and result_message.startswith("got: "), result_message
+    data: dict[str, Any] = json.loads(result_message.removeprefix("got: "))
+    return data
+
+
+async def test_session_receives_only_the_matching_github_delivery(settings: Any, script: Any, worker_for: Any) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    settings.model = wait_script(script, {"kind": "github.check_suite", "match": {"pr": 420}, "timeout_seconds": 120})
+    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, store):
+        (handle,) = await start_waiting(client, project)
+        await subscribed(client, project, 1)
+        assert (await handle.status()).status == SessionStatus.waiting_for_event
+
+        async def send(event: str, payload: dict[str, Any], delivery: str) -> httpx.Response:
+            body = json.dumps(payload).encode()
+            return await http.post("/v1/webhooks/gh", content=body, headers=github_headers(event, body, delivery))
+
+        # Wrong pr, then wrong kind (check_run is not a check_suite), then the one it waits for.
+        assert (await send("check_suite", {"action": "completed", "pr": 421}, "d-1")).status_code == 202
+        assert (await send("check_run", {"action": "completed", "pr": 420}, "d-2")).status_code == 202
+        await asyncio.sleep(0.3)
+        assert (await handle.status()).status == SessionStatus.waiting_for_event
+        ok = await send("check_suite", {"action": "completed", "pr": 420, "conclusion": "success"}, "d-3")
+        assert ok.status_code == 202, ok.text
+        assert ok.json()["kind"] == "github.check_suite.completed"
+
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert result.status == SessionStatus.completed
+        data = final_event(result.final_message)
+        assert data["status"] == "received"
+        assert data["event"]["event_id"] == ok.json()["event_id"]
+        assert data["event"]["payload"] == {"action": "completed", "pr": 420, "conclusion": "success"}
+        assert await count_events(store, organisation="acme", project=project) == 3
+        view = await router_state(client, project)
+        assert view.delivered == 1 and view.subscriptions == []
+
+
+async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    settings.model = wait_script(script, {"kind": "ci.build", "match": {"build": {"id": 7}}})
+    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):
+        handles = await start_waiting(client, project, 3)
+        await subscribed(client, project, 3)
+        body = json.dumps({"type": "build.finished", "data": {"build": {"id": 7, "ok": True}}}).encode()
+        ts = int(time.time())
+        headers = {
+            "webhook-id": "msg-1",
+            "webhook-timestamp": str(ts),
+            "webhook-signature": sign_standard_webhook(HMAC_SECRET, "msg-1", ts, body),
+            "content-type": "application/json",
+        }
+        resp = await http.post("/v1/webhooks/ci", content=body, headers=headers)
+        assert resp.status_code == 202, resp.text
+        assert resp.json()["kind"] == "ci.build.finished"
+        results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 60)
+        ids = {final_event(r.final_message)["event"]["event_id"] for r in results}
+        assert ids == {resp.json()["event_id"]}
+
+
+async def test_event_posted_before_subscription_reaches_router_is_not_missed(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """An event stored after the wait began but routed before the subscription: the backlog check finds it."""
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    settings.model = wait_script(script, {"kind": "deploy", "match": {"env": "prod"}, "timeout_seconds": 60})
+    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):
+        (handle,) = await start_waiting(client, project)
+
+        async def waiting() -> bool:
+            return bool(await handle.query("event_waits", list))
+
+        await eventually(waiting)
+        # Publish at once, racing the subscribe activity; whichever wins, the session gets the event.
+        resp = await http.post(
+            "/v1/events",
+            json={
+                "kind": "deploy.done",
+                "payload": {"env": "prod"},
+                "organisation": "acme",
+                "project": project,
+            },
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        )
+        assert resp.status_code == 202, resp.text
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert final_event(result.final_message)["event"]["event_id"] == resp.json()["event_id"]
+
+
+async def test_large_event_is_saved_as_an_artifact_and_the_model_gets_a_pointer(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    settings.model = wait_script(script, {"kind": "github.push", "timeout_seconds": 60})
+    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):
+        (handle,) = await start_waiting(client, project)
+        await subscribed(client, project, 1)
+        payload = {"ref": "refs/heads/main", "commits": [{"id": f"c{i}", "message": "x" * 100} for i in range(50)]}
+        body = json.dumps(payload).encode()
+        resp = await http.post("/v1/webhooks/gh", content=body, headers=github_headers("push", body, "big-1"))
+        assert resp.status_code == 202
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert result.final_message is not None and "[Tool result saved:" in result.final_message
+        tool_entries = [e for e in await handle.transcript() if e.role == "tool"]
+        assert tool_entries[-1].artifact_ref is not None
+        history = await handle.workflow.fetch_history()
+        # The payload went to the artifact store, not through the session's history.
+        assert "c49" not in history.to_json()
+
+
+async def test_event_stored_while_temporal_is_unreachable_is_routed_by_the_retry(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """503 when the router cannot be signalled (the event is stored); the sender's retry with the same
+    delivery id routes it, and the waiting session gets it once."""
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    settings.model = wait_script(script, {"kind": "ci", "timeout_seconds": 60})
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{sock.getsockname()[1]}"
+    unreachable = settings.model_copy(update={"temporal_address": dead})
+    body = {"kind": "ci.done", "payload": {"n": 1}, "id": "retry-1"}
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    async with worker_for() as client:
+        (handle,) = await start_waiting(client, project)
+        await subscribed(client, project, 1)
+        async with ingress(unreachable, None, project) as (http, store):
+            failed = await http.post("/v1/events", json=body, headers=auth)
+            assert failed.status_code == 503 and "retry with the same delivery id" in failed.json()["detail"]
+            assert await count_events(store, organisation="acme", project=project) == 1
+        async with ingress(settings, client.temporal, project) as (http, store):
+            retried = await http.post("/v1/events", json=body, headers=auth)
+            assert retried.status_code == 200 and retried.json()["duplicate"] is True
+            result = await asyncio.wait_for(handle.result(), 60)
+            assert final_event(result.final_message)["event"]["event_id"] == retried.json()["event_id"]
+            assert await count_events(store, organisation="acme", project=project) == 1
