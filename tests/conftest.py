@@ -109,7 +109,9 @@ async def running_worker(
         env.client.service_client.config.target_host, namespace=env.client.namespace, plugins=[plugin]
     )
     async with build_worker(client, plugin, **worker_kwargs):
-        agent_client = AgentToolsClient(client, settings)
+        # Sessions are driven through the environment's own client: on the time-skipping server only that
+        # client skips time while a test awaits a result.
+        agent_client = AgentToolsClient(env.client, settings)
         try:
             yield agent_client
         finally:

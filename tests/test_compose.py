@@ -14,6 +14,7 @@ import yaml
 from typer.main import get_command
 
 from agent_tools.cli import app
+from agent_tools.events.settings import EventSettings
 from agent_tools.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,10 +70,13 @@ def test_built_image_and_its_sources_exist(compose: dict[str, Any]) -> None:
 
 def test_settings_and_commands_it_names_exist(compose: dict[str, Any]) -> None:
     fields = set(Settings.model_fields)
+    event_fields = set(EventSettings.model_fields)
     commands = set(get_command(app).commands)  # type: ignore[attr-defined]
     for name, svc in compose["services"].items():
         for var in svc.get("environment") or {}:
-            if var.startswith("AGENT_TOOLS_"):
+            if var.startswith("AGENT_TOOLS_EVENTS_"):
+                assert var.removeprefix("AGENT_TOOLS_EVENTS_").lower() in event_fields, f"{name}: {var}"
+            elif var.startswith("AGENT_TOOLS_"):
                 assert var.removeprefix("AGENT_TOOLS_").lower() in fields, f"{name}: {var} is not a setting"
         command = svc.get("command")
         if isinstance(command, list) and command[0] == "agent-tools":

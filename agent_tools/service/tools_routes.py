@@ -1,0 +1,287 @@
+"""Standalone web endpoints: ``POST /v1/tools/search``, ``POST /v1/tools/fetch``, ``POST /v1/research``,
+``GET /v1/research/{id}``.
+
+Bearer keys come from ``web_api_keys`` (see :mod:`agent_tools.web.config`) or ``state.api_keys``; with no key
+configured every call is refused (401), so a fresh deployment is never an open proxy. Each key has
+per-minute and per-hour request limits (``X-RateLimit-*`` headers on every answer, ``429
+rate_limit_exceeded`` past them). Errors use one envelope::
+
+    {"error": {"type": "invalid_request_error", "code": "bad_request", "message": "...", "details": {...}}}
+
+State the app may carry (tests inject them): ``web`` (a WebService), ``agent_client`` (AgentToolsClient) or
+``temporal`` (temporalio Client), ``api_keys``, ``web_rate_limiter``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from pydantic import Field
+
+from agent_tools.settings import Settings
+from agent_tools.web.config import web_config
+from agent_tools.web.models import (
+    FetchResponse,
+    ResearchJob,
+    ResearchRequest,
+    SearchResponse,
+    WebFetchArgs,
+    WebSearchArgs,
+)
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "invalid_request_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+    502: "server_error",
+    503: "server_error",
+}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body: dict[str, Any] = {"type": ERROR_TYPES.get(status, "server_error"), "code": code, "message": message}
+    if details:
+        body["details"] = details
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+class ResearchCreate(ResearchRequest):
+    wait_s: float = Field(
+        default=0, ge=0, le=55, description="Wait this long before answering 202 with a running job"
+    )
+
+
+@dataclass
+class _Window:
+    start: float = 0.0
+    count: int = 0
+
+
+@dataclass
+class RateLimiter:
+    """Fixed windows per key: a minute and an hour. In-process; a multi-process deployment divides the
+    limits by its process count or puts the limit in front (a gateway)."""
+
+    per_minute: int = 60
+    per_hour: int = 1000
+    clock: Callable[[], float] = time.time
+    _windows: dict[tuple[str, int], _Window] = field(default_factory=dict)
+
+    def hit(self, key: str) -> tuple[bool, dict[str, str]]:
+        now = self.clock()
+        verdicts: list[tuple[bool, int, int, float, int]] = []
+        for span, limit in ((60, self.per_minute), (3600, self.per_hour)):
+            window = self._windows.setdefault((key, span), _Window(start=now))
+            if now - window.start >= span:
+                window.start, window.count = now, 0
+            verdicts.append((window.count < limit, limit, window.count, window.start + span - now, span))
+        allowed = all(v[0] for v in verdicts)
+        if allowed:
+            for span in (60, 3600):
+                self._windows[(key, span)].count += 1
+        (_, m_limit, m_count, m_reset, _), (_, h_limit, h_count, h_reset, _) = verdicts
+        used = 1 if allowed else 0
+        headers = {
+            "X-RateLimit-Limit": str(m_limit),
+            "X-RateLimit-Remaining": str(max(0, m_limit - m_count - used)),
+            "X-RateLimit-Reset": str(math.ceil(m_reset)),
+            "X-RateLimit-Limit-Hour": str(h_limit),
+            "X-RateLimit-Remaining-Hour": str(max(0, h_limit - h_count - used)),
+            "X-RateLimit-Reset-Hour": str(math.ceil(h_reset)),
+        }
+        if not allowed:
+            blocked = [v for v in verdicts if not v[0]]
+            headers["Retry-After"] = str(math.ceil(max(v[3] for v in blocked)))
+        return allowed, headers
+
+
+class _BadRequestRoute(APIRoute):
+    """Body validation failures are ``400 bad_request`` in this API's envelope (FastAPI's default is 422)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or '(body)'}: {e['msg']}"
+                    for e in exc.errors()
+                )
+                return error_response(400, "bad_request", f"invalid request: {problems}")
+
+        return route
+
+
+def build_router(settings: Settings, state: Any) -> APIRouter:
+    config = web_config(settings)
+    router = APIRouter(prefix="/v1", tags=["web tools"], route_class=_BadRequestRoute)
+    lock = asyncio.Lock()
+
+    def limiter() -> RateLimiter:
+        existing = getattr(state, "web_rate_limiter", None)
+        if existing is None:
+            existing = RateLimiter(per_minute=config.web_rate_per_minute, per_hour=config.web_rate_per_hour)
+            state.web_rate_limiter = existing
+        assert isinstance(existing, RateLimiter)
+        return existing
+
+    def authorize(request: Request) -> tuple[JSONResponse | None, dict[str, str]]:
+        keys = set(getattr(state, "api_keys", None) or config.web_api_keys)
+        header = request.headers.get("authorization", "")
+        token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+        if not keys:
+            return error_response(401, "unauthorized", "no API keys are configured for this service"), {}
+        if token not in keys:
+            return error_response(
+                401, "unauthorized", "missing or unknown bearer key", headers={"WWW-Authenticate": "Bearer"}
+            ), {}
+        allowed, headers = limiter().hit(token)
+        if not allowed:
+            return error_response(
+                429,
+                "rate_limit_exceeded",
+                f"rate limit exceeded for this key; retry after {headers['Retry-After']} s",
+                headers=headers,
+            ), headers
+        return None, headers
+
+    async def web() -> Any:
+        existing = getattr(state, "web", None)
+        if existing is not None:
+            return existing
+        async with lock:
+            if getattr(state, "web", None) is None:
+                from activities.store.db import Store
+                from activities.web.service import WebService
+
+                store = Store(settings.database_url)
+                await store.create_schema()
+                state.web = WebService(config, store, allow_loopback=settings.web_allow_loopback)
+        return state.web
+
+    async def research_client() -> Any:
+        from agent_tools.client import AgentToolsClient
+        from agent_tools.web_client import ResearchClient
+
+        client = getattr(state, "agent_client", None)
+        if client is None:
+            temporal = getattr(state, "temporal", None)
+            async with lock:
+                client = getattr(state, "agent_client", None)
+                if client is None:
+                    client = (
+                        AgentToolsClient(temporal, settings)
+                        if temporal is not None
+                        else await AgentToolsClient.connect(settings)
+                    )
+                    state.agent_client = client
+        return ResearchClient(client)
+
+    def web_error(exc: Any, headers: dict[str, str]) -> JSONResponse:
+        return error_response(exc.http_status, exc.code, exc.message, exc.details, headers=headers)
+
+    @router.post(
+        "/tools/search",
+        response_model=SearchResponse,
+        summary="Verified web search",
+        responses={400: {}, 401: {}, 429: {}, 503: {"description": "search_unavailable"}},
+    )
+    async def search(body: WebSearchArgs, request: Request, response: Response) -> Any:
+        from activities.web.service import WebError
+        from agent_tools.web.render import search_response
+
+        refused, headers = authorize(request)
+        if refused is not None:
+            return refused
+        response.headers.update(headers)
+        try:
+            outcome = await (await web()).web_search(body)
+        except WebError as exc:
+            return web_error(exc, headers)
+        return search_response(outcome, body.max_results)
+
+    @router.post(
+        "/tools/fetch",
+        response_model=FetchResponse,
+        summary="One page as clean Markdown",
+        responses={400: {}, 401: {}, 415: {}, 429: {}, 502: {"description": "upstream_error"}},
+    )
+    async def fetch(body: WebFetchArgs, request: Request, response: Response) -> Any:
+        from activities.web.service import WebError
+
+        refused, headers = authorize(request)
+        if refused is not None:
+            return refused
+        response.headers.update(headers)
+        try:
+            return await (await web()).web_fetch(body)
+        except WebError as exc:
+            return web_error(exc, headers)
+
+    @router.post(
+        "/research",
+        response_model=ResearchJob,
+        status_code=202,
+        summary="Start a deep_research job",
+        responses={200: {"model": ResearchJob}, 400: {}, 401: {}, 429: {}},
+    )
+    async def create_research(body: ResearchCreate, request: Request, response: Response) -> Any:
+        refused, headers = authorize(request)
+        if refused is not None:
+            return refused
+        response.headers.update(headers)
+        client = await research_client()
+        try:
+            job = await client.create(ResearchRequest.model_validate(body.model_dump(exclude={"wait_s"})))
+        except ValueError as exc:
+            return error_response(400, "bad_request", str(exc), headers=headers)
+        if body.wait_s > 0:
+            job = await client.wait(job.id, timeout_s=body.wait_s)
+        if job.status != "running":
+            response.status_code = 200
+        return job
+
+    @router.get(
+        "/research/{job_id}",
+        response_model=ResearchJob,
+        summary="A deep_research job's state",
+        responses={401: {}, 404: {}, 429: {}},
+    )
+    async def get_research(job_id: str, request: Request, response: Response) -> Any:
+        from temporalio.service import RPCError, RPCStatusCode
+
+        refused, headers = authorize(request)
+        if refused is not None:
+            return refused
+        response.headers.update(headers)
+        if not job_id.startswith("research-"):
+            return error_response(404, "not_found", f"no research job {job_id!r}", headers=headers)
+        client = await research_client()
+        try:
+            return await client.retrieve(job_id)
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return error_response(404, "not_found", f"no research job {job_id!r}", headers=headers)
+            raise
+
+    return router

@@ -1,0 +1,151 @@
+"""Client faces of the web capability: standalone search/fetch and deep_research jobs.
+
+    tools = client.tools                      # ToolsClient
+    res = await tools.search({"query": "react compiler release", "include_domains": ["react.dev"]})
+    page = await tools.fetch({"url": "https://nodejs.org/en/blog", "focus": "ESM loader hooks"})
+
+    job = await client.research.create({"question": "Which EU countries require B2B e-invoicing in 2026?"})
+    job = await client.research.wait(job.id, timeout_s=55)     # status, report, sources
+    job = await client.research.run({"question": "...", "max_sources": 15})
+
+Search and fetch run the same engine the workers use, in this process, against the shared SQL cache (no
+Temporal round trip: they are single requests). Research jobs are ``DeepResearch`` workflows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from agent_tools.errors import AgentToolsError
+from agent_tools.settings import Settings
+from agent_tools.web.models import (
+    RESEARCH_WORKFLOW,
+    FetchResponse,
+    ResearchJob,
+    ResearchRequest,
+    SearchResponse,
+    WebFetchArgs,
+    WebSearchArgs,
+)
+
+if TYPE_CHECKING:
+    from agent_tools.client import AgentToolsClient
+
+
+class WebToolError(AgentToolsError):
+    """A search or fetch that was refused or failed; ``code`` and ``status`` as the HTTP API has them."""
+
+    def __init__(self, code: str, message: str, *, status: int, details: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.status = status
+        self.details = details or {}
+
+
+class ToolsClient:
+    """``search`` and ``fetch`` with the ``/v1/tools`` request and response shapes."""
+
+    def __init__(self, client: AgentToolsClient | None = None, *, settings: Settings | None = None) -> None:
+        if client is None and settings is None:
+            raise ValueError("ToolsClient needs a client or settings")
+        self.settings: Settings = settings or client.settings  # type: ignore[union-attr]
+
+    async def _run(self, fn: str, args: Any) -> Any:
+        from activities.store.db import Store
+        from activities.web.service import WebError, WebService
+        from agent_tools.web.config import web_config
+
+        settings = self.settings
+        store = Store(settings.database_url)
+        await store.create_schema()
+        web = WebService(web_config(settings), store, allow_loopback=settings.web_allow_loopback)
+        try:
+            return await getattr(web, fn)(args)
+        except WebError as exc:
+            raise WebToolError(exc.code, exc.message, status=exc.http_status, details=exc.details) from exc
+        finally:
+            await web.aclose()
+            await store.close()
+
+    async def search(self, request: WebSearchArgs | dict[str, Any]) -> SearchResponse:
+        from agent_tools.web.render import search_response
+
+        args = request if isinstance(request, WebSearchArgs) else WebSearchArgs.model_validate(request)
+        outcome = await self._run("web_search", args)
+        return search_response(outcome, args.max_results)
+
+    async def fetch(self, request: WebFetchArgs | dict[str, Any]) -> FetchResponse:
+        args = request if isinstance(request, WebFetchArgs) else WebFetchArgs.model_validate(request)
+        result: FetchResponse = await self._run("web_fetch", args)
+        return result
+
+
+def validate_output_schema(schema: dict[str, Any] | None) -> None:
+    """Refuse a malformed JSON Schema before a job starts (it would only fail at the end)."""
+    if schema is None:
+        return
+    import jsonschema  # type: ignore[import-untyped]
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"output_schema is not a valid JSON Schema: {exc.message}") from exc
+
+
+class ResearchClient:
+    """deep_research jobs: ``create`` (returns at once), ``retrieve``, ``wait`` (bounded), ``run``."""
+
+    def __init__(self, client: AgentToolsClient) -> None:
+        self._client = client
+
+    async def create(self, request: ResearchRequest | dict[str, Any], *, job_id: str | None = None) -> ResearchJob:
+        req = request if isinstance(request, ResearchRequest) else ResearchRequest.model_validate(request)
+        validate_output_schema(req.output_schema)
+        job_id = job_id or f"research-{uuid.uuid4()}"
+        await self._client.temporal.start_workflow(
+            RESEARCH_WORKFLOW,
+            req,
+            id=job_id,
+            task_queue=self._client.settings.task_queue,
+            static_summary=f"deep_research: {req.question[:80]}",
+        )
+        return ResearchJob(id=job_id, status="running", question=req.question, phase="starting")
+
+    async def retrieve(self, job_id: str) -> ResearchJob:
+        from temporalio.client import WorkflowExecutionStatus
+
+        handle = self._client.temporal.get_workflow_handle(job_id, result_type=ResearchJob)
+        description = await handle.describe()
+        if description.status == WorkflowExecutionStatus.COMPLETED:
+            result: ResearchJob = await handle.result()
+            return result
+        if description.status == WorkflowExecutionStatus.RUNNING:
+            try:
+                status: ResearchJob = await handle.query("status", result_type=ResearchJob)
+                return status
+            except Exception:
+                return ResearchJob(id=job_id, status="running", phase="starting")
+        name = description.status.name.lower() if description.status else "unknown"
+        return ResearchJob(id=job_id, status="failed", error=f"job {name}")
+
+    async def wait(self, job_id: str, timeout_s: float = 55.0) -> ResearchJob:
+        """The finished job, or its current state after ``timeout_s`` seconds."""
+        handle = self._client.temporal.get_workflow_handle(job_id, result_type=ResearchJob)
+        if timeout_s > 0:
+            try:
+                result: ResearchJob = await asyncio.wait_for(handle.result(), timeout=timeout_s)
+                return result
+            except TimeoutError:
+                pass
+            except Exception:
+                pass
+        return await self.retrieve(job_id)
+
+    async def run(self, request: ResearchRequest | dict[str, Any]) -> ResearchJob:
+        """Create a job and wait for it to finish."""
+        job = await self.create(request)
+        handle = self._client.temporal.get_workflow_handle(job.id, result_type=ResearchJob)
+        result: ResearchJob = await handle.result()
+        return result

@@ -1,0 +1,464 @@
+"""The fetch pipeline on a real HTTP server: extraction, limits, content types, redirects, cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from activities.web.fetcher import FetchLimits
+from activities.web.service import WebError, accepted_type
+from agent_tools.web.models import HttpFetchArgs, WebFetchArgs
+from agent_tools.web.text import markdown_to_text, word_f1
+from tests.test_web_support import PAGES, Reply, WebServer, close_web, json_reply, make_web
+
+
+async def test_article_comes_back_without_the_menus(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.page("/news", "news")
+        web = await make_web(tmp_path)
+        try:
+            page = await web.web_fetch(WebFetchArgs(url=server.url("/news"), max_chars=40_000))
+        finally:
+            await close_web(web)
+    assert page.title and page.title.startswith("City council approves new tram line")
+    assert page.byline == "Maria Lindqvist"
+    assert page.published_at == "2026-03-12T08:30:00+01:00"
+    assert page.canonical == "https://gazette.example/news/2026/03/tram-line-approved"
+    assert page.lang == "en" and page.content_type == "text/html"
+    assert "## Cost and funding" in page.content
+    for boilerplate in ("Most read", "We use cookies", "Subscribe", "All rights reserved", "Related stories"):
+        assert boilerplate not in page.content
+    assert page.chars == len(page.content) and not page.truncated and not page.cached
+    _, _, f1 = word_f1(markdown_to_text(page.content), (PAGES / "news.txt").read_text())
+    assert f1 > 0.95
+
+
+@pytest.mark.parametrize("name", ["news", "docs", "blog", "forum", "table", "code", "magazine", "wiki", "divsoup"])
+async def test_fixture_set_extraction_f1(tmp_path: Path, name: str) -> None:
+    with WebServer() as server:
+        server.page(f"/{name}", name)
+        web = await make_web(tmp_path)
+        try:
+            page = await web.web_fetch(WebFetchArgs(url=server.url(f"/{name}"), max_chars=40_000, format="text"))
+        finally:
+            await close_web(web)
+    _, _, f1 = word_f1(page.content, (PAGES / f"{name}.txt").read_text())
+    assert f1 >= 0.9, (name, f1)
+
+
+async def test_markdown_keeps_tables_code_and_absolute_links(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.page("/table", "table")
+        server.page("/code", "code")
+        server.page("/docs/guide/", "docs")
+        web = await make_web(tmp_path)
+        try:
+            table = await web.web_fetch(WebFetchArgs(url=server.url("/table"), max_chars=40_000))
+            code = await web.web_fetch(WebFetchArgs(url=server.url("/code"), max_chars=40_000))
+        finally:
+            await close_web(web)
+    assert "| Model | Battery (kWh) | WLTP range (km) | Our test (km) | Price (EUR) |" in table.content
+    assert "| Nordwind Aero | 82 | 610 | 455 | 53,500 |" in table.content
+    assert "```rust\nuse clap::{Parser, Subcommand};\n\n/// Keep notes" in code.content
+    assert "```bash\ncargo add clap --features derive\n```" in code.content
+    assert "[clap](https://docs.rs/clap)" in code.content
+
+
+async def test_focus_text_format_and_max_chars(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.page("/news", "news")
+        web = await make_web(tmp_path)
+        try:
+            focused = await web.web_fetch(WebFetchArgs(url=server.url("/news"), focus="budget funding loan euros"))
+            text = await web.web_fetch(WebFetchArgs(url=server.url("/news"), format="text"))
+            short = await web.web_fetch(WebFetchArgs(url=server.url("/news"), max_chars=200))
+        finally:
+            await close_web(web)
+    assert "610 million euros" in focused.content and "## Cost and funding" in focused.content
+    assert "Harbour Street" not in focused.content and focused.truncated
+    assert "##" not in text.content and "City council approves" in text.content
+    assert short.chars <= 200 and short.truncated
+    assert short.cached and text.cached  # same URL: one download
+
+
+async def test_fetch_cache_is_shared_and_expires(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    with WebServer() as server:
+        server.page("/blog", "blog")
+        web = await make_web(tmp_path, clock=lambda: now[0])
+        other = await make_web(tmp_path, clock=lambda: now[0])  # a second worker on the same store
+        try:
+            first = await web.web_fetch(WebFetchArgs(url=server.url("/blog")))
+            second = await other.web_fetch(WebFetchArgs(url=server.url("/blog") + "#comments"))
+            assert not first.cached and second.cached and server.hits("/blog") == 1
+            now[0] += 15 * 60 + 1
+            third = await web.web_fetch(WebFetchArgs(url=server.url("/blog")))
+            assert not third.cached and server.hits("/blog") == 2
+        finally:
+            await close_web(web)
+            await close_web(other)
+
+
+async def test_scheme_prepended_and_refused_urls_are_bad_request(tmp_path: Path) -> None:
+    web = await make_web(tmp_path, allow_loopback=False)
+    try:
+        for url in ("localhost/x", "127.0.0.1:1/", "http://u:p@example.com/", "file:///etc/passwd"):
+            with pytest.raises(WebError) as info:
+                await web.web_fetch(WebFetchArgs(url=url))
+            assert info.value.code == "bad_request" and info.value.http_status == 400, url
+    finally:
+        await close_web(web)
+
+
+async def test_upstream_errors_are_502_with_status_and_url(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/gone", Reply(status=404, body="nope"))
+        server.route("/boom", Reply(status=503, body="down"))
+        web = await make_web(tmp_path)
+        try:
+            for path, status in (("/gone", 404), ("/boom", 503)):
+                with pytest.raises(WebError) as info:
+                    await web.web_fetch(WebFetchArgs(url=server.url(path)))
+                assert info.value.code == "upstream_error" and info.value.http_status == 502
+                assert info.value.details == {"status": status, "url": server.url(path)}
+            with pytest.raises(WebError) as refused:
+                await web.web_fetch(WebFetchArgs(url="http://127.0.0.1:1/closed"))
+            assert refused.value.code == "upstream_error"
+        finally:
+            await close_web(web)
+
+
+async def test_content_type_gate(tmp_path: Path) -> None:
+    assert all(
+        accepted_type(t)
+        for t in (
+            "text/html; charset=utf-8",
+            "application/xhtml+xml",
+            "text/plain",
+            "application/json",
+            "text/markdown",
+            "application/xml",
+            "text/xml",
+            "application/ld+json",
+            "application/atom+xml",
+            "",
+        )
+    )
+    assert not any(
+        accepted_type(t)
+        for t in ("image/png", "application/pdf", "application/octet-stream", "video/mp4", "application/zip")
+    )
+    with WebServer() as server:
+        server.route("/img", Reply(body=b"\x89PNG....", content_type="image/png"))
+        server.route("/data", json_reply({"name": "x", "items": [1, 2]}))
+        server.route("/notes.md", Reply(body="# Notes\n\n* one\n* two\n", content_type="text/markdown"))
+        server.route(
+            "/feed",
+            Reply(body="<?xml version='1.0'?><rss><item>a</item></rss>", content_type="application/xml"),
+        )
+        web = await make_web(tmp_path)
+        try:
+            with pytest.raises(WebError) as info:
+                await web.web_fetch(WebFetchArgs(url=server.url("/img")))
+            assert info.value.code == "unsupported_content_type" and info.value.details["content_type"] == "image/png"
+            data = await web.web_fetch(WebFetchArgs(url=server.url("/data")))
+            assert data.content.startswith("```json\n") and json.loads(data.content[8:-4]) == {
+                "name": "x",
+                "items": [1, 2],
+            }
+            md = await web.web_fetch(WebFetchArgs(url=server.url("/notes.md")))
+            assert md.content.startswith("# Notes") and md.content_type == "text/markdown"
+            xml = await web.web_fetch(WebFetchArgs(url=server.url("/feed")))
+            assert "<item>a</item>" in xml.content
+        finally:
+            await close_web(web)
+
+
+async def test_redirects_at_most_three_each_followed(tmp_path: Path) -> None:
+    with WebServer() as server:
+        for i in range(1, 5):
+            server.route(f"/r{i}", Reply(status=302, headers={"Location": f"/r{i + 1}"}))
+        server.page("/r5", "blog")
+        server.route("/s1", Reply(status=301, headers={"Location": "/s2"}))
+        server.route("/s2", Reply(status=307, headers={"Location": server.url("/r4")}))
+        web = await make_web(tmp_path)
+        try:
+            with pytest.raises(WebError) as info:
+                await web.web_fetch(WebFetchArgs(url=server.url("/r1")))  # 4 redirects
+            assert info.value.code == "upstream_error" and "redirects" in info.value.message
+            page = await web.web_fetch(WebFetchArgs(url=server.url("/s1")))  # 3 redirects
+            assert page.final_url == server.url("/r5") and page.url == server.url("/s1")
+            assert "WAL mode" in page.content
+        finally:
+            await close_web(web)
+
+
+async def test_body_cap_timeout_and_rtc_size_limit(tmp_path: Path) -> None:
+    big = ("word " * 1000 + "\n\n") * 800  # ~4 MB of text
+    with WebServer() as server:
+        server.route("/big.txt", Reply(body=big, content_type="text/plain"))
+        server.route("/slow", Reply(body="<p>late</p>", delay_s=2.0))
+        web = await make_web(
+            tmp_path,
+            profiles={
+                "codai": FetchLimits(timeout_s=0.5, max_bytes=3 * 1024 * 1024, max_redirects=3, accept=accepted_type),
+                "rtc": FetchLimits(
+                    timeout_s=5,
+                    max_bytes=1024 * 1024,
+                    follow_other_hosts=False,
+                    accept=accepted_type,
+                    fail_over_size=True,
+                ),
+            },
+        )
+        try:
+            page, _ = await web.page(server.url("/big.txt"), profile="codai")
+            assert page.body_truncated and page.bytes == 3 * 1024 * 1024
+            with pytest.raises(WebError) as slow:
+                await web.web_fetch(WebFetchArgs(url=server.url("/slow")))
+            assert slow.value.code == "upstream_error" and "timed out" in slow.value.message
+            with pytest.raises(WebError) as large:
+                await web.page(server.url("/big.txt"), profile="rtc")
+            assert large.value.code == "too_large"
+        finally:
+            await close_web(web)
+
+
+async def test_rtc_profile_returns_other_host_redirects(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/same", Reply(status=302, headers={"Location": "/docs"}))
+        server.route("/away", Reply(status=301, headers={"Location": f"http://localhost:{server.port}/docs"}))
+        server.page("/docs", "docs")
+        web = await make_web(tmp_path)
+        try:
+            same, _ = await web.page(server.url("/same"), profile="rtc")
+            assert same.redirect_to is None and "Configuring retries" in same.markdown
+            away, _ = await web.page(server.url("/away"), profile="rtc")
+            assert away.redirect_to == f"http://localhost:{server.port}/docs" and away.markdown == ""
+            assert server.hits("/docs") == 1
+        finally:
+            await close_web(web)
+
+
+async def test_http_fetch_returns_the_raw_response(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/api", json_reply({"ok": True}, status=201, ETag='"v1"'))
+        server.route("/bin", Reply(body=b"\x00\x01\x02", content_type="application/octet-stream"))
+        web = await make_web(tmp_path)
+        try:
+            got = await web.http_fetch(HttpFetchArgs(url=server.url("/api"), headers={"Accept": "application/json"}))
+            assert got.status == 201 and json.loads(got.body) == {"ok": True} and got.headers["etag"] == '"v1"'
+            assert [r.headers.get("Accept") for r in server.requests if r.path == "/api"] == ["application/json"]
+            head = await web.http_fetch(HttpFetchArgs(url=server.url("/api"), method="HEAD"))
+            assert head.body == "" and head.status == 201
+            binary = await web.http_fetch(HttpFetchArgs(url=server.url("/bin")))
+            assert "binary application/octet-stream body of 3 bytes" in binary.body
+        finally:
+            await close_web(web)
+        web = await make_web(tmp_path, allow_loopback=False)
+        try:
+            with pytest.raises(WebError) as info:
+                await web.http_fetch(HttpFetchArgs(url=server.url("/api")))
+            assert info.value.code == "bad_request"
+        finally:
+            await close_web(web)
+
+
+async def test_charsets_from_header_or_meta(tmp_path: Path) -> None:
+    body = (
+        "<html><head><meta charset='windows-1252'><title>Caf\u00e9</title></head><body><article><p>"
+        + ("Cr\u00e8me br\u00fbl\u00e9e at the caf\u00e9 costs \u20ac5. " * 20)
+        + "</p></article></body></html>"
+    )
+    with WebServer() as server:
+        server.route("/meta", Reply(body=body.encode("cp1252"), content_type="text/html"))
+        server.route(
+            "/header",
+            Reply(
+                body=body.replace("windows-1252", "utf-8").encode("iso-8859-15"),
+                content_type="text/html; charset=iso-8859-15",
+            ),
+        )
+        web = await make_web(tmp_path)
+        try:
+            meta = await web.web_fetch(WebFetchArgs(url=server.url("/meta")))
+            header = await web.web_fetch(WebFetchArgs(url=server.url("/header")))
+        finally:
+            await close_web(web)
+    for page in (meta, header):
+        assert "Cr\u00e8me br\u00fbl\u00e9e at the caf\u00e9 costs \u20ac5." in page.content
+        assert page.title == "Caf\u00e9"
+
+
+def test_truncation_closes_an_open_code_fence() -> None:
+    from agent_tools.web.text import truncate
+
+    md = "Intro paragraph.\n\n```python\n" + "\n".join(f"line_{i} = {i}" for i in range(200)) + "\n```\n\nAfter."
+    cut, truncated = truncate(md, 300)
+    assert truncated and len(cut) <= 300 and cut.endswith("\n```")
+    assert sum(1 for ln in cut.split("\n") if ln.startswith("```")) == 2
+    assert truncate("short", 300) == ("short", False)
+
+
+async def test_rtc_cache_lasts_thirty_minutes(tmp_path: Path) -> None:
+    now = [2_000_000.0]
+    with WebServer() as server:
+        server.page("/docs", "docs")
+        web = await make_web(tmp_path, clock=lambda: now[0])
+        try:
+            _, first = await web.page(server.url("/docs"), profile="rtc")
+            now[0] += 29 * 60
+            _, second = await web.page(server.url("/docs"), profile="rtc")
+            _, codai = await web.page(server.url("/docs"), profile="codai")  # separate entry, separate limits
+            now[0] += 2 * 60
+            _, third = await web.page(server.url("/docs"), profile="rtc")
+        finally:
+            await close_web(web)
+    assert (first, second, codai, third) == (False, True, False, False)
+    assert server.hits("/docs") == 3
+
+
+async def test_layout_tables_noise_and_dropped_headings(tmp_path: Path) -> None:
+    with WebServer() as server:
+        for name in ("divsoup", "wiki", "magazine"):
+            server.page(f"/{name}", name)
+        web = await make_web(tmp_path)
+        try:
+            soup, wiki, mag = [
+                (await web.web_fetch(WebFetchArgs(url=server.url(f"/{n}"), max_chars=40_000))).content
+                for n in ("divsoup", "wiki", "magazine")
+            ]
+        finally:
+            await close_web(web)
+    # a layout table is page structure, not a data table
+    assert "|" not in soup and "Cheap tools here" not in soup and "Popular tips" not in soup
+    assert "\n\nSecond, push a plastic drain snake" in soup
+    # edit links, citation markers, table of contents, navbox and categories are gone; the data table stays
+    for noise in ("[edit]", "cite_note", "Contents", "Towns and municipalities", "Categories:"):
+        assert noise not in wiki, noise
+    assert "| Population (2024) | 18,240 |" in wiki and "## History" in wiki
+    # headings the extractor dropped come back before their paragraphs
+    assert "## Who rides at night\n\nSurveys by the operators" in mag
+    assert "## Can it pay its way?\n\nThe economics remain difficult" in mag
+    assert "Comments (38)" not in mag and "More from Travel" not in mag
+
+
+@pytest.mark.parametrize("name", ["news", "docs", "blog", "table", "code"])
+def test_readability_style_fallback_when_trafilatura_finds_nothing(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from activities.web import extractor
+
+    monkeypatch.setattr(extractor.trafilatura, "extract", lambda *a, **k: None)
+    out = extractor.extract_html((PAGES / f"{name}.html").read_text(), f"https://fixture.example/{name}")
+    assert out.extractor == "fallback"
+    _, _, f1 = word_f1(markdown_to_text(out.markdown), (PAGES / f"{name}.txt").read_text())
+    assert f1 > 0.85, (name, f1)
+    for noise in ("Privacy", "Subscribe", "Most read", "Recent posts"):
+        assert noise not in out.markdown, (name, noise)
+
+
+HIGHLIGHTED = [
+    (
+        '<div class="highlight"><pre><span></span><span class="k">def</span> <span class="nf">foo</span>'
+        '<span class="p">(</span><span class="n">x</span><span class="p">):</span>\n    <span class="k">return</span>'
+        ' <span class="n">x</span><span class="o">+</span><span class="mi">1</span>\n\n<span class="nb">print</span>'
+        '<span class="p">(</span><span class="n">foo</span><span class="p">(</span><span class="mi">2</span>'
+        '<span class="p">))</span>\n</pre></div>',
+        "```\ndef foo(x):\n    return x+1\n\nprint(foo(2))\n```",
+    ),
+    (
+        '<div class="highlight-python notranslate"><div class="highlight"><pre><span class="k">import</span> '
+        '<span class="nn">os</span>\n<span class="nb">print</span><span class="p">(</span><span class="n">os</span>'
+        '<span class="p">.</span><span class="n">sep</span><span class="p">)</span>\n</pre></div></div>',
+        "```python\nimport os\nprint(os.sep)\n```",
+    ),
+    (
+        '<div class="highlight highlight-source-js"><pre><span class="pl-k">const</span> x <span class="pl-c1">=</span>'
+        " 1;\n\nconsole.log(x);</pre></div>",
+        "```js\nconst x = 1;\n\nconsole.log(x);\n```",
+    ),
+    (
+        '<pre class="language-go"><code>package main\n\nfunc main() {}</code></pre>',
+        "```go\npackage main\n\nfunc main() {}\n```",
+    ),
+    ('<pre><code class="hljs language-sql">SELECT 1;</code></pre>', "```sql\nSELECT 1;\n```"),
+]
+
+
+@pytest.mark.parametrize(("code_html", "fenced"), HIGHLIGHTED)
+def test_highlighted_code_keeps_its_text_and_language(code_html: str, fenced: str) -> None:
+    from activities.web.extractor import extract_html
+
+    intro = "<p>Some intro paragraph text that is long enough to be kept by the extractor, yes indeed.</p>"
+    outro = "<p>Another paragraph of explanation text after the code block, long enough to matter.</p>"
+    md = extract_html(
+        f"<html><body><article><h1>T</h1>{intro}{code_html}{outro}</article></body></html>", "http://x/"
+    ).markdown
+    assert fenced in md
+
+
+def test_focus_window_ranks_paragraphs_and_respects_the_budget() -> None:
+    from agent_tools.web.text import focus_window
+
+    md = "\n\n".join(
+        ["# Guide", "## Install", "Run pip install to get the package."]
+        + [f"Filler paragraph {i} about unrelated gardening topics and tomatoes." for i in range(30)]
+        + ["## Retries", "Retries use exponential backoff with jitter; set max_attempts to limit them."]
+        + [f"More filler {i} on cooking pasta." for i in range(30)]
+    )
+    text, cut = focus_window(md, "retry backoff max_attempts", 200)
+    assert cut and len(text) <= 200
+    assert text.startswith("## Retries\n\nRetries use exponential backoff")
+    wide, _ = focus_window(md, "install package retries backoff", 400)
+    assert "Run pip install" in wide and "exponential backoff" in wide and "…" in wide and len(wide) <= 400
+    for budget in (200, 250, 300, 500, 1000):
+        assert len(focus_window(md, "filler tomatoes pasta", budget)[0]) <= budget
+
+
+async def test_xhtml_with_xml_declaration_and_bom(tmp_path: Path) -> None:
+    para = "An XHTML page still has an article, and it must come back as text. " * 4
+    body = (
+        '\ufeff<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" '
+        '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n<html xmlns="http://www.w3.org/1999/xhtml" lang="de">'
+        f'<head><title>XHTML</title></head><body><div id="nav"><a href="/">Home</a></div><div class="post"><h1>Kopf</h1>'
+        f"<p>{para}</p></div></body></html>"
+    )
+    with WebServer() as server:
+        server.route("/x", Reply(body=body.encode("utf-8"), content_type="application/xhtml+xml; charset=utf-8"))
+        web = await make_web(tmp_path)
+        try:
+            page = await web.web_fetch(WebFetchArgs(url=server.url("/x")))
+        finally:
+            await close_web(web)
+    assert page.title == "XHTML" and page.lang == "de" and page.content_type == "application/xhtml+xml"
+    assert page.content.startswith("# Kopf\n\nAn XHTML page still has an article") and "<?xml" not in page.content
+
+
+async def test_http_fetch_drops_credential_headers(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    with WebServer() as server:
+        server.route("/h", Reply(body="ok", content_type="text/plain"))
+        web = await make_web(tmp_path)
+        try:
+            await web.http_fetch(
+                HttpFetchArgs(
+                    url=server.url("/h"),
+                    headers={
+                        "Authorization": "Bearer secret",
+                        "Cookie": "sid=1",
+                        "Host": "evil.example",
+                        "X-Trace": "t1",
+                    },
+                )
+            )
+        finally:
+            await close_web(web)
+        seen = next(r for r in server.requests if r.path == "/h").headers
+    assert "Authorization" not in seen and "Cookie" not in seen and seen["X-Trace"] == "t1"
+    assert seen["Host"] == f"127.0.0.1:{server.port}"
+    with pytest.raises(ValidationError):
+        HttpFetchArgs(url="https://x.org", headers={"X": "a\r\nInjected: 1"})
+    with pytest.raises(ValidationError):
+        HttpFetchArgs(url="https://x.org", headers={f"H{i}": "v" for i in range(21)})

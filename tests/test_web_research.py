@@ -1,0 +1,172 @@
+"""deep_research end to end on the real Temporal dev server: scripted planner and writer, SearXNG and
+pages served on 127.0.0.1, started and polled through the client API."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from agent_tools.plugin import workflow_runner
+from agent_tools.settings import Settings
+from agent_tools.web.models import ResearchCandidate, ResearchSearchOutput
+from tests.test_web_support import WebServer, json_reply
+from workflows.registry import all_workflows
+from workflows.research import pick_sources
+
+
+def research_script(script: Any, writer_say: str | list[str]) -> str:
+    writes = writer_say if isinstance(writer_say, list) else [writer_say]
+    return str(
+        script(
+            [
+                {
+                    "match": {"role": "research_planner"},
+                    "turns": [{"say": '["tram line cost", "tram line stops", "tram line cost"]'}],
+                },
+                {"match": {"role": "research_writer"}, "turns": [{"say": w} for w in writes]},
+            ]
+        )
+    )
+
+
+def serve_research(srv: WebServer) -> None:
+    srv.page("/news", "news")
+    srv.page("/table", "table")
+    srv.page("/blog", "blog")
+
+    def searx(req: Any) -> Any:
+        q = req.query["q"][0]
+        rows = {
+            "tram line cost": [("news", "Tram approved"), ("blog", "SQLite notes")],
+            "tram line stops": [("news", "Tram approved again"), ("table", "EV ranges"), ("gone", "Gone")],
+        }.get(q, [])
+        return json_reply({"results": [{"url": srv.url(f"/{p}"), "title": t, "content": "c"} for p, t in rows]})
+
+    srv.route("/searx/search", searx)
+
+
+@pytest.fixture
+def web_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with WebServer() as srv:
+        serve_research(srv)
+        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", '["searxng"]')
+        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", srv.url("/searx"))
+        settings.web_allow_loopback = True
+        yield srv
+
+
+async def test_report_cites_sources(settings: Settings, script: Any, worker_for: Any, web_env: WebServer) -> None:
+    settings.model = research_script(script, "The council approved a 14-kilometre line with 19 stops [S1].")
+    async with worker_for() as client:
+        job = await client.research.create(
+            {"question": "What did the council decide about the tram?", "max_sources": 3, "time_budget_s": 60}
+        )
+        assert job.status == "running" and job.id.startswith("research-")
+        done = await client.research.wait(job.id, timeout_s=30)
+        again = await client.research.retrieve(job.id)
+        history = await client.temporal.get_workflow_handle(job.id).fetch_history()
+    assert done.status == "completed", done.error
+    assert done.searches == ["tram line cost", "tram line stops"]  # planner duplicates dropped
+    # round-robin by rank, de-duplicated, capped at max_sources; /gone (404) is dropped at reading
+    assert [s.url for s in done.sources] == [
+        web_env.url("/news"),
+        web_env.url("/blog"),
+        web_env.url("/table"),
+    ]
+    assert [s.n for s in done.sources] == [1, 2, 3]
+    assert done.sources[0].title.startswith("City council approves") and done.sources[0].published_at
+    assert done.report is not None and done.report.startswith("The council approved a 14-kilometre line")
+    assert f"Sources:\n[S1] {done.sources[0].title} — {web_env.url('/news')}" in done.report
+    assert again.report == done.report
+    assert web_env.hits("/news") == 1  # the writer read the page from the cache
+    # the recorded history replays on the current workflow code (determinism)
+    replayer = Replayer(
+        workflows=all_workflows(), data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+    )
+    await replayer.replay_workflow(history)
+
+
+async def test_output_schema_answer_is_validated(
+    settings: Settings, script: Any, worker_for: Any, web_env: WebServer
+) -> None:
+    schema = {
+        "type": "object",
+        "required": ["stops", "cost_meur"],
+        "properties": {"stops": {"type": "integer"}, "cost_meur": {"type": "number"}},
+    }
+    settings.model = research_script(script, ['{"stops": "nineteen"}', '```json\n{"stops": 19, "cost_meur": 610}\n```'])
+    async with worker_for() as client:
+        job = await client.research.run({"question": "tram facts", "max_sources": 3, "output_schema": schema})
+    assert job.status == "completed", job.error
+    assert job.answer == {"stops": 19, "cost_meur": 610} and job.report is None
+
+
+async def test_schema_mismatch_fails_the_job_and_bad_schema_is_refused(
+    settings: Settings, script: Any, worker_for: Any, web_env: WebServer
+) -> None:
+    schema = {"type": "object", "required": ["stops"]}
+    settings.model = research_script(script, ["not json", '{"other": 1}'])
+    async with worker_for() as client:
+        job = await client.research.run({"question": "tram facts", "max_sources": 3, "output_schema": schema})
+        with pytest.raises(ValueError, match="not a valid JSON Schema"):
+            await client.research.create({"question": "x", "output_schema": {"type": "no-such-type"}})
+    assert job.status == "failed" and job.error and "output_schema" in job.error
+
+
+async def test_no_sources_fails_cleanly(settings: Settings, script: Any, worker_for: Any, web_env: WebServer) -> None:
+    settings.model = str(
+        script(
+            [
+                {"match": {"role": "research_planner"}, "turns": [{"say": "nothing useful here"}]},
+            ]
+        )
+    )
+    async with worker_for() as client:
+        job = await client.research.run({"question": "unfindable topic", "max_sources": 3})
+    assert job.status == "failed" and job.error and "no sources" in job.error
+
+
+def test_request_limits() -> None:
+    from pydantic import ValidationError
+
+    from agent_tools.web.models import ResearchRequest
+
+    for bad in (
+        {"question": "x" * 2001},
+        {"question": "q", "time_budget_s": 19},
+        {"question": "q", "max_sources": 31},
+        {"question": "q", "time_budget_s": 301},
+        {"question": "q", "max_sources": 2},
+        {"question": "q", "published_after": "2026-1-1"},
+    ):
+        with pytest.raises(ValidationError):
+            ResearchRequest.model_validate(bad)
+    ok = ResearchRequest(question="q")
+    assert (ok.time_budget_s, ok.max_sources) == (90, 12)
+
+
+def test_pick_sources_round_robin() -> None:
+    def out(q: str, urls: list[str]) -> ResearchSearchOutput:
+        return ResearchSearchOutput(query=q, candidates=[ResearchCandidate(url=u, title=u) for u in urls])
+
+    picked = pick_sources([out("a", ["https://x/1", "https://x/2"]), out("b", ["https://x/1/", "https://y/3"])], 3)
+    assert [c.url for c in picked] == ["https://x/1", "https://x/2", "https://y/3"]
+    assert json.dumps([c.url for c in pick_sources([], 3)]) == "[]"
+
+
+async def test_client_tools_search_and_fetch(settings: Settings, worker_for: Any, web_env: WebServer) -> None:
+    from agent_tools.web_client import WebToolError
+
+    async with worker_for() as client:
+        res = await client.tools.search({"query": "tram line stops", "max_results": 2})
+        page = await client.tools.fetch({"url": web_env.url("/news"), "focus": "passengers a day", "max_chars": 600})
+        with pytest.raises(WebToolError) as refused:
+            await client.tools.fetch({"url": "http://169.254.169.254/latest/meta-data/"})
+    assert [r.url for r in res.results] == [web_env.url("/news"), web_env.url("/table")]
+    assert res.sources_tried == ["searxng"] and res.coverage == 1
+    assert "42,000 passengers a day" in page.content and page.chars <= 600
+    assert refused.value.code == "bad_request" and refused.value.status == 400

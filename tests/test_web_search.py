@@ -1,0 +1,497 @@
+"""The search engine layer against real HTTP servers that answer like SearXNG, DuckDuckGo, Bing, Tavily
+and Brave, including their failure shapes; then the web_search face's filters, verification and cache."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from activities.web.service import WebError, snippet_on_page
+from agent_tools.web.models import EngineFailure, SearchHit, WebSearchArgs
+from agent_tools.web.render import render_search
+from agent_tools.web.urls import domain_rule_matches, normalize_url, unwrap_redirect
+from tests.test_web_support import Reply, Request, WebServer, close_web, json_reply, make_web, searxng_results
+
+ALL = ["searxng", "duckduckgo", "bing", "tavily", "brave"]
+
+
+def engines_config(server: WebServer, order: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "web_search_engines": order or ALL,
+        "web_searxng_url": server.url("/searx"),
+        "web_duckduckgo_url": server.url("/ddg/html/"),
+        "web_bing_url": server.url("/bing/search"),
+        "web_tavily_url": server.url("/tavily/search"),
+        "web_tavily_api_key": "tvly-test",
+        "web_brave_url": server.url("/brave/search"),
+        "web_brave_api_key": "brave-test",
+        "web_engine_timeout_s": 2.0,
+        **extra,
+    }
+
+
+def ddg_html(results: list[tuple[str, str, str]], *, ad: bool = True) -> str:
+    items = []
+    if ad:
+        items.append(
+            '<div class="result results_links result--ad"><h2 class="result__title"><a class="result__a" '
+            'href="https://duckduckgo.com/y.js?ad_provider=x">Buy now</a></h2></div>'
+        )
+    for url, title, snippet in results:
+        href = "//duckduckgo.com/l/?uddg=" + quote(url, safe="") + "&amp;rut=abc"
+        items.append(
+            f'<div class="result results_links results_links_deep web-result "><div class="links_main">'
+            f'<h2 class="result__title"><a rel="nofollow" class="result__a" href="{href}">{title}</a></h2>'
+            f'<a class="result__snippet" href="{href}">{snippet}</a></div></div>'
+        )
+    return f"<html><body><div id='links' class='results'>{''.join(items)}</div></body></html>"
+
+
+def bing_html(results: list[tuple[str, str, str]]) -> str:
+    items = []
+    for url, title, snippet in results:
+        enc = "a1" + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+        href = f"https://www.bing.com/ck/a?!&amp;&amp;p=abc&amp;u={enc}&amp;ntb=1"
+        items.append(
+            f'<li class="b_algo"><h2><a href="{href}">{title}</a></h2><div class="b_caption">'
+            f'<p class="b_lineclamp2">{snippet}</p></div></li>'
+        )
+    return f"<html><body><ol id='b_results'>{''.join(items)}</ol></body></html>"
+
+
+DDG_CAPTCHA = (
+    "<html><body><div class='anomaly-modal__title'>Unfortunately, bots use DuckDuckGo too.</div>"
+    "<form id='challenge-form' action='/anomaly.js'></form></body></html>"
+)
+BING_CAPTCHA = "<html><body><div id='b_captcha'>Please solve the challenge below to continue</div></body></html>"
+
+
+async def test_each_engine_normalises_its_results(tmp_path: Path) -> None:
+    with WebServer() as server:
+        b = server.base
+        server.route("/searx/search", json_reply(searxng_results(b, 2, prefix="sx")))
+        server.route("/ddg/html/", Reply(body=ddg_html([(f"{b}/dd?x=1&y=2", "Duck <b>one</b>", "A &amp; B")])))
+        server.route("/bing/search", Reply(body=bing_html([(f"{b}/bg", "Bing one", "Mar 4, 2025 · The snippet")])))
+        server.route(
+            "/tavily/search",
+            json_reply({"results": [{"title": "Tav", "url": f"{b}/tv", "content": "tav content", "score": 0.9}]}),
+        )
+        server.route(
+            "/brave/search",
+            json_reply(
+                {
+                    "web": {
+                        "results": [
+                            {
+                                "title": "Br<strong>ave</strong>",
+                                "url": f"{b}/br",
+                                "description": "<strong>bold</strong> text",
+                                "age": "2 days ago",
+                                "page_age": "2026-02-01T09:00:00",
+                            }
+                        ]
+                    }
+                }
+            ),
+        )
+        got: dict[str, list[SearchHit]] = {}
+        for name in ALL:
+            web = await make_web(tmp_path, **engines_config(server, [name]))
+            try:
+                got[name] = (await web.search_rtc(f"query {name}", max_results=10, time_range="week")).results
+            finally:
+                await close_web(web)
+        reqs = {r.path: r for r in server.requests}
+    assert [h.title for h in got["searxng"]] == ["Result sx0", "Result sx1"]
+    assert got["searxng"][0].snippet == "Snippet 0 & more" and got["searxng"][0].published_at == "2026-01-01T10:00:00Z"
+    assert reqs["/searx/search"].query["format"] == ["json"] and reqs["/searx/search"].query["time_range"] == ["week"]
+    assert got["duckduckgo"] == [
+        SearchHit(title="Duck one", url=f"{b}/dd?x=1&y=2", snippet="A & B", source="duckduckgo")
+    ]
+    assert b"df=w" in reqs["/ddg/html/"].body
+    bing = got["bing"][0]
+    assert (bing.url, bing.snippet, bing.published_at) == (f"{b}/bg", "The snippet", "2025-03-04T00:00:00Z")
+    assert reqs["/bing/search"].query["filters"] == ['ex1:"ez2"']
+    assert got["tavily"][0].published_at is None and got["tavily"][0].source == "tavily"
+    assert reqs["/tavily/search"].headers["Authorization"] == "Bearer tvly-test"
+    assert json.loads(reqs["/tavily/search"].body)["time_range"] == "week"
+    brave = got["brave"][0]
+    assert (brave.title, brave.snippet, brave.published_at) == ("Brave", "bold text", "2026-02-01T09:00:00Z")
+    assert reqs["/brave/search"].headers["X-Subscription-Token"] == "brave-test"
+    assert reqs["/brave/search"].query["freshness"] == ["pw"]
+
+
+async def test_failover_through_every_failure_shape(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route(
+            "/searx/search",
+            json_reply({"results": [], "unresponsive_engines": [["google", "timeout"], ["bing", "CAPTCHA"]]}),
+        )
+        server.route("/ddg/html/", Reply(status=202, body=""))
+        server.route("/bing/search", Reply(body=BING_CAPTCHA))
+        server.route("/tavily/search", json_reply({"error": "limit"}, status=429, **{"Retry-After": "120"}))
+        server.route(
+            "/brave/search",
+            json_reply(
+                {"web": {"results": [{"title": "Survivor", "url": f"{server.base}/ok", "description": "made it"}]}}
+            ),
+        )
+        web = await make_web(tmp_path, **engines_config(server))
+        try:
+            outcome = await web.search_rtc("failover", max_results=5, time_range=None)
+        finally:
+            await close_web(web)
+    assert [h.title for h in outcome.results] == ["Survivor"]
+    assert outcome.engines_tried == ALL
+    reasons = {f.engine: f.reason for f in outcome.engines_failed}
+    assert set(reasons) == {"searxng", "duckduckgo", "bing", "tavily"}
+    assert "unresponsive" in reasons["searxng"] and "google (timeout)" in reasons["searxng"]
+    assert reasons["duckduckgo"] == "rate limited (202)"
+    assert "CAPTCHA" in reasons["bing"]
+    assert reasons["tavily"] == "rate limited (429)"
+
+
+async def test_duckduckgo_captcha_page_and_http_errors_fail_over(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/ddg/html/", Reply(body=DDG_CAPTCHA))
+        server.route("/searx/search", Reply(status=500, body="boom"))
+        server.route("/bing/search", Reply(body=bing_html([(f"{server.base}/x", "X", "x")])))
+        web = await make_web(tmp_path, **engines_config(server, ["searxng", "duckduckgo", "bing"]))
+        try:
+            outcome = await web.search_rtc("captcha", max_results=1, time_range=None)
+        finally:
+            await close_web(web)
+    assert outcome.results[0].source == "bing"
+    assert [(f.engine, f.reason) for f in outcome.engines_failed] == [
+        ("searxng", "HTTP 500"),
+        ("duckduckgo", "CAPTCHA / bot challenge"),
+    ]
+
+
+async def test_circuit_breaker_rests_a_failed_engine(tmp_path: Path) -> None:
+    now = [100.0]
+    with WebServer() as server:
+        server.route("/searx/search", Reply(status=429, body="slow down"))
+        server.route("/ddg/html/", Reply(body=ddg_html([(f"{server.base}/d", "D", "d")])))
+        web = await make_web(tmp_path, **engines_config(server, ["searxng", "duckduckgo"], web_breaker_base_s=30))
+        web.breaker.clock = lambda: now[0]
+        try:
+            first = await web.search_rtc("one", max_results=1, time_range=None)
+            second = await web.search_rtc("two", max_results=1, time_range=None)
+            assert first.engines_tried == ["searxng", "duckduckgo"]
+            assert second.engines_skipped == ["searxng"] and second.engines_tried == ["duckduckgo"]
+            assert server.hits("/searx/search") == 1
+            now[0] += 31
+            third = await web.search_rtc("three", max_results=1, time_range=None)
+            assert third.engines_tried == ["searxng", "duckduckgo"] and server.hits("/searx/search") == 2
+            # a second failure doubles the rest period
+            now[0] += 31
+            fourth = await web.search_rtc("four", max_results=1, time_range=None)
+            assert fourth.engines_skipped == ["searxng"]
+            server.route("/searx/search", json_reply(searxng_results(server.base, 1)))
+            now[0] += 31
+            fifth = await web.search_rtc("five", max_results=1, time_range=None)
+            assert fifth.results[0].source == "searxng" and not web.breaker.is_open("searxng")
+        finally:
+            await close_web(web)
+
+
+async def test_no_engine_answering_is_search_unavailable(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/searx/search", Reply(status=503))
+        server.route("/ddg/html/", Reply(status=202))
+        server.route("/bing/search", Reply(body="<html>ok</html>", delay_s=1.5))
+        web = await make_web(
+            tmp_path, **engines_config(server, ["searxng", "duckduckgo", "bing"], web_engine_timeout_s=0.5)
+        )
+        try:
+            with pytest.raises(WebError) as info:
+                await web.web_search(WebSearchArgs(query="nothing"))
+            assert info.value.code == "search_unavailable" and info.value.http_status == 503
+            failed = {f["engine"]: f["reason"] for f in info.value.details["engines_failed"]}
+            assert failed["bing"].startswith("timeout") and failed["searxng"] == "HTTP 503"
+            with pytest.raises(WebError) as again:  # every engine now resting: still unavailable, fast
+                await web.web_search(WebSearchArgs(query="nothing again"))
+            assert again.value.details["engines_skipped"] == ["searxng", "duckduckgo", "bing"]
+        finally:
+            await close_web(web)
+    unconfigured = await make_web(tmp_path, web_search_engines=["searxng"])  # no SearXNG URL
+    try:
+        with pytest.raises(WebError) as none:
+            await unconfigured.web_search(WebSearchArgs(query="x"))
+        assert none.value.code == "search_unavailable"
+    finally:
+        await close_web(unconfigured)
+
+
+async def test_empty_answer_is_not_a_failure_but_next_engine_is_asked(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/searx/search", json_reply({"results": [], "unresponsive_engines": []}))
+        server.route("/ddg/html/", Reply(body=ddg_html([(f"{server.base}/d", "D", "d")])))
+        web = await make_web(tmp_path, **engines_config(server, ["searxng", "duckduckgo"]))
+        try:
+            outcome = await web.search_rtc("rare", max_results=3, time_range=None)
+        finally:
+            await close_web(web)
+    assert outcome.engines_failed == [] and outcome.engines_tried == ["searxng", "duckduckgo"]
+    assert [h.url for h in outcome.results] == [f"{server.base}/d"]
+
+
+async def test_deep_merges_engines_and_deduplicates(tmp_path: Path) -> None:
+    with WebServer() as server:
+        b = server.base
+        server.route(
+            "/searx/search",
+            json_reply(
+                {
+                    "results": [
+                        {"url": f"{b}/same?utm_source=x", "title": "Same", "content": "s"},
+                        {"url": f"{b}/only-searx", "title": "Only", "content": "o"},
+                    ]
+                }
+            ),
+        )
+        server.route("/ddg/html/", Reply(body=ddg_html([(f"{b}/same/", "Same again", "dup"), (f"{b}/ddg", "G", "g")])))
+        web = await make_web(tmp_path, **engines_config(server, ["searxng", "duckduckgo"]))
+        try:
+            fast = await web.web_search(WebSearchArgs(query="dedup", max_results=2))
+            deep = await web.web_search(WebSearchArgs(query="dedup", max_results=10, depth="deep"))
+        finally:
+            await close_web(web)
+    assert fast.engines_tried == ["searxng"]
+    assert deep.engines_tried == ["searxng", "duckduckgo"]
+    assert [h.title for h in deep.results] == ["Same", "Only", "G"]
+
+
+async def test_web_search_filters_operators_and_cache(tmp_path: Path) -> None:
+    def searx(req: Request) -> Reply:
+        rows = [
+            {
+                "url": "https://docs.example.com/a",
+                "title": "docs sub",
+                "content": "x",
+                "publishedDate": "2026-02-01",
+            },
+            {"url": "https://example.com/b", "title": "root", "content": "x", "publishedDate": "2025-06-01"},
+            {
+                "url": "https://github.com/vercel/next.js",
+                "title": "gh next",
+                "content": "x",
+                "publishedDate": "2026-01-10",
+            },
+            {
+                "url": "https://github.com/vercel-labs/x",
+                "title": "gh labs",
+                "content": "x",
+                "publishedDate": "2026-01-10",
+            },
+            {
+                "url": "https://spam.example.com/c",
+                "title": "spam",
+                "content": "x",
+                "publishedDate": "2026-02-02",
+            },
+            {"url": "https://undated.example.com/d", "title": "undated", "content": "x"},
+        ]
+        return json_reply({"results": rows})
+
+    with WebServer() as server:
+        server.route("/searx/search", searx)
+        web = await make_web(tmp_path, **engines_config(server, ["searxng"]))
+        try:
+            inc = await web.web_search(
+                WebSearchArgs(
+                    query="q1",
+                    include_domains=["example.com", "github.com/vercel"],
+                    exclude_domains=["spam.example.com"],
+                )
+            )
+            dated = await web.web_search(
+                WebSearchArgs(query="q2 site:x.org", published_after="2026-01-01", published_before="2026-02-02")
+            )
+            again = await web.web_search(
+                WebSearchArgs(
+                    query="q1",
+                    include_domains=["example.com", "github.com/vercel"],
+                    exclude_domains=["spam.example.com"],
+                )
+            )
+            other_args = await web.web_search(WebSearchArgs(query="q1", max_results=4))
+        finally:
+            await close_web(web)
+        sent = [r.query["q"][0] for r in server.requests if r.path == "/searx/search"]
+    assert [h.title for h in inc.results] == ["docs sub", "root", "gh next", "undated"]
+    assert sent[0] == "q1 (site:example.com OR site:github.com) -site:spam.example.com"
+    assert sent[1] == "q2 site:x.org"  # operators pass through untouched
+    assert [h.title for h in dated.results] == ["docs sub", "gh next", "gh labs"]  # undated dropped
+    assert again.cached and not inc.cached and len(sent) == 3 and not other_args.cached
+
+
+async def test_content_chars_verifies_snippets_on_the_live_page(tmp_path: Path) -> None:
+    with WebServer() as server:
+        b = server.base
+        server.page("/news", "news")
+        server.page("/blog", "blog")
+        server.route(
+            "/searx/search",
+            json_reply(
+                {
+                    "results": [
+                        {
+                            "url": f"{b}/news",
+                            "title": "Tram",
+                            "content": "The line will have 19 stops and is expected to carry "
+                            "around 42,000 passengers a day",
+                        },
+                        {
+                            "url": f"{b}/blog",
+                            "title": "SQLite",
+                            "content": "An invented snippet about kangaroos in Vienna parks",
+                        },
+                        {"url": f"{b}/missing", "title": "Gone", "content": "whatever it said"},
+                    ]
+                }
+            ),
+        )
+        web = await make_web(tmp_path, **engines_config(server, ["searxng"]))
+        try:
+            out = await web.web_search(WebSearchArgs(query="tram passengers stops", content_chars=300))
+        finally:
+            await close_web(web)
+    news, blog, gone = out.results
+    assert news.verified and news.content and "19 stops" in news.content and len(news.content) <= 300
+    assert news.published_at == "2026-03-12T08:30:00+01:00" and news.crawled_at  # from the page's own metadata
+    assert not blog.verified and blog.published_at == "2025-09-02"
+    assert not gone.verified and gone.content is None
+
+
+async def test_thin_results_add_a_fallback_block(tmp_path: Path) -> None:
+    with WebServer() as server:
+        b = server.base
+        server.route("/searx/search", json_reply({"results": [{"url": f"{b}/one", "title": "One", "content": "1"}]}))
+        server.route(
+            "/brave/search",
+            json_reply(
+                {
+                    "web": {
+                        "results": [
+                            {"title": "One dup", "url": f"{b}/one", "description": "1"},
+                            {"title": "Extra", "url": f"{b}/extra", "description": "2"},
+                        ]
+                    }
+                }
+            ),
+        )
+        web = await make_web(tmp_path, **engines_config(server, ["searxng"], web_fallback_engines=["brave"]))
+        try:
+            out = await web.web_search(WebSearchArgs(query="thin"))
+            off = await web.web_search(WebSearchArgs(query="thin", fallback="off"))
+            google = await web.web_search(WebSearchArgs(query="thin", mode="google"))
+        finally:
+            await close_web(web)
+    assert [h.title for h in out.results] == ["One"] and [h.title for h in out.secondary] == ["Extra"]
+    assert out.secondary_engines == ["brave"] and off.secondary == []
+    assert [h.source for h in google.results] == ["brave", "brave"]
+    text = render_search(
+        "thin",
+        out.results,
+        engines_tried=out.engines_tried,
+        engines_failed=[],
+        secondary=out.secondary,
+        secondary_engines=out.secondary_engines,
+    )
+    assert "[S1] One" in text and "[G1] Extra" in text and "[S2]" not in text
+
+
+def test_render_s_lines() -> None:
+    hits = [
+        SearchHit(
+            title="A",
+            url="https://a.example/x",
+            snippet="alpha  text",
+            source="searxng",
+            published_at="2026-01-02T00:00:00Z",
+            verified=True,
+        ),
+        SearchHit(title="B", url="https://b.example/", snippet="", source="bing"),
+    ]
+    text = render_search(
+        "q",
+        hits,
+        engines_tried=["searxng", "bing"],
+        engines_failed=[EngineFailure(engine="duckduckgo", reason="rate limited (202)")],
+    )
+    lines = text.splitlines()
+    assert lines[0] == (
+        'Search results for "q": 2 result(s); engines tried: searxng, bing; failed: duckduckgo (rate limited (202))'
+    )
+    assert lines[2] == "[S1] A"
+    assert lines[3] == "    https://a.example/x  (searxng, published 2026-01-02, verified)"
+    assert lines[4] == "    alpha text"
+    assert lines[5] == "[S2] B"
+
+
+def test_url_helpers() -> None:
+    assert unwrap_redirect("//duckduckgo.com/l/?uddg=https%3A%2F%2Fa.com%2Fx%3Fy%3D1&rut=z") == "https://a.com/x?y=1"
+    enc = base64.urlsafe_b64encode(b"https://b.org/p").decode().rstrip("=")
+    assert unwrap_redirect(f"https://www.bing.com/ck/a?!&&p=1&u=a1{enc}&ntb=1") == "https://b.org/p"
+    assert unwrap_redirect("https://www.google.com/url?q=https://c.net/&sa=U") == "https://c.net/"
+    assert normalize_url("HTTPS://WWW.Example.com:443/a/?utm_source=x&b=1#frag") == "https://example.com/a?b=1"
+    assert domain_rule_matches("https://api.github.com/x", "github.com")
+    assert domain_rule_matches("https://github.com/vercel/next.js", "github.com/vercel")
+    assert not domain_rule_matches("https://github.com/vercel-labs/x", "github.com/vercel")
+    assert not domain_rule_matches("https://notgithub.com/", "github.com")
+
+
+def test_snippet_verification_tolerates_trimming() -> None:
+    page = "The quick brown fox jumps over the lazy dog near the river bank today."
+    assert snippet_on_page("quick brown fox jumps over the lazy dog ...", page)
+    assert snippet_on_page("... The quick brown fox jumps … the river bank today", page)
+    assert not snippet_on_page("A slow green turtle sleeps under the busy bridge", page)
+
+
+def test_relax_query_for_deep_rewrites() -> None:
+    from activities.web.service import relax_query
+
+    assert relax_query('"react compiler" release -beta filetype:pdf site:react.dev') == (
+        "react compiler release site:react.dev"
+    )
+    assert relax_query("plain words") == "plain words"
+
+
+async def test_deep_runs_the_rewritten_query_too(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/searx/search", json_reply(searxng_results(server.base, 2)))
+        web = await make_web(tmp_path, **engines_config(server, ["searxng"]))
+        try:
+            await web.web_search(WebSearchArgs(query='"exact phrase" -noise', depth="deep"))
+        finally:
+            await close_web(web)
+        sent = [r.query["q"][0] for r in server.requests if r.path == "/searx/search"]
+    assert sent == ['"exact phrase" -noise', "exact phrase"]
+
+
+async def test_verification_has_a_time_budget(tmp_path: Path) -> None:
+    import time
+
+    with WebServer() as server:
+        server.route("/slow", Reply(body="<p>the snippet text is here</p>", delay_s=2.0))
+        server.page("/fast", "news")
+        web = await make_web(tmp_path)
+        try:
+            hits = [
+                SearchHit(title="slow", url=server.url("/slow"), snippet="the snippet text is here", source="x"),
+                SearchHit(title="fast", url=server.url("/fast"), snippet="The line will have 19 stops", source="x"),
+            ]
+            started = time.monotonic()
+            out = await web.verify(hits, "stops", 100, budget_s=0.8)
+            elapsed = time.monotonic() - started
+        finally:
+            await close_web(web)
+    assert elapsed < 1.8
+    assert [h.verified for h in out] == [False, True] and out[0].content is None and out[1].content

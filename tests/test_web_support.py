@@ -1,0 +1,166 @@
+"""Shared test kit for the web tests (no tests here): a real threaded HTTP server on 127.0.0.1 whose
+routes a test sets, and helpers to build the web engine over a temporary store."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+PAGES = Path(__file__).parent / "fixtures" / "pages"
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes | str = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "text/html; charset=utf-8"
+    delay_s: float = 0.0
+
+
+Route = Callable[[Request], Reply] | Reply
+
+
+class WebServer:
+    """``server.route("/path", Reply(...))`` or a function of the request; records every request."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, Route] = {}
+        self.requests: list[Request] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                parts = urlsplit(self.path)
+                req = Request(
+                    self.command, parts.path, parse_qs(parts.query), dict(self.headers.items()), body
+                )
+                outer.requests.append(req)
+                route = outer.routes.get(parts.path)
+                reply = Reply(404, "not found") if route is None else route(req) if callable(route) else route
+                if reply.delay_s:
+                    import time
+
+                    time.sleep(reply.delay_s)
+                data = reply.body.encode() if isinstance(reply.body, str) else reply.body
+                self.send_response(reply.status)
+                headers = {
+                    "Content-Type": reply.content_type,
+                    "Content-Length": str(len(data)),
+                    **reply.headers,
+                }
+                for k, v in headers.items():
+                    if v:
+                        self.send_header(k, v)
+                self.end_headers()
+                if self.command != "HEAD":
+                    try:
+                        self.wfile.write(data)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+
+            do_GET = _handle
+            do_POST = _handle
+            do_HEAD = _handle
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def route(self, path: str, reply: Route) -> None:
+        self.routes[path] = reply
+
+    def page(self, path: str, name: str) -> None:
+        self.routes[path] = Reply(body=(PAGES / f"{name}.html").read_text())
+
+    def hits(self, path: str) -> int:
+        return sum(1 for r in self.requests if r.path == path)
+
+    def __enter__(self) -> WebServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def json_reply(data: Any, status: int = 200, **headers: str) -> Reply:
+    return Reply(status=status, body=json.dumps(data), content_type="application/json", headers=headers)
+
+
+def searxng_results(base: str, n: int, *, prefix: str = "r", dated: bool = True) -> dict[str, Any]:
+    return {
+        "query": "q",
+        "number_of_results": n,
+        "results": [
+            {
+                "url": f"{base}/{prefix}{i}",
+                "title": f"<b>Result</b> {prefix}{i}",
+                "content": f"Snippet {i} &amp; more",
+                "engine": "google",
+                "publishedDate": f"2026-01-{i + 1:02d}T10:00:00" if dated else None,
+            }
+            for i in range(n)
+        ],
+        "unresponsive_engines": [],
+    }
+
+
+async def make_web(
+    tmp_path: Path, *, allow_loopback: bool = True, store_url: str | None = None, **kwargs: Any
+) -> Any:
+    """A WebService over a fresh store; ``kwargs`` go to WebConfig (engines, URLs) or the service
+    (``resolver``, ``clock``, ``profiles``)."""
+    from activities.store.db import Store
+    from activities.web.service import WebService
+    from agent_tools.web.config import WebConfig
+
+    service_keys = {"resolver", "clock", "profiles", "verify"}
+    config_kwargs = {k: v for k, v in kwargs.items() if k not in service_keys}
+    config_kwargs.setdefault("web_search_engines", [])
+    store = Store(store_url or f"sqlite+aiosqlite:///{tmp_path}/web.sqlite")
+    await store.create_schema()
+    web = WebService(
+        WebConfig(**config_kwargs),
+        store,
+        allow_loopback=allow_loopback,
+        **{k: v for k, v in kwargs.items() if k in service_keys},
+    )
+    web._test_store = store  # type: ignore[attr-defined]
+    return web
+
+
+async def close_web(web: Any) -> None:
+    await web.aclose()
+    await web._test_store.close()
