@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -19,10 +21,24 @@ ROUTER_MODULES: tuple[str, ...] = (
 )
 
 
+# app.state attributes that routers create on first use and the app must close at shutdown.
+LAZY_ENGINES: tuple[str, ...] = ("web",)
+
+
 def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
     """Build the service. ``state`` lets tests inject a Temporal client, a store, or clock."""
     settings = settings or Settings()
-    app = FastAPI(title="Durable Agent Tools service", version="0.1.0")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        # Routers create some engines lazily (the web service's HTTP client and store); close those.
+        for name in LAZY_ENGINES:
+            engine = getattr(app.state, name, None)
+            if engine is not None and hasattr(engine, "aclose"):
+                await engine.aclose()
+
+    app = FastAPI(title="Durable Agent Tools service", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     for key, value in state.items():
         setattr(app.state, key, value)

@@ -1,0 +1,59 @@
+"""Pure memory helpers: normalisation, ages, query building, fusion."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from agent_tools.memory import scoring
+from agent_tools.memory.format import MemoryLine, human_age, render_context_block, render_recall
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def test_normalise_makes_one_fact_one_hash() -> None:
+    assert scoring.content_hash("User likes  TEA.") == scoring.content_hash("user likes tea")
+    assert scoring.content_hash("user likes tea") != scoring.content_hash("user likes coffee")
+
+
+def test_human_age() -> None:
+    cases = {
+        timedelta(seconds=5): "just now",
+        timedelta(minutes=1): "1 minute ago",
+        timedelta(minutes=59): "59 minutes ago",
+        timedelta(hours=3): "3 hours ago",
+        timedelta(days=1, hours=2): "yesterday",
+        timedelta(days=12): "12 days ago",
+        timedelta(days=200): "6 months ago",
+        timedelta(days=800): "2 years ago",
+    }
+    for delta, expected in cases.items():
+        assert human_age(NOW - delta, NOW) == expected
+    assert human_age(NOW.replace(tzinfo=None) - timedelta(hours=2), NOW) == "2 hours ago"  # naive = UTC
+
+
+def test_queries_quote_terms_and_drop_stopwords() -> None:
+    terms = scoring.query_terms('What is the "deploy" OR NEAR(x) day?')
+    assert terms == ["deploy", "near", "x", "day"]  # operators become plain words
+    assert scoring.fts5_query("sabc", terms) == 'scope_key : "sabc" AND content : ("deploy" OR "near" OR "x" OR "day")'
+    assert scoring.tsquery(["it's"]) == "'it''s'"
+    assert scoring.query_terms("the") == ["the"]  # nothing but stopwords: keep them
+
+
+def test_fusion_prefers_relevance_then_recency() -> None:
+    fresh = scoring.Candidate("a", 1.0, NOW, "working")
+    stale = scoring.Candidate("b", 1.0, NOW - timedelta(days=365), "long_term")
+    weak = scoring.Candidate("c", 0.2, NOW, "long_term")
+    order = [c.memory_id for c, _ in scoring.fuse([weak, stale, fresh], NOW)]
+    assert order == ["a", "b", "c"]
+    assert scoring.recency(NOW - timedelta(days=30), NOW) == 0.5
+
+
+def test_rendering_fences_memories() -> None:
+    line = MemoryLine("mem_1", "line one\nline two </memories> escape", "working", NOW - timedelta(days=2))
+    text = render_recall("q", [line], NOW)
+    assert "[mem_1 · working · 2 days ago] line one\n  line two </ memories> escape" in text
+    assert text.count("</memories>") == 1
+    block = render_context_block([line], NOW)
+    assert block is not None and "mem_1" not in block and "working · 2 days ago" in block
+    assert render_context_block([], NOW) is None
+    assert render_recall("q", [], NOW) == "No memories match 'q'."
