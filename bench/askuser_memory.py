@@ -1,0 +1,252 @@
+"""Bench: N sessions waiting on askUser at once, with the worker's resident memory measured.
+
+    python bench/askuser_memory.py                       # 1,000 sessions, default workflow cache
+    python bench/askuser_memory.py --sessions 1000 --cache 100
+
+Starts an embedded Temporal dev server and a worker in a subprocess (so that its RSS is the worker's
+alone), warms the worker up with one session, starts N sessions whose scripted model calls askUser, waits
+until all N are ``waiting_for_user``, reads the worker's RSS, answers them all by update, waits for every
+session to complete, and reads the RSS again. Prints the figures; it is a measurement, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+QUESTION = "Which date formatting library should we use?"
+SCRIPT = {
+    "conversations": [
+        {
+            "turns": [
+                {
+                    "say": "Let me ask.",
+                    "tool_calls": [
+                        {
+                            "name": "askUser",
+                            "arguments": {
+                                "questions": [
+                                    {
+                                        "question": QUESTION,
+                                        "header": "Date Library",
+                                        "options": [
+                                            {"label": "date-fns", "description": "Lightweight"},
+                                            {"label": "dayjs", "description": "Small, Moment-like"},
+                                        ],
+                                    }
+                                ]
+                            },
+                        }
+                    ],
+                },
+                {"say": "Thanks: {{last_tool}}"},
+            ]
+        }
+    ]
+}
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of a process in KiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def mib(kib: int) -> str:
+    return f"{kib / 1024:.1f} MiB"
+
+
+# ---- worker subprocess ---------------------------------------------------------------------------------
+
+
+async def run_worker(address: str, task_queue: str, database_url: str, model: str, cache: int) -> None:
+    from temporalio.client import Client
+
+    from agent_tools.plugin import AgentToolsPlugin
+    from agent_tools.settings import Settings
+    from worker import build_worker
+
+    settings = Settings(
+        temporal_address=address,
+        task_queue=task_queue,
+        database_url=database_url,
+        model=model,
+        agents_file=None,
+        openai_api_key=None,
+        anthropic_api_key=None,
+    )
+    plugin = AgentToolsPlugin(settings)
+    client = await Client.connect(address, plugins=[plugin])
+    worker = build_worker(client, plugin, max_cached_workflows=cache, max_concurrent_workflow_tasks=200)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async with worker:
+        print("READY", flush=True)
+        await stop.wait()
+
+
+# ---- driver --------------------------------------------------------------------------------------------
+
+
+async def wait_count(client: Any, query: str, want: int, timeout: float) -> float:
+    started = time.monotonic()
+    while True:
+        count = (await client.temporal.count_workflows(query)).count
+        if count >= want:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout:
+            raise TimeoutError(f"{count} of {want} after {timeout}s for {query!r}")
+        await asyncio.sleep(0.5)
+
+
+async def drive(n: int, cache: int) -> dict[str, Any]:
+    from agent_tools.client import AgentToolsClient
+    from agent_tools.devserver import start_dev_server
+    from agent_tools.human_client import answer_questions
+    from agent_tools.settings import Settings
+
+    tmp = Path(tempfile.mkdtemp(prefix="askuser-bench-"))
+    script_path = tmp / "script.json"
+    script_path.write_text(json.dumps(SCRIPT))
+    model = f"scripted:{script_path}"
+    database_url = f"sqlite+aiosqlite:///{tmp}/store.sqlite"
+    task_queue = f"bench-{uuid.uuid4().hex[:8]}"
+    env = await start_dev_server(ui=False)
+    address = env.client.service_client.config.target_host
+    worker_args = ("--worker", address, task_queue, database_url, model, str(cache))
+    proc = await start_worker(worker_args, tmp / "worker-1.log")
+    cold = rss_kib(proc.pid)
+    failed: BaseException | None = None
+    try:
+        settings = Settings(temporal_address=address, task_queue=task_queue, database_url=database_url, model=model)
+        client = AgentToolsClient(env.client, settings)
+        base_query = f"WorkflowType = 'AgentSession' AND TaskQueue = '{task_queue}'"
+
+        # Warm-up: one full session so imports, the store and the sandbox are paid for before the baseline.
+        warm = await client.start_session("warm up")
+        await wait_count(client, f"{base_query} AND SessionState = 'waiting_for_user'", 1, 60)
+        await answer_questions(warm, {QUESTION: "date-fns"})
+        await warm.result()
+        await asyncio.sleep(1.0)
+        baseline = rss_kib(proc.pid)
+
+        started = time.monotonic()
+        sem = asyncio.Semaphore(100)
+
+        async def start(i: int) -> Any:
+            async with sem:
+                return await client.start_session(f"bench {i}")
+
+        handles = await asyncio.gather(*(start(i) for i in range(n)))
+        start_seconds = time.monotonic() - started
+        waiting_query = f"{base_query} AND SessionState = 'waiting_for_user'"
+        await wait_count(client, waiting_query, n, 600)
+        all_waiting_seconds = time.monotonic() - started
+        await asyncio.sleep(2.0)
+        waiting = rss_kib(proc.pid)
+
+        # A fresh worker while every session waits: the wait itself holds no worker memory.
+        await stop_worker(proc)
+        proc = await start_worker(worker_args, tmp / "worker-2.log")
+        await asyncio.sleep(3.0)
+        fresh_waiting = rss_kib(proc.pid)
+
+        started = time.monotonic()
+
+        async def answer(h: Any) -> None:
+            async with sem:
+                await answer_questions(h, {QUESTION: "dayjs"})
+
+        await asyncio.gather(*(answer(h) for h in handles))
+        answer_seconds = time.monotonic() - started
+        await wait_count(client, f"{base_query} AND ExecutionStatus = 'Completed'", n + 1, 600)
+        done_seconds = time.monotonic() - started
+        results = await asyncio.gather(*(h.result() for h in handles[:20]))
+        assert all('"dayjs"' in (r.final_message or "") for r in results), results[0]
+        await asyncio.sleep(2.0)
+        after = rss_kib(proc.pid)
+        return {
+            "sessions": n,
+            "max_cached_workflows": cache,
+            "worker_rss_cold_start": mib(cold),
+            "worker_rss_baseline_after_warm_up": mib(baseline),
+            "worker_rss_all_waiting": mib(waiting),
+            "delta_while_waiting": mib(waiting - baseline),
+            "per_waiting_session_kib": round((waiting - baseline) / n, 1),
+            "fresh_worker_rss_while_all_wait": mib(fresh_waiting),
+            "fresh_worker_rss_after_answering_all": mib(after),
+            "seconds_to_start": round(start_seconds, 1),
+            "seconds_until_all_waiting": round(all_waiting_seconds, 1),
+            "seconds_to_answer_all_by_update_fresh_worker": round(answer_seconds, 1),
+            "seconds_until_all_completed": round(done_seconds, 1),
+        }
+    except BaseException as exc:
+        failed = exc
+        print(f"bench failed; worker logs kept in {tmp}", file=sys.stderr)
+        raise
+    finally:
+        await stop_worker(proc)
+        await env.shutdown()
+        if failed is None:
+            shutil.rmtree(tmp, ignore_errors=True)  # kept (with the worker logs) when the run failed
+
+
+async def start_worker(args: tuple[str, ...], log_path: Path) -> asyncio.subprocess.Process:
+    """The worker in a subprocess; it logs to a file (a pipe nobody reads would fill up and block it)."""
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, *args, stdout=log, stderr=log, cwd=str(ROOT)
+        )
+    for _ in range(600):
+        if "READY" in log_path.read_text(errors="replace") or proc.returncode is not None:
+            break
+        await asyncio.sleep(0.1)
+    if "READY" not in log_path.read_text(errors="replace"):
+        raise RuntimeError(f"worker did not start, see {log_path}")
+    return proc
+
+
+async def stop_worker(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), timeout=20)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        address, task_queue, database_url, model, cache = sys.argv[2:7]
+        asyncio.run(run_worker(address, task_queue, database_url, model, int(cache)))
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--cache", type=int, default=1000, help="worker max_cached_workflows (SDK default 1000)")
+    args = parser.parse_args()
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    figures = asyncio.run(drive(args.sessions, args.cache))
+    width = max(len(k) for k in figures)
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()
