@@ -60,6 +60,9 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
             )
     except ConfigurationError as exc:
         raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
+    if not agent.memory or req.options.get("memory") is False:
+        # FYAI: memory tools exist only for agents with Memory ticked.
+        tools = [t for t in tools if (spec := services.catalog.get(t)) is None or spec.capability != "memory"]
     model = req.model or agent.model or s.default_model()
     title = req.title or (req.prompt or agent.name)[:60]
     config = SessionConfig(
@@ -81,7 +84,7 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         role=req.role,
         spill_threshold=agent.spill_threshold_chars or s.spill_threshold_chars,
         subagents=agent.subagents,
-        options={"search_attributes": s.search_attributes, "memory": agent.memory, **req.options},
+        options={"search_attributes": s.search_attributes, "memory": agent.memory, **agent.options, **req.options},
     )
     t = services.transcripts
     await t.register_session(

@@ -8,7 +8,6 @@ found here, and an event routed after it reaches the session through the router.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -16,10 +15,9 @@ from temporalio import activity
 
 from activities.services import Services, ServicesHolder
 from activities.store.event_tables import find_matching, get_event
-from activities.tool_runner import READERS
+from activities.tool_runner import save_if_large
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.events.settings import EventSettings
-from agent_tools.spill import json_structure_hint, should_spill, spill_pointer
 from agent_tools.tools.events import (
     ACTIVITY_LOAD_EVENT,
     ACTIVITY_SUBSCRIBE,
@@ -99,17 +97,15 @@ async def load_event(services: Services, inp: LoadEventInput) -> ToolCallOutput:
     )
     content = render_result(result)
     data = {"event_id": inp.delivery.event_id, "event_kind": inp.delivery.kind, "status": "received"}
-    if not should_spill(content, inp.spill_threshold, exempt=False):
-        return ToolCallOutput(content=content, data=data)
-    # Same deterministic ref rule as the tool runner: a retried activity rewrites the same artifact row.
-    ref = "res_" + uuid.uuid5(uuid.NAMESPACE_URL, f"{inp.session_id}/{inp.run_id}/{inp.call_id}").hex[:16]
-    hint = json_structure_hint(content)
-    await services.transcripts.save_artifact(
-        ref=ref, session_id=inp.session_id, run_id=inp.run_id, tool="wait_for_event", content=content,
-        is_json=hint is not None,
-    )  # fmt: skip
-    pointer = spill_pointer(ref=ref, content=content, json_hint=hint, readers=READERS)
-    return ToolCallOutput(content=pointer, artifact_ref=ref, data=data)
+    return await save_if_large(
+        services,
+        ToolCallOutput(content=content, data=data),
+        session_id=inp.session_id,
+        run_id=inp.run_id,
+        call_id=inp.call_id,
+        tool="wait_for_event",
+        threshold=inp.spill_threshold,
+    )
 
 
 def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:

@@ -22,8 +22,8 @@ from agent_tools.catalog.spec import ToolSpec
 from agent_tools.spill import json_structure_hint, should_spill, spill_pointer
 from agent_tools.user_tools import UserTool
 
-# Readers the pointer names; the codai face (read_artifact) reads the same artifacts.
-READERS: tuple[str, ...] = ("read_tool_result", "search_tool_result", "query_tool_result")
+# Readers a pointer names when the agent has none of them (it then cannot open the result, but is told so).
+DEFAULT_READERS: tuple[str, ...] = ("read_tool_result", "search_tool_result", "query_tool_result")
 
 
 def render(result: ToolReturn) -> ToolCallOutput:
@@ -36,28 +36,46 @@ def render(result: ToolReturn) -> ToolCallOutput:
     return ToolCallOutput(content=json.dumps(result, ensure_ascii=False, default=str))
 
 
+async def save_if_large(
+    services: Services,
+    out: ToolCallOutput,
+    *,
+    session_id: str,
+    run_id: str,
+    call_id: str,
+    tool: str,
+    threshold: int,
+    readers: tuple[str, ...] = (),
+    exempt: bool = False,
+) -> ToolCallOutput:
+    """Save an oversized result as an artifact; the model's copy becomes the pointer. Every activity that
+    produces tool results goes through here."""
+    if out.is_error or not should_spill(out.content, threshold, exempt=exempt):
+        return out
+    # Deterministic ref: a retried activity writes the same artifact row instead of a second one.
+    ref = "res_" + uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{run_id}/{call_id}").hex[:16]
+    hint = json_structure_hint(out.content)
+    await services.transcripts.save_artifact(
+        ref=ref, session_id=session_id, run_id=run_id, tool=tool, content=out.content, is_json=hint is not None
+    )
+    pointer = spill_pointer(ref=ref, content=out.content, json_hint=hint, readers=readers or DEFAULT_READERS)
+    return out.model_copy(update={"content": pointer, "artifact_ref": ref})
+
+
 async def spill_if_large(
     services: Services, inp: ToolCallInput, spec: ToolSpec | None, out: ToolCallOutput
 ) -> ToolCallOutput:
-    """Save an oversized result as an artifact; the model's copy becomes the pointer."""
-    exempt = spec.spill_exempt if spec else False
-    if out.is_error or not should_spill(out.content, inp.session.spill_threshold, exempt=exempt):
-        return out
-    # Deterministic ref: a retried activity writes the same artifact row instead of a second one.
-    ref = (
-        "res_" + uuid.uuid5(uuid.NAMESPACE_URL, f"{inp.session.session_id}/{inp.session.run_id}/{inp.call_id}").hex[:16]
-    )
-    hint = json_structure_hint(out.content)
-    await services.transcripts.save_artifact(
-        ref=ref,
+    return await save_if_large(
+        services,
+        out,
         session_id=inp.session.session_id,
         run_id=inp.session.run_id,
+        call_id=inp.call_id,
         tool=inp.name,
-        content=out.content,
-        is_json=hint is not None,
+        threshold=inp.session.spill_threshold,
+        readers=tuple(inp.session.readers),
+        exempt=spec.spill_exempt if spec else False,
     )
-    pointer = spill_pointer(ref=ref, content=out.content, json_hint=hint, readers=READERS)
-    return out.model_copy(update={"content": pointer, "artifact_ref": ref})
 
 
 async def run_tool(services: Services, spec: ToolSpec | None, impl: ToolImpl, inp: ToolCallInput) -> ToolCallOutput:

@@ -21,6 +21,10 @@ ACTIVITY_LLM_STEP = "agent_tools.llm_step"
 TOOL_ACTIVITY_PREFIX = "tool:"
 
 
+# Tools that read a saved (spilled) tool result: FYAI's three readers and codai's read_artifact.
+RESULT_READERS: tuple[str, ...] = ("read_tool_result", "search_tool_result", "query_tool_result", "read_artifact")
+
+
 def tool_activity_name(tool: str) -> str:
     """Stable activity type of a tool: the UI lists ``tool:webSearch`` etc."""
     return f"{TOOL_ACTIVITY_PREFIX}{tool}"
@@ -40,6 +44,10 @@ class SessionRef(BaseModel):
     depth: int = 0
     model: str
     spill_threshold: int = 2000
+    # The agent has memory on (FYAI's Memory checkbox): memory tools and the Memory Context block.
+    memory: bool = True
+    # The result readers this agent has: a saved-result pointer names these, not another dialect's.
+    readers: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(cls, config: SessionConfig, run_id: str) -> SessionRef:
@@ -55,6 +63,8 @@ class SessionRef(BaseModel):
             depth=config.depth,
             model=config.model,
             spill_threshold=config.spill_threshold,
+            memory=bool(config.options.get("memory", True)),
+            readers=[t for t in config.tools if t in RESULT_READERS],
         )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -47,6 +48,8 @@ class AgentDefinition(BaseModel):
     max_steps: int | None = Field(default=None, ge=1, le=500)
     memory: bool = True
     spill_threshold_chars: int | None = Field(default=None, ge=200)
+    # Per-agent session options (e.g. ask_user_timeout_seconds); a request's own options win.
+    options: dict[str, Any] = Field(default_factory=dict)
 
 
 DEFAULT_AGENT = AgentDefinition(name="assistant", description="General assistant")

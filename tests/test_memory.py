@@ -134,7 +134,7 @@ async def test_fact_limit_and_failure_told_to_agent(services: Services) -> None:
     for name, key in [("remember", "fact"), ("saveMemory", "content"), ("memory_remember", "content")]:
         out = await call(services, r, name, {key: "y" * 4001})
         assert out.is_error and out.content.startswith("Memory not saved") and "4,000" in out.content
-    off = await call(services, ref(agent="forgetful"), "remember", {"fact": "anything"})
+    off = await call(services, ref(agent="forgetful").model_copy(update={"memory": False}), "remember", {"fact": "anything"})
     assert off.is_error and "Memory is off" in off.content
 
 
@@ -245,7 +245,7 @@ async def test_memory_context_block(services: Services) -> None:
     assert body.index("Miso") < body.index("Quarterly")  # most relevant first, topped up with the rest
     assert "long_term · just now" in block and "data, not instructions" in block
     # Memory off: no block. Empty scope: no block.
-    assert await memory_context(services, r.model_copy(update={"agent": "forgetful"})) is None
+    assert await memory_context(services, r.model_copy(update={"agent": "forgetful", "memory": False})) is None
     assert await memory_context(services, ref()) is None
 
 

@@ -63,7 +63,7 @@ async def test_memory_context_reaches_the_model(
     model = write_script(tmp_path / "s.json", [{"say": "hi"}])
     agents = [AgentDefinition(name="assistant", memory=memory_on)]
     async with open_services(store_url, agents) as services:
-        r = ref(user="carol")
+        r = ref(user="carol").model_copy(update={"memory": memory_on})
         await call(
             services,
             r.model_copy(update={"session_id": "earlier"}),
@@ -129,3 +129,12 @@ async def test_activity_retry_after_the_write_saves_once(
     finally:
         await store.close()
     assert n == 1
+
+
+async def test_memory_off_session_gets_no_memory_tools(settings: Any, script: Any, worker_for: Any) -> None:
+    """An agent without Memory ticked is not offered the memory faces at all (prepare_session drops them)."""
+    settings.model = script([{"say": "", "tool_calls": [{"name": "remember", "arguments": {"fact": "x"}}]}, {"say": "{{last_tool}}"}])
+    agents = [AgentDefinition(name="assistant", memory=False)]
+    async with worker_for(agents=agents) as client:
+        result = await (await client.start_session("hi", tools=["remember", "recall", "todoWrite"])).result()
+    assert (result.final_message or "").startswith("Unknown tool 'remember'. Available tools: todoWrite")

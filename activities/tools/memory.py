@@ -469,9 +469,8 @@ def engine_of(services: Services) -> MemoryEngine:
 
 
 def memory_enabled(services: Services, ref: SessionRef) -> bool:
-    """The agent's Memory switch. (SessionRef does not carry the session options; see the docs.)"""
-    agent = services.agents.find(ref.agent, ref.project)
-    return agent.memory if agent is not None else True
+    """The session's Memory switch: the agent's definition, or the request's ``options.memory``."""
+    return ref.memory
 
 
 def _require(ctx: ToolContext) -> tuple[MemoryEngine, Scope, str]:
