@@ -29,7 +29,7 @@ def build_worker(
 
 async def main(settings: Settings | None = None) -> None:
     settings = settings or Settings()
-    plugin = AgentToolsPlugin(settings)
+    plugin = await AgentToolsPlugin.create(settings)
     client = await Client.connect(settings.temporal_address, namespace=settings.temporal_namespace, plugins=[plugin])
     worker = build_worker(client, plugin)
     logging.info("worker on task queue %s at %s", settings.task_queue, settings.temporal_address)

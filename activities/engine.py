@@ -63,6 +63,12 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
     if not agent.memory or req.options.get("memory") is False:
         # FYAI: memory tools exist only for agents with Memory ticked.
         tools = [t for t in tools if (spec := services.catalog.get(t)) is None or spec.capability != "memory"]
+    if "use_skill" in tools:
+        # codai: use_skill is offered only when at least one skill is visible to the agent.
+        from activities.tools.skills import SkillsSettings, visible_skills
+
+        if not await visible_skills(SkillsSettings().dir, agent.name):
+            tools = [t for t in tools if t != "use_skill"]
     model = req.model or agent.model or s.default_model()
     title = req.title or (req.prompt or agent.name)[:60]
     config = SessionConfig(

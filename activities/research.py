@@ -141,9 +141,7 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
         return ResearchSearchOutput(
             query=inp.query,
             candidates=[
-                ResearchCandidate(
-                    url=h.url, title=h.title, snippet=h.snippet[:300], published_at=h.published_at
-                )
+                ResearchCandidate(url=h.url, title=h.title, snippet=h.snippet[:300], published_at=h.published_at)
                 for h in hits
             ],
         )
@@ -188,8 +186,7 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
             listing = "\n".join(f"[S{s.n}] {s.title} — {s.url}" for s in inp.sources)
             return ResearchWriteOutput(report=f"{text.strip()}\n\nSources:\n{listing}")
         prompt = (
-            f"Question:\n{inp.question}\n\nJSON Schema:\n{json.dumps(inp.output_schema)}\n\n"
-            f"Sources:\n\n{sources_text}"
+            f"Question:\n{inp.question}\n\nJSON Schema:\n{json.dumps(inp.output_schema)}\n\nSources:\n\n{sources_text}"
         )
         problem = ""
         follow_up: list[Message] = []

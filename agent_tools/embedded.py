@@ -36,7 +36,7 @@ async def embedded(
         target = env.client.service_client.config.target_host
         ui_url = f"http://{target.rsplit(':', 1)[0]}:{ui_port}" if ui and ui_port else settings.temporal_ui_url
         settings = settings.model_copy(update={"temporal_address": target, "temporal_ui_url": ui_url})
-        plugin = AgentToolsPlugin(settings)
+        plugin = await AgentToolsPlugin.create(settings)
         client = await Client.connect(target, namespace=settings.temporal_namespace, plugins=[plugin])
         async with build_worker(client, plugin):
             agent_client = AgentToolsClient(client, settings)

@@ -1,7 +1,7 @@
 """``AgentToolsPlugin``: the one object that wires Durable Agent Tools into a Temporal Client and Worker.
 
-    client = await Client.connect("localhost:7233", plugins=[AgentToolsPlugin()])
-    worker = Worker(client, task_queue="agent-tools")   # workflows, activities, converter come from the plugin
+client = await Client.connect("localhost:7233", plugins=[AgentToolsPlugin()])
+worker = Worker(client, task_queue="agent-tools")   # workflows, activities, converter come from the plugin
 """
 
 from __future__ import annotations
@@ -88,3 +88,22 @@ class AgentToolsPlugin(SimplePlugin):
             workflow_runner=workflow_runner(),
             run_context=run_context,
         )
+
+    @classmethod
+    async def create(
+        cls,
+        settings: Settings | None = None,
+        *,
+        tools: Sequence[UserTool | Callable[..., Any]] = (),
+        agents: AgentRegistry | None = None,
+    ) -> AgentToolsPlugin:
+        """The plugin plus the tools of the MCP servers in ``settings.mcp_config_file``, discovered now.
+
+        A server that cannot be reached is logged and skipped: the worker starts without its tools.
+        """
+        from activities.mcp.discovery import mcp_user_tools
+        from agent_tools.mcp.config import McpConfig
+
+        settings = settings or Settings()
+        mcp_tools = await mcp_user_tools(McpConfig.from_file(settings.mcp_config_file))
+        return cls(settings, tools=[*tools, *mcp_tools], agents=agents)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from agent_tools.messages import Message
 
 
-def build_context(messages: list[Message], *, budget_chars: int, extra_system: list[str] | None = None) -> list[Message]:
+def build_context(
+    messages: list[Message], *, budget_chars: int, extra_system: list[str] | None = None
+) -> list[Message]:
     """System message(s) first, then the newest messages that fit the budget.
 
     Cuts only in front of a user message, so that an assistant tool call is never separated from its tool

@@ -18,5 +18,8 @@ def dev_server_flags() -> list[str]:
     kinds = {"KEYWORD": "Keyword", "INT": "Int"}
     flags: list[str] = []
     for key in ALL:
-        flags += ["--search-attribute", f"{key.name}={kinds[key.indexed_value_type.name.removeprefix('INDEXED_VALUE_TYPE_')]}"]
+        flags += [
+            "--search-attribute",
+            f"{key.name}={kinds[key.indexed_value_type.name.removeprefix('INDEXED_VALUE_TYPE_')]}",
+        ]
     return flags

@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     org_disabled_tools: dict[str, list[str]] = Field(default_factory=dict)
     spill_threshold_chars: int = 2000
 
+    # MCP servers whose tools the worker discovers at start (JSON or TOML; see docs/codai-extras.md).
+    mcp_config_file: Path | None = Path("mcp.json")
+
     # Web (SSRF guard): loopback stays refused unless a test or a local deployment opts in.
     web_allow_loopback: bool = False
 

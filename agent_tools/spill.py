@@ -42,7 +42,7 @@ def spill_pointer(*, ref: str, content: str, json_hint: str | None, readers: tup
     ]
     if json_hint:
         lines.append(f"JSON structure: {json_hint}")
-    lines.append("Read it with: " + ", ".join(f"{r}(ref=\"{ref}\", ...)" for r in readers))
+    lines.append("Read it with: " + ", ".join(f'{r}(ref="{ref}", ...)' for r in readers))
     lines.append(f"First {PREVIEW_CHARS} characters:")
     lines.append(content[:PREVIEW_CHARS])
     return "\n".join(lines)

@@ -84,11 +84,15 @@ def main() -> None:
     print(f"{'page':<8} {'precision':>9} {'recall':>7} {'F1':>6} {'whole-page F1':>14}")
     for name, p, r, f1, base in rows:
         print(f"{name:<8} {p:>9.3f} {r:>7.3f} {f1:>6.3f} {base:>14.3f}")
-    print(f"{'mean':<8} {'':>9} {'':>7} {statistics.mean(r[3] for r in rows):>6.3f} "
-          f"{statistics.mean(r[4] for r in rows):>14.3f}")
+    print(
+        f"{'mean':<8} {'':>9} {'':>7} {statistics.mean(r[3] for r in rows):>6.3f} "
+        f"{statistics.mean(r[4] for r in rows):>14.3f}"
+    )
     n, elapsed = asyncio.run(throughput(args.rounds, args.concurrency))
-    print(f"\npipeline: {n} pages in {elapsed:.2f} s = {n / elapsed:.1f} pages/s "
-          f"(concurrency {args.concurrency}, SQLite cache writes included)")
+    print(
+        f"\npipeline: {n} pages in {elapsed:.2f} s = {n / elapsed:.1f} pages/s "
+        f"(concurrency {args.concurrency}, SQLite cache writes included)"
+    )
 
 
 if __name__ == "__main__":

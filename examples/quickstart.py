@@ -2,7 +2,8 @@
 
     python examples/quickstart.py
 
-Uses the scripted demo model unless AGENT_TOOLS_MODEL / OPENAI_API_KEY / ANTHROPIC_API_KEY is set.
+Follows the session's live progress and answers its question (askUser) from code. Uses the scripted demo
+model unless AGENT_TOOLS_MODEL / OPENAI_API_KEY / ANTHROPIC_API_KEY is set.
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ async def main() -> str:
     ui_port = int(os.environ.get("EXAMPLE_UI_PORT", "8233"))
     async with embedded(Settings(), port=port, ui_port=ui_port, persist=False) as client:
         handle = await client.start_session("Plan a three-day trip to Lisbon", agent="assistant")
+        async for event in handle.progress():
+            if event.kind == "tool_started":
+                print("tool:", event.data["tool"])
+            elif event.kind == "question":
+                # Answer every pending question with its first option (a person would choose).
+                pending = await handle.pending_questions()
+                await handle.answer_questions({q.question: q.options[0].label for q in pending})
+                print("answered:", [q.question for q in pending])
         result = await handle.result()
         print(result.final_message)
         print("Temporal UI:", handle.ui_url())

@@ -16,6 +16,7 @@ from typer.main import get_command
 from agent_tools.cli import app
 from agent_tools.events.settings import EventSettings
 from agent_tools.settings import Settings
+from agent_tools.web.config import WebConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 # compose_spec.json from the docker-compose 1.29.2 wheel on PyPI (Apache-2.0), kept here for offline tests.
@@ -71,11 +72,14 @@ def test_built_image_and_its_sources_exist(compose: dict[str, Any]) -> None:
 def test_settings_and_commands_it_names_exist(compose: dict[str, Any]) -> None:
     fields = set(Settings.model_fields)
     event_fields = set(EventSettings.model_fields)
+    web_fields = set(WebConfig.model_fields)
     commands = set(get_command(app).commands)  # type: ignore[attr-defined]
     for name, svc in compose["services"].items():
         for var in svc.get("environment") or {}:
             if var.startswith("AGENT_TOOLS_EVENTS_"):
                 assert var.removeprefix("AGENT_TOOLS_EVENTS_").lower() in event_fields, f"{name}: {var}"
+            elif var.startswith("AGENT_TOOLS_WEB_"):
+                assert var.removeprefix("AGENT_TOOLS_").lower() in web_fields, f"{name}: {var}"
             elif var.startswith("AGENT_TOOLS_"):
                 assert var.removeprefix("AGENT_TOOLS_").lower() in fields, f"{name}: {var} is not a setting"
         command = svc.get("command")

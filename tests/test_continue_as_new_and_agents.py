@@ -84,7 +84,7 @@ active = false
 def test_bad_agent_files_are_clear(tmp_path: Path) -> None:
     bad = tmp_path / "agents.toml"
     bad.write_text("[[agents]]\nname = ''\n")
-    with pytest.raises(ConfigurationError, match="agents.toml"):
+    with pytest.raises(ConfigurationError, match=r"agents\.toml"):
         AgentRegistry.from_file(bad)
     bad.write_text("[[agents\n")
     with pytest.raises(ConfigurationError):

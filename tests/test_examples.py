@@ -28,6 +28,8 @@ def test_quickstart_example(tmp_path: Path) -> None:
     proc = _run([sys.executable, str(ROOT / "examples/quickstart.py")], tmp_path,
                 EXAMPLE_TEMPORAL_PORT=str(_free_port()), EXAMPLE_UI_PORT=str(_free_port()))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "answered: ['What budget should the plan assume?']" in proc.stdout
+    assert "tool: subAgent" in proc.stdout
     assert "Temporal UI: http://" in proc.stdout
 
 

@@ -134,7 +134,9 @@ async def test_fact_limit_and_failure_told_to_agent(services: Services) -> None:
     for name, key in [("remember", "fact"), ("saveMemory", "content"), ("memory_remember", "content")]:
         out = await call(services, r, name, {key: "y" * 4001})
         assert out.is_error and out.content.startswith("Memory not saved") and "4,000" in out.content
-    off = await call(services, ref(agent="forgetful").model_copy(update={"memory": False}), "remember", {"fact": "anything"})
+    off = await call(
+        services, ref(agent="forgetful").model_copy(update={"memory": False}), "remember", {"fact": "anything"}
+    )
     assert off.is_error and "Memory is off" in off.content
 
 

@@ -133,7 +133,9 @@ async def test_activity_retry_after_the_write_saves_once(
 
 async def test_memory_off_session_gets_no_memory_tools(settings: Any, script: Any, worker_for: Any) -> None:
     """An agent without Memory ticked is not offered the memory faces at all (prepare_session drops them)."""
-    settings.model = script([{"say": "", "tool_calls": [{"name": "remember", "arguments": {"fact": "x"}}]}, {"say": "{{last_tool}}"}])
+    settings.model = script(
+        [{"say": "", "tool_calls": [{"name": "remember", "arguments": {"fact": "x"}}]}, {"say": "{{last_tool}}"}]
+    )
     agents = [AgentDefinition(name="assistant", memory=False)]
     async with worker_for(agents=agents) as client:
         result = await (await client.start_session("hi", tools=["remember", "recall", "todoWrite"])).result()

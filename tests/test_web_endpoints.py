@@ -26,9 +26,7 @@ def server() -> Any:
 
 
 @pytest_asyncio.fixture
-async def api(
-    tmp_path: Path, settings: Settings, server: WebServer
-) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
+async def api(tmp_path: Path, settings: Settings, server: WebServer) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
     web = await make_web(tmp_path, web_search_engines=["searxng"], web_searxng_url=server.url("/searx"))
     now = [1000.0]
     limiter = RateLimiter(per_minute=3, per_hour=5, clock=lambda: now[0])
@@ -42,9 +40,7 @@ async def api(
 async def test_keys_are_required(api: Any, settings: Settings) -> None:
     http, _ = api
     assert (await http.post("/v1/tools/fetch", json={"url": "https://x.org"})).status_code == 401
-    wrong = await http.post(
-        "/v1/tools/fetch", json={"url": "https://x.org"}, headers={"Authorization": "Bearer no"}
-    )
+    wrong = await http.post("/v1/tools/fetch", json={"url": "https://x.org"}, headers={"Authorization": "Bearer no"})
     assert wrong.status_code == 401 and wrong.json()["error"]["type"] == "authentication_error"
     open_app = create_app(settings)  # no keys configured: closed, not open
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=open_app), base_url="http://svc") as other:
@@ -56,9 +52,7 @@ async def test_search_shape_and_rate_limit_headers(api: Any, server: WebServer) 
     http, _ = api
     server.route(
         "/searx/search",
-        Reply(
-            body=__import__("json").dumps(searxng_results(server.base, 8)), content_type="application/json"
-        ),
+        Reply(body=__import__("json").dumps(searxng_results(server.base, 8)), content_type="application/json"),
     )
     res = await http.post("/v1/tools/search", json={"query": " trams ", "max_results": 4}, headers=KEY)
     assert res.status_code == 200, res.text
@@ -76,9 +70,7 @@ async def test_rate_limit_per_key(api: Any, server: WebServer) -> None:
     http, app = api
     server.page("/p", "blog")
     for _ in range(3):
-        assert (
-            await http.post("/v1/tools/fetch", json={"url": server.url("/p")}, headers=KEY)
-        ).status_code == 200
+        assert (await http.post("/v1/tools/fetch", json={"url": server.url("/p")}, headers=KEY)).status_code == 200
     limited = await http.post("/v1/tools/fetch", json={"url": server.url("/p")}, headers=KEY)
     assert limited.status_code == 429
     assert limited.json()["error"] == {
@@ -93,9 +85,7 @@ async def test_rate_limit_per_key(api: Any, server: WebServer) -> None:
     assert other.status_code == 200
     app.state.clock[0] += 61
     for _ in range(2):  # requests 4 and 5 of the hour (the refused one did not count)
-        assert (
-            await http.post("/v1/tools/fetch", json={"url": server.url("/p")}, headers=KEY)
-        ).status_code == 200
+        assert (await http.post("/v1/tools/fetch", json={"url": server.url("/p")}, headers=KEY)).status_code == 200
     hour = await http.post("/v1/tools/fetch", json={"url": server.url("/p")}, headers=KEY)
     assert hour.status_code == 429 and hour.headers["X-RateLimit-Remaining-Hour"] == "0"
 
@@ -145,9 +135,7 @@ async def test_search_unavailable_is_503(api: Any, server: WebServer) -> None:
     server.route("/searx/search", Reply(status=500))
     res = await http.post("/v1/tools/search", json={"query": "x"}, headers=KEY)
     assert res.status_code == 503
-    assert (
-        res.json()["error"]["code"] == "search_unavailable" and res.json()["error"]["type"] == "server_error"
-    )
+    assert res.json()["error"]["code"] == "search_unavailable" and res.json()["error"]["type"] == "server_error"
     bad = await http.post("/v1/tools/search", json={"query": "", "max_results": 11}, headers=KEY)
     assert bad.status_code == 400
 
@@ -171,9 +159,7 @@ async def test_research_endpoints(
         settings.model = research_script(script, "Nineteen stops [S1].")
         async with worker_for() as client:
             app = create_app(settings, agent_client=client, api_keys=["key-1"])
-            async with httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app), base_url="http://svc"
-            ) as http:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc") as http:
                 waited = await http.post(
                     "/v1/research", json={"question": "tram?", "max_sources": 3, "wait_s": 30}, headers=KEY
                 )

@@ -127,10 +127,7 @@ def test_loopback_exception_is_opt_in_and_only_loopback() -> None:
 
 
 def test_every_resolved_address_must_pass() -> None:
-    assert (
-        str(check_addresses("h", ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"]))
-        == "93.184.215.14"
-    )
+    assert str(check_addresses("h", ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"])) == "93.184.215.14"
     with pytest.raises(UrlRefused):
         check_addresses("h", ["93.184.215.14", "10.0.0.7"])
     with pytest.raises(UrlRefused):
@@ -230,12 +227,40 @@ def _make_certs(tmp: Path) -> tuple[Path, Path, Path]:
     def run(*args: str) -> None:
         subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp)
 
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
-        "-subj", "/CN=test-ca")
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test-ca",
+    )
     run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=secure.test")
     (tmp / "ext.cnf").write_text("subjectAltName=DNS:secure.test\n")
-    run("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "srv.pem",
-        "-days", "1", "-extfile", "ext.cnf")
+    run(
+        "x509",
+        "-req",
+        "-in",
+        "srv.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "srv.pem",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
+    )
     return tmp / "ca.pem", tmp / "srv.pem", tmp / "srv.key"
 
 

@@ -54,9 +54,7 @@ class WebServer:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 parts = urlsplit(self.path)
-                req = Request(
-                    self.command, parts.path, parse_qs(parts.query), dict(self.headers.items()), body
-                )
+                req = Request(self.command, parts.path, parse_qs(parts.query), dict(self.headers.items()), body)
                 outer.requests.append(req)
                 route = outer.routes.get(parts.path)
                 reply = Reply(404, "not found") if route is None else route(req) if callable(route) else route
@@ -137,9 +135,7 @@ def searxng_results(base: str, n: int, *, prefix: str = "r", dated: bool = True)
     }
 
 
-async def make_web(
-    tmp_path: Path, *, allow_loopback: bool = True, store_url: str | None = None, **kwargs: Any
-) -> Any:
+async def make_web(tmp_path: Path, *, allow_loopback: bool = True, store_url: str | None = None, **kwargs: Any) -> Any:
     """A WebService over a fresh store; ``kwargs`` go to WebConfig (engines, URLs) or the service
     (``resolver``, ``clock``, ``profiles``)."""
     from activities.store.db import Store

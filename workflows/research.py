@@ -133,16 +133,12 @@ class DeepResearch:
                         )
                     )
             if not sources:
-                raise ApplicationError(
-                    "none of the found pages could be read", type="NoSources", non_retryable=True
-                )
+                raise ApplicationError("none of the found pages could be read", type="NoSources", non_retryable=True)
             self.job.sources = sources
             self._phase("writing")
             written = await workflow.execute_activity(
                 "agent_tools.research.write",
-                ResearchWriteInput(
-                    question=request.question, sources=sources, output_schema=request.output_schema
-                ),
+                ResearchWriteInput(question=request.question, sources=sources, output_schema=request.output_schema),
                 result_type=ResearchWriteOutput,
                 start_to_close_timeout=timedelta(seconds=max(30.0, remaining())),
                 retry_policy=RETRY,

@@ -15,6 +15,8 @@ IMPLEMENTATION_MODULES: tuple[str, ...] = (
     "activities.tools.results",
     "activities.tools.delegation",
     "activities.tools.events",
+    "activities.tools.sandbox",
+    "activities.tools.skills",
 )
 
 

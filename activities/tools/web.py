@@ -52,8 +52,7 @@ async def web_search_rtc(args: WebSearchRtcArgs, ctx: ToolContext) -> ToolCallOu
         query=args.query,
         result_count=len(outcome.results),
         results=[
-            RtcSearchResult(title=h.title, url=h.url, description=h.snippet, source=h.source)
-            for h in outcome.results
+            RtcSearchResult(title=h.title, url=h.url, description=h.snippet, source=h.source) for h in outcome.results
         ],
     )
     return ToolCallOutput(
@@ -79,9 +78,7 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: ToolContext) -> ToolCallOutp
     try:
         page, cached = await web.page(url, profile="rtc")
     except WebError as exc:
-        raise ToolFailure(
-            f"Error fetching {url}: {exc.message}", data={"code": exc.code, **exc.details}
-        ) from exc
+        raise ToolFailure(f"Error fetching {url}: {exc.message}", data={"code": exc.code, **exc.details}) from exc
     if page.redirect_to:
         result = WebFetchRtcResult(
             url=url,
@@ -146,9 +143,7 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: ToolContext) -> ToolCallOutp
         extracted_by = "none"
     header = f"URL: {page.final_url}\n" + (f"Title: {page.title}\n" if page.title else "")
     if extracted_by == "none":
-        header += (
-            f"Prompt: {args.prompt}\n(The page is short enough to read whole; answer the prompt from it.)\n"
-        )
+        header += f"Prompt: {args.prompt}\n(The page is short enough to read whole; answer the prompt from it.)\n"
     result = WebFetchRtcResult(
         url=url,
         final_url=page.final_url,

@@ -28,16 +28,12 @@ class WebCache:
         self.clock = clock
         self._last_sweep = 0.0
 
-    async def get(
-        self, kind: str, subject: str, extra: dict[str, Any] | None = None
-    ) -> dict[str, Any] | None:
+    async def get(self, kind: str, subject: str, extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
         key = cache_key(kind, subject, extra)
         async with self.store.engine.connect() as conn:
             row = (
                 await conn.execute(
-                    select(web_cache.c.value).where(
-                        web_cache.c.key == key, web_cache.c.expires_at > self.clock()
-                    )
+                    select(web_cache.c.value).where(web_cache.c.key == key, web_cache.c.expires_at > self.clock())
                 )
             ).first()
         if row is None:
@@ -63,9 +59,7 @@ class WebCache:
             "expires_at": now + ttl_s,
         }
         async with self.store.engine.begin() as conn:
-            await upsert(
-                conn, web_cache, [row], keys=["key"], update=["value", "created_at", "expires_at", "subject"]
-            )
+            await upsert(conn, web_cache, [row], keys=["key"], update=["value", "created_at", "expires_at", "subject"])
             if now - self._last_sweep > SWEEP_EVERY_S:
                 self._last_sweep = now
                 await conn.execute(delete(web_cache).where(web_cache.c.expires_at <= now))

@@ -74,9 +74,7 @@ def iso_or_none(value: Any) -> str | None:
 
 def _raise_for_status(engine: str, response: httpx.Response) -> None:
     if response.status_code == 429:
-        raise EngineError(
-            "rate limited (429)", retry_after=parse_retry_after(response.headers.get("retry-after"))
-        )
+        raise EngineError("rate limited (429)", retry_after=parse_retry_after(response.headers.get("retry-after")))
     if response.status_code >= 400:
         raise EngineError(f"HTTP {response.status_code}")
 
@@ -107,9 +105,7 @@ class SearxngEngine(SearchEngine):
             params["time_range"] = q.time_range
         if q.lang:
             params["language"] = q.lang
-        response = await client.get(
-            f"{self.base_url}/search", params=params, headers={"Accept": "application/json"}
-        )
+        response = await client.get(f"{self.base_url}/search", params=params, headers={"Accept": "application/json"})
         _raise_for_status(self.name, response)
         try:
             body = response.json()
@@ -259,9 +255,7 @@ class TavilyEngine(SearchEngine):
             payload["time_range"] = q.time_range
         if q.country:
             payload["country"] = q.country.lower()
-        response = await client.post(
-            self.url, json=payload, headers={"Authorization": f"Bearer {self.api_key}"}
-        )
+        response = await client.post(self.url, json=payload, headers={"Authorization": f"Bearer {self.api_key}"})
         _raise_for_status(self.name, response)
         try:
             body = response.json()
@@ -434,9 +428,7 @@ class SearchLayer:
                 continue
             except TimeoutError:
                 self.breaker.failure(engine.name, "timeout")
-                out.failed.append(
-                    EngineFailure(engine=engine.name, reason=f"timeout after {self.timeout_s:g} s")
-                )
+                out.failed.append(EngineFailure(engine=engine.name, reason=f"timeout after {self.timeout_s:g} s"))
                 continue
             except httpx.HTTPError as exc:
                 self.breaker.failure(engine.name, "connection")

@@ -23,7 +23,13 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "agent_tools.tools.results",
     "agent_tools.tools.history",
     "agent_tools.tools.events",
+    "agent_tools.tools.sandbox",
+    "agent_tools.tools.skills",
 )
+
+
+# Profiles that include every discovered MCP tool.
+MCP_PROFILES: frozenset[str] = frozenset({"codai", "all"})
 
 
 def builtin_specs() -> list[ToolSpec]:
@@ -91,6 +97,9 @@ class ToolCatalog:
             if profile not in profiles:
                 raise ConfigurationError(f"unknown tool profile {profile!r}; known: {sorted(profiles)}")
             wanted.extend(profiles[profile])
+            if profile in MCP_PROFILES:
+                # codai: the tools of the deployment's MCP servers come with any level above none.
+                wanted.extend(n for n, s in self._specs.items() if s.capability == "mcp")
         wanted.extend(tools)
         unknown = [n for n in wanted if n not in self._specs and n not in _PENDING_NAMES]
         if unknown:

@@ -1,6 +1,6 @@
 """ASGI app factory. Capability modules contribute routers; the app mounts every one that exists.
 
-    uvicorn --factory agent_tools.service.app:create_app
+uvicorn --factory agent_tools.service.app:create_app
 """
 
 from __future__ import annotations

@@ -64,9 +64,7 @@ def error_response(
 
 
 class ResearchCreate(ResearchRequest):
-    wait_s: float = Field(
-        default=0, ge=0, le=55, description="Wait this long before answering 202 with a running job"
-    )
+    wait_s: float = Field(default=0, ge=0, le=55, description="Wait this long before answering 202 with a running job")
 
 
 @dataclass
@@ -124,8 +122,7 @@ class _BadRequestRoute(APIRoute):
                 return await handler(request)
             except RequestValidationError as exc:
                 problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or '(body)'}: {e['msg']}"
-                    for e in exc.errors()
+                    f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or '(body)'}: {e['msg']}" for e in exc.errors()
                 )
                 return error_response(400, "bad_request", f"invalid request: {problems}")
 

@@ -18,9 +18,7 @@ class WebConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENT_TOOLS_", extra="ignore", env_nested_delimiter="__")
 
     # Search engines, tried in this order; an engine without its key or base URL is left out.
-    web_search_engines: list[str] = Field(
-        default_factory=lambda: ["searxng", "duckduckgo", "bing", "tavily", "brave"]
-    )
+    web_search_engines: list[str] = Field(default_factory=lambda: ["searxng", "duckduckgo", "bing", "tavily", "brave"])
     # Second group ([G1]..[Gn]) consulted when the first returns fewer than web_thin_results results.
     web_fallback_engines: list[str] = Field(default_factory=list)
     web_thin_results: int = 3
@@ -49,9 +47,7 @@ class WebConfig(BaseSettings):
     web_llm_extract_max_chars: int = 200_000
 
     # Standalone endpoints.
-    web_api_keys: list[str] = Field(
-        default_factory=list, description="bearer keys for /v1/tools and /v1/research"
-    )
+    web_api_keys: list[str] = Field(default_factory=list, description="bearer keys for /v1/tools and /v1/research")
     web_rate_per_minute: int = 60
     web_rate_per_hour: int = 1000
 

@@ -391,9 +391,7 @@ def _function(name: str, arg: Any, value: Any) -> Any:
             raise JsonQueryError("sort needs values of one type") from exc
     if name == "sort_by":
         try:
-            return sorted(
-                need_list(), key=lambda v: (_single(*_apply(arg, v)) is None, _single(*_apply(arg, v)))
-            )
+            return sorted(need_list(), key=lambda v: (_single(*_apply(arg, v)) is None, _single(*_apply(arg, v))))
         except TypeError as exc:
             raise JsonQueryError("sort_by needs keys of one type") from exc
     if name == "limit":

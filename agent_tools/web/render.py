@@ -32,12 +32,7 @@ def fence_untrusted(content: str, *, source: str) -> str:
     contain its own hash.
     """
     tag = hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:12]
-    return (
-        f"{FENCE_NOTE}\n"
-        f"<<<UNTRUSTED_CONTENT {tag} source={source}>>>\n"
-        f"{content}\n"
-        f"<<<END_UNTRUSTED_CONTENT {tag}>>>"
-    )
+    return f"{FENCE_NOTE}\n<<<UNTRUSTED_CONTENT {tag} source={source}>>>\n{content}\n<<<END_UNTRUSTED_CONTENT {tag}>>>"
 
 
 def _hit_lines(label: str, i: int, hit: SearchHit) -> list[str]:

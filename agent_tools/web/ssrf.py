@@ -244,11 +244,7 @@ def check_url(url: str, *, max_length: int = MAX_URL_LENGTH, allow_loopback: boo
     else:
         try:
             # IDNA folds full-width digits and dots (U+FF11, U+FF0E, ...) to ASCII before anything reads them.
-            host = (
-                raw_host.encode("idna").decode("ascii").lower()
-                if not raw_host.isascii()
-                else raw_host.lower()
-            )
+            host = raw_host.encode("idna").decode("ascii").lower() if not raw_host.isascii() else raw_host.lower()
         except UnicodeError as exc:
             raise UrlRefused(f"refused: host {raw_host!r} is not a valid name", reason="bad_host") from exc
         if host.endswith("."):
@@ -257,9 +253,7 @@ def check_url(url: str, *, max_length: int = MAX_URL_LENGTH, allow_loopback: boo
         if ip is not None:
             host = str(ip)
         elif _looks_numeric(host):
-            raise UrlRefused(
-                f"refused: host {raw_host!r} is neither a name nor an address", reason="bad_host"
-            )
+            raise UrlRefused(f"refused: host {raw_host!r} is neither a name nor an address", reason="bad_host")
         elif not host or not all(_HOST_LABEL.match(label) for label in host.split(".")):
             raise UrlRefused(f"refused: host {raw_host!r} is not a valid name", reason="bad_host")
     if ip is not None:

@@ -9,9 +9,7 @@ import re
 from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 # Query parameters that only track the click; dropping them makes the same page one result.
-_TRACKING = re.compile(
-    r"^(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_cid|mc_eid|yclid|_hsenc|_hsmi|ref_src)$", re.I
-)
+_TRACKING = re.compile(r"^(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_cid|mc_eid|yclid|_hsenc|_hsmi|ref_src)$", re.I)
 
 
 def normalize_url(url: str) -> str:
@@ -32,9 +30,7 @@ def normalize_url(url: str) -> str:
     path = parts.path or "/"
     if len(path) > 1 and path.endswith("/"):
         path = path.rstrip("/")
-    query = urlencode(
-        [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _TRACKING.match(k)]
-    )
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _TRACKING.match(k)])
     return urlunsplit((scheme, netloc, path, query, ""))
 
 
