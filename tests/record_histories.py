@@ -72,10 +72,102 @@ async def scenario_chat_with_continue_as_new(client: AgentToolsClient, script: C
     return handle.id
 
 
+async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError("scenario did not reach its state")
+
+
+async def scenario_ask_user(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    question = {
+        "question": "Which store should we use?",
+        "header": "Store",
+        "options": [{"label": "SQLite", "description": "embedded"}, {"label": "PostgreSQL", "description": "scale"}],
+    }
+    model = script(
+        [{"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [question]}}]}, {"say": "{{last_tool}}"}]
+    )
+    handle = await client.start_session("choose", model=model, tools=["askUser"], session_id=f"replay-ask-{uuid.uuid4().hex[:6]}")
+
+    async def asked() -> bool:
+        return bool(await handle.pending_questions())
+
+    await _until(asked)
+    await handle.answer_questions({"Which store should we use?": "PostgreSQL"})
+    await handle.result()
+    return handle.id
+
+
+async def scenario_subagent_and_goal(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    model = script(
+        [
+            {"match": {"title": "Helper"}, "turns": [{"say": "helped"}]},
+            {"match": {"agent": "goal-judge"}, "turns": [{"say": '{"met": true, "reason": "the helper answered"}'}]},
+            {
+                "turns": [
+                    {"say": "", "tool_calls": [
+                        {"name": "createGoal", "arguments": {"condition": "the helper has answered", "max_turns": 3}},
+                        {"name": "subAgent", "arguments": {"title": "Helper", "instruction": "Say helped.", "mode": "async"}},
+                    ]},
+                    {"say": "waiting for the helper"},
+                    {"say": "the helper said: {{last_user}}"},
+                ]
+            },
+        ]
+    )  # fmt: skip
+    handle = await client.start_session(
+        "delegate", model=model, tools=["createGoal", "completeGoal", "subAgent"],
+        session_id=f"replay-sub-{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+    await handle.result()
+    return handle.id
+
+
 SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Awaitable[str]]] = {
     "session_tools_in_parallel": scenario_tools_in_parallel,
     "session_chat_continue_as_new": scenario_chat_with_continue_as_new,
+    "session_ask_user": scenario_ask_user,
+    "session_subagent_and_goal": scenario_subagent_and_goal,
 }
+
+
+async def save_chain(temporal: Client, name: str, wid: str) -> None:
+    """Every run of the chain (continue-as-new) is a history of its own."""
+    async for wf in temporal.list_workflows(f"WorkflowId = '{wid}'"):
+        history = await temporal.get_workflow_handle(wid, run_id=wf.run_id).fetch_history()
+        path = HISTORIES / f"{name}.{wf.run_id[:8]}.json"
+        path.write_text(json.dumps(json.loads(history.to_json()), indent=1))
+        print("recorded", path.name)
+
+
+async def record_event_wait(client: AgentToolsClient, settings: Settings, script: Callable[[list[Any]], str]) -> None:
+    """A session waiting on an event delivered through the real ingress, and the EventRouter that routed it."""
+    from agent_tools.tools.events import router_workflow_id
+    from tests.test_events_e2e import TOKEN, ingress, subscribed
+
+    project = f"replay-{uuid.uuid4().hex[:6]}"
+    model = script(
+        [
+            {"say": "", "tool_calls": [{"name": "wait_for_event", "arguments": {"kind": "ci.build", "match": {"ok": True}}}]},
+            {"say": "{{last_tool}}"},
+        ]
+    )
+    async with ingress(settings, client.temporal, project) as (http, _store):
+        handle = await client.start_session(
+            "wait", model=model, tools=["wait_for_event"], organisation="acme", project=project,
+            session_id=f"replay-event-{uuid.uuid4().hex[:6]}",
+        )  # fmt: skip
+        await subscribed(client, project, 1)
+        for ok in (False, True):
+            resp = await http.post(
+                "/v1/events", json={"kind": "ci.build.done", "payload": {"ok": ok}}, headers={"Authorization": f"Bearer {TOKEN}"}
+            )
+            assert resp.status_code == 202, resp.text
+        await handle.result()
+        await save_chain(client.temporal, "session_event_wait", handle.id)
+        await save_chain(client.temporal, "router_event_wait", router_workflow_id("acme", project))
 
 
 async def record(names: list[str] | None = None) -> None:
@@ -99,12 +191,9 @@ async def record(names: list[str] | None = None) -> None:
                     if names and name not in names:
                         continue
                     wid = await scenario(client, script)
-                    # Every run of the chain (continue-as-new) is a history of its own.
-                    async for wf in temporal.list_workflows(f"WorkflowId = '{wid}'"):
-                        history = await temporal.get_workflow_handle(wid, run_id=wf.run_id).fetch_history()
-                        path = HISTORIES / f"{name}.{wf.run_id[:8]}.json"
-                        path.write_text(json.dumps(json.loads(history.to_json()), indent=1))
-                        print("recorded", path.name)
+                    await save_chain(temporal, name, wid)
+                if not names or "event_wait" in names:
+                    await record_event_wait(client, settings, script)
                 await client.close()
     finally:
         await env.shutdown()

@@ -14,6 +14,7 @@ import yaml
 from typer.main import get_command
 
 from agent_tools.cli import app
+from activities.tools.sandbox import SandboxSettings
 from agent_tools.events.settings import EventSettings
 from agent_tools.settings import Settings
 from agent_tools.web.config import WebConfig
@@ -76,7 +77,9 @@ def test_settings_and_commands_it_names_exist(compose: dict[str, Any]) -> None:
     commands = set(get_command(app).commands)  # type: ignore[attr-defined]
     for name, svc in compose["services"].items():
         for var in svc.get("environment") or {}:
-            if var.startswith("AGENT_TOOLS_EVENTS_"):
+            if var.startswith("AGENT_TOOLS_SANDBOX_"):
+                assert var.removeprefix("AGENT_TOOLS_SANDBOX_").lower() in SandboxSettings.model_fields, var
+            elif var.startswith("AGENT_TOOLS_EVENTS_"):
                 assert var.removeprefix("AGENT_TOOLS_EVENTS_").lower() in event_fields, f"{name}: {var}"
             elif var.startswith("AGENT_TOOLS_WEB_"):
                 assert var.removeprefix("AGENT_TOOLS_").lower() in web_fields, f"{name}: {var}"
