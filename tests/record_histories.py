@@ -87,9 +87,14 @@ async def scenario_ask_user(client: AgentToolsClient, script: Callable[[list[Any
         "options": [{"label": "SQLite", "description": "embedded"}, {"label": "PostgreSQL", "description": "scale"}],
     }
     model = script(
-        [{"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [question]}}]}, {"say": "{{last_tool}}"}]
+        [
+            {"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [question]}}]},
+            {"say": "{{last_tool}}"},
+        ]
     )
-    handle = await client.start_session("choose", model=model, tools=["askUser"], session_id=f"replay-ask-{uuid.uuid4().hex[:6]}")
+    handle = await client.start_session(
+        "choose", model=model, tools=["askUser"], session_id=f"replay-ask-{uuid.uuid4().hex[:6]}"
+    )
 
     async def asked() -> bool:
         return bool(await handle.pending_questions())
@@ -150,7 +155,10 @@ async def record_event_wait(client: AgentToolsClient, settings: Settings, script
     project = f"replay-{uuid.uuid4().hex[:6]}"
     model = script(
         [
-            {"say": "", "tool_calls": [{"name": "wait_for_event", "arguments": {"kind": "ci.build", "match": {"ok": True}}}]},
+            {
+                "say": "",
+                "tool_calls": [{"name": "wait_for_event", "arguments": {"kind": "ci.build", "match": {"ok": True}}}],
+            },
             {"say": "{{last_tool}}"},
         ]
     )
@@ -162,7 +170,9 @@ async def record_event_wait(client: AgentToolsClient, settings: Settings, script
         await subscribed(client, project, 1)
         for ok in (False, True):
             resp = await http.post(
-                "/v1/events", json={"kind": "ci.build.done", "payload": {"ok": ok}}, headers={"Authorization": f"Bearer {TOKEN}"}
+                "/v1/events",
+                json={"kind": "ci.build.done", "payload": {"ok": ok}},
+                headers={"Authorization": f"Bearer {TOKEN}"},
             )
             assert resp.status_code == 202, resp.text
         await handle.result()

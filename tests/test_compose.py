@@ -13,8 +13,8 @@ import pytest
 import yaml
 from typer.main import get_command
 
-from agent_tools.cli import app
 from activities.tools.sandbox import SandboxSettings
+from agent_tools.cli import app
 from agent_tools.events.settings import EventSettings
 from agent_tools.settings import Settings
 from agent_tools.web.config import WebConfig

@@ -27,7 +27,12 @@ def test_histories_are_committed() -> None:
     types = {_workflow_type(f) for f in FILES}
     assert {"AgentSession", "EventRouter"} <= types, f"record them: python -m tests.record_histories ({types})"
     names = {f.name.split(".")[0] for f in FILES}
-    for scenario in ("session_ask_user", "session_subagent_and_goal", "session_event_wait", "session_chat_continue_as_new"):
+    for scenario in (
+        "session_ask_user",
+        "session_subagent_and_goal",
+        "session_event_wait",
+        "session_chat_continue_as_new",
+    ):
         assert scenario in names, scenario
 
 
