@@ -111,13 +111,15 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
 
 
 async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
-    """Append the new messages, build the context from the store, call the model, store its answer."""
+    """Build the context from the store and the new messages, call the model, store the step."""
     t = services.transcripts
     sid = inp.session.session_id
-    position, transcript = await t.append_and_load(sid, inp.position, inp.new_messages, last_answer=inp.last_answer)
+    # Read what came before (usually from this worker's cache); everything this step adds is written in one
+    # transaction once the model has answered.
+    transcript = [*await t.prefix(sid, inp.position, last_answer=inp.last_answer), *inp.new_messages]
     extra: list[str] = []
     for hook in services.context_hooks:
-        block = await hook(services, inp.session)
+        block = await hook(services, inp.session, transcript)
         if block:
             extra.append(block)
     messages = build_context(transcript, budget_chars=services.settings.context_char_budget, extra_system=extra)
@@ -157,8 +159,14 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     message = response.message
     # A retried call overwrites the answer an earlier attempt may have stored: the transcript holds the
     # answer the workflow actually received.
-    after = await t.store_answer(
-        session_id=sid, position=position, message=message, root_id=inp.session.root_id, model=inp.model, used=used
+    after = await t.commit_step(
+        session_id=sid,
+        position=inp.position,
+        new_messages=inp.new_messages,
+        answer=message,
+        root_id=inp.session.root_id,
+        model=inp.model,
+        used=used,
     )
     return LlmStepOutput(message=message, position=after, usage=used)
 

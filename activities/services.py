@@ -14,10 +14,12 @@ from activities.store.transcripts import TranscriptStore
 from agent_tools.activity_io import SessionRef
 from agent_tools.agents import AgentRegistry
 from agent_tools.catalog.registry import ToolCatalog
+from agent_tools.messages import Message
 from agent_tools.settings import Settings
 
-# Extra system text for the model, built per step (the Memory Context block is one).
-ContextHook = Callable[["Services", SessionRef], Awaitable[str | None]]
+# Extra system text for the model, built per step from the session and the transcript the step sends (the
+# Memory Context block is one).
+ContextHook = Callable[["Services", SessionRef, list[Message]], Awaitable[str | None]]
 
 
 @dataclass

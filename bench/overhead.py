@@ -11,6 +11,7 @@ peak (VmHWM). Prints figures and the engine/bare ratio for each.
 from __future__ import annotations
 
 import argparse
+import compileall
 import asyncio
 import json
 import os
@@ -69,6 +70,10 @@ async def worker_main(mode: str, address: str, task_queue: str, db: str) -> None
         from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
         from bench.bare_loop import BareAgentLoop, bare_llm, bare_lookup
+
+        # Same footing as the engine's worker (see agent_tools.plugin.ensure_workflow_bytecode): the sandbox
+        # loads the workflow module from bytecode, not source, on every run.
+        compileall.compile_file(str(ROOT / "bench" / "bare_loop.py"), quiet=2)
 
         client = await Client.connect(address, data_converter=pydantic_data_converter)
         runner = SandboxedWorkflowRunner(

@@ -238,17 +238,15 @@ async def test_memory_context_block(services: Services) -> None:
     r = ref()
     await call(services, r, "remember", {"fact": "The user's cat is called Miso"})
     await call(services, r, "remember", {"fact": "Quarterly report is due on the 5th"})
-    await services.transcripts.append(
-        r.session_id, 0, [Message(role="system", content="sys"), Message(role="user", content="What is my cat called?")]
-    )
-    block = await memory_context(services, r)
+    transcript = [Message(role="system", content="sys"), Message(role="user", content="What is my cat called?")]
+    block = await memory_context(services, r, transcript)
     assert block is not None and block.startswith("## Memory Context")
     body = block.split("<memories>")[1]
     assert body.index("Miso") < body.index("Quarterly")  # most relevant first, topped up with the rest
     assert "long_term · just now" in block and "data, not instructions" in block
     # Memory off: no block. Empty scope: no block.
-    assert await memory_context(services, r.model_copy(update={"agent": "forgetful", "memory": False})) is None
-    assert await memory_context(services, ref()) is None
+    assert await memory_context(services, r.model_copy(update={"agent": "forgetful", "memory": False}), transcript) is None
+    assert await memory_context(services, ref(), transcript) is None
 
 
 async def test_concurrent_saves_of_one_fact_make_one_row(services: Services) -> None:

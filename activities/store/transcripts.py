@@ -126,39 +126,36 @@ class TranscriptStore:
             )
         return start + len(messages)
 
-    async def append_and_load(
-        self, session_id: str, start: int, messages: list[Message], *, last_answer: str | None = None
-    ) -> tuple[int, list[Message]]:
-        """Write new messages (existing rows win) and return the transcript up to them.
-
-        Reads the store only when this worker's cache cannot vouch for the prefix.
-        """
-        rows = [_message_row(session_id, start + i, m) for i, m in enumerate(messages)]
-        end = start + len(messages)
+    async def prefix(self, session_id: str, start: int, *, last_answer: str | None = None) -> list[Message]:
+        """Messages ``0..start``: from this worker's cache when it can vouch for them, else from the store."""
         cached = self._cached(session_id, start, last_answer)
-        async with self.store.engine.begin() as conn:
-            await upsert(conn, transcript, rows, keys=["session_id", "seq"])
-            if cached is not None:
-                # Rows an earlier attempt wrote at these positions hold the same messages (the workflow
-                # re-sends exactly what it sent before), so the cache stays equal to the store.
-                full = [*cached, *messages]
-            else:
-                stmt = (
-                    select(transcript)
-                    .where(transcript.c.session_id == session_id, transcript.c.seq < end)
-                    .order_by(transcript.c.seq)
-                )
-                full = [_row_to_message(r) for r in (await conn.execute(stmt)).all()]
-        self._remember(session_id, full)
-        return end, list(full)
+        if cached is not None:
+            return list(cached)
+        found = await self.load(session_id, upto=start)
+        self._remember(session_id, found)
+        return list(found)
 
-    async def store_answer(
-        self, *, session_id: str, position: int, message: Message, root_id: str, model: str, used: Usage
+    async def commit_step(
+        self,
+        *,
+        session_id: str,
+        position: int,
+        new_messages: list[Message],
+        answer: Message,
+        root_id: str,
+        model: str,
+        used: Usage,
     ) -> int:
-        """The model's answer at ``position`` (replacing what an earlier attempt wrote) and its usage row."""
-        row = _message_row(session_id, position, message)
+        """One model step in one transaction: the messages sent, the answer received, its usage row.
+
+        Rows are replaced, not kept: the new messages are exactly what an earlier attempt sent (the workflow
+        re-sends the same ones), and the answer must be the one the workflow received from this attempt.
+        """
+        messages = [*new_messages, answer]
+        rows = [_message_row(session_id, position + i, m) for i, m in enumerate(messages)]
+        answer_at = position + len(new_messages)
         usage_row = {
-            "call_key": f"{session_id}:{position}",
+            "call_key": f"{session_id}:{answer_at}",
             "session_id": session_id,
             "root_id": root_id,
             "model": model,
@@ -168,14 +165,14 @@ class TranscriptStore:
             "created_at": _now(),
         }
         async with self.store.engine.begin() as conn:
-            await upsert(conn, transcript, [row], keys=["session_id", "seq"], update=_MESSAGE_UPDATE)
+            await upsert(conn, transcript, rows, keys=["session_id", "seq"], update=_MESSAGE_UPDATE)
             await upsert(conn, usage, [usage_row], keys=["call_key"], update=_USAGE_UPDATE)
         cached = self._cache.get(session_id)
         if cached is not None and len(cached) == position:
-            cached.append(message)
+            cached.extend(messages)
         else:
             self._cache.pop(session_id, None)
-        return position + 1
+        return answer_at + 1
 
     async def load(self, session_id: str, *, upto: int | None = None) -> list[Message]:
         stmt = select(transcript).where(transcript.c.session_id == session_id)

@@ -23,11 +23,11 @@ from sqlalchemy.sql.elements import ColumnElement
 from activities.services import ContextHook, Services
 from activities.store.db import Store, upsert
 from activities.store.memory_tables import memories
-from activities.store.tables import transcript
 from activities.tools.base import ToolContext, ToolFailure, ToolImpl
 from agent_tools.activity_io import SessionRef
 from agent_tools.memory import scoring
 from agent_tools.memory.format import DATA_NOTE, MemoryLine, aware, human_age, render_context_block, render_recall
+from agent_tools.messages import Message
 from agent_tools.tools.memory import (
     DeleteMemoryArgs,
     DeleteMemoryResult,
@@ -564,28 +564,23 @@ _CONTEXT_CACHE = "memory.context"
 _CONTEXT_CACHE_SIZE = 256
 
 
-async def _last_user_message(services: Services, session_id: str) -> tuple[int, str]:
-    stmt = (
-        select(transcript.c.seq, transcript.c.content)
-        .where(transcript.c.session_id == session_id, transcript.c.role == "user")
-        .order_by(transcript.c.seq.desc())
-        .limit(1)
-    )
-    async with services.store.engine.connect() as conn:
-        row = (await conn.execute(stmt)).first()
-    return (int(row.seq), row.content or "") if row is not None else (-1, "")
+def _last_user_message(transcript: list[Message]) -> tuple[int, str]:
+    for seq in range(len(transcript) - 1, -1, -1):
+        if transcript[seq].role == "user":
+            return seq, transcript[seq].content
+    return -1, ""
 
 
-async def memory_context(services: Services, ref: SessionRef) -> str | None:
+async def memory_context(services: Services, ref: SessionRef, transcript: list[Message]) -> str | None:
     """The Memory Context block for this model step: memories relevant to the latest user message.
 
     Cached per (session, user message): every step of one turn shows the same block, which keeps the
-    prompt prefix stable for provider caching and costs one small query per step.
+    prompt prefix stable for provider caching and costs no query after the turn's first step.
     """
     if not memory_enabled(services, ref):
         return None
     engine = engine_of(services)
-    seq, message = await _last_user_message(services, ref.session_id)
+    seq, message = _last_user_message(transcript)
     cache: OrderedDict[tuple[str, str, int], str | None] = services.engines.setdefault(_CONTEXT_CACHE, OrderedDict())
     key = (ref.session_id, ref.run_id, seq)
     if key in cache:
