@@ -11,8 +11,8 @@ peak (VmHWM). Prints figures and the engine/bare ratio for each.
 from __future__ import annotations
 
 import argparse
-import compileall
 import asyncio
+import compileall
 import json
 import os
 import statistics
