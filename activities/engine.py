@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.heartbeat import with_heartbeat
-from activities.providers.base import ModelRequest, ToolSchema
+from activities.model_calls import complete, non_retryable
+from activities.providers.base import ToolSchema
 from activities.services import Services, ServicesHolder
 from agent_tools.activity_io import (
     ACTIVITY_LLM_STEP,
@@ -18,17 +17,10 @@ from agent_tools.activity_io import (
     LlmStepInput,
     LlmStepOutput,
 )
-from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError
-from agent_tools.messages import Message, Usage
+from agent_tools.errors import ConfigurationError, ProviderRequestError
+from agent_tools.messages import Message
 from agent_tools.prompt import build_context
 from agent_tools.session import PrepareInput, PrepareOutput, SessionConfig
-
-
-def cost_of(services: Services, model_spec: str, input_tokens: int, output_tokens: int) -> float:
-    price = services.settings.prices.get(model_spec)
-    if price is None:
-        return 0.0
-    return round(input_tokens * price.input_per_mtok / 1e6 + output_tokens * price.output_per_mtok / 1e6, 8)
 
 
 async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutput:
@@ -124,38 +116,25 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
             extra.append(block)
     messages = build_context(transcript, budget_chars=services.settings.context_char_budget, extra_system=extra)
     specs = services.catalog.specs(inp.tools)
-    try:
-        provider, model_name = services.providers.resolve(inp.model)
-    except ConfigurationError as exc:
-        raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
     attempt = activity.info().attempt if activity.in_activity() else 1
-    request = ModelRequest(
-        model=model_name,
-        messages=messages,
-        tools=[ToolSchema(name=s.name, description=s.description, parameters=s.parameters_schema()) for s in specs],
-        max_tokens=inp.max_tokens,
-        meta={
-            "agent": inp.session.agent,
-            "session_id": sid,
-            "title": inp.title,
-            "role": inp.role,
-            "attempt": attempt,
-            "assistant_count": sum(1 for m in transcript if m.role == "assistant"),
-        },
-    )
     try:
-        response = await with_heartbeat(provider.complete(request))
-    except ProviderRetryableError as exc:
-        delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
-        raise ApplicationError(str(exc), type="ProviderRetryableError", next_retry_delay=delay) from exc
-    except ProviderRequestError as exc:
-        raise ApplicationError(str(exc), type="ProviderRequestError", non_retryable=True) from exc
-    used = Usage(
-        calls=1,
-        input_tokens=response.input_tokens,
-        output_tokens=response.output_tokens,
-        cost_usd=cost_of(services, inp.model, response.input_tokens, response.output_tokens),
-    )
+        response, used = await complete(
+            services,
+            inp.model,
+            messages,
+            tools=[ToolSchema(name=s.name, description=s.description, parameters=s.parameters_schema()) for s in specs],
+            max_tokens=inp.max_tokens,
+            meta={
+                "agent": inp.session.agent,
+                "session_id": sid,
+                "title": inp.title,
+                "role": inp.role,
+                "attempt": attempt,
+                "assistant_count": sum(1 for m in transcript if m.role == "assistant"),
+            },
+        )
+    except (ProviderRequestError, ConfigurationError) as exc:
+        raise non_retryable(exc) from exc
     message = response.message
     # A retried call overwrites the answer an earlier attempt may have stored: the transcript holds the
     # answer the workflow actually received.

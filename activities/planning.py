@@ -8,18 +8,13 @@ scripted model can be given judge replies of their own (``match: {agent: goal-ju
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from activities.providers.base import ModelRequest
+from activities.model_calls import UsageAccount, complete, non_retryable
 from activities.services import Services, ServicesHolder
-from activities.store.db import upsert
-from activities.store.tables import usage
-from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError
-from agent_tools.messages import Usage
+from agent_tools.errors import ConfigurationError, ProviderRequestError
 from agent_tools.tools.planning import (
     ACTIVITY_JUDGE_GOAL,
     GoalVerdict,
@@ -38,65 +33,32 @@ async def judge_goal(services: Services, inp: JudgeGoalInput) -> GoalVerdict:
     transcript = await services.transcripts.load(inp.session_id, upto=inp.position)
     messages = judge_messages(inp.condition, transcript, completed_turns=inp.completed_turns, max_turns=inp.max_turns)
     spec = services.settings.model_for_tier(JUDGE_TIER)
-    try:
-        provider, model_name = services.providers.resolve(spec)
-    except ConfigurationError as exc:
-        raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
     attempt = activity.info().attempt if activity.in_activity() else 1
-    request = ModelRequest(
-        model=model_name,
-        messages=messages,
-        max_tokens=JUDGE_MAX_TOKENS,
-        meta={
-            "agent": JUDGE_AGENT,
-            "session_id": inp.session_id,
-            "goal_id": inp.goal_id,
-            "attempt": attempt,
-            # The judge's conversation is always fresh; its count of earlier verdicts stands in for the
-            # scripted model's turn index so scripts can say "not met, not met, met".
-            "assistant_count": inp.judgements,
-        },
-    )
     try:
-        response = await provider.complete(request)
-    except ProviderRetryableError as exc:
-        raise ApplicationError(str(exc), type="ProviderRetryableError") from exc
-    except ProviderRequestError as exc:
-        raise ApplicationError(str(exc), type="ProviderRequestError", non_retryable=True) from exc
-    from activities.engine import cost_of
-
-    used = Usage(
-        calls=1,
-        input_tokens=response.input_tokens,
-        output_tokens=response.output_tokens,
-        cost_usd=cost_of(services, spec, response.input_tokens, response.output_tokens),
-    )
-    await _record_usage(services, inp, spec, used)
+        response, used = await complete(
+            services,
+            spec,
+            messages,
+            max_tokens=JUDGE_MAX_TOKENS,
+            meta={
+                "agent": JUDGE_AGENT,
+                "session_id": inp.session_id,
+                "goal_id": inp.goal_id,
+                "attempt": attempt,
+                # The judge's conversation is always fresh; its count of earlier verdicts stands in for the
+                # scripted model's turn index so scripts can say "not met, not met, met".
+                "assistant_count": inp.judgements,
+            },
+            # The judge's spend joins the session's usage rows (keyed per goal and turn: a retry overwrites).
+            account=UsageAccount(
+                f"{inp.session_id}:judge:{inp.goal_id}:{inp.completed_turns}", inp.session_id, inp.root_id
+            ),
+        )
+    except (ProviderRequestError, ConfigurationError) as exc:
+        raise non_retryable(exc) from exc
     verdict = parse_verdict(response.message.content)
     verdict.usage = used
     return verdict
-
-
-async def _record_usage(services: Services, inp: JudgeGoalInput, model: str, used: Usage) -> None:
-    """The judge's spend joins the session's usage rows (keyed per goal and turn, so a retry overwrites)."""
-    row = {
-        "call_key": f"{inp.session_id}:judge:{inp.goal_id}:{inp.completed_turns}",
-        "session_id": inp.session_id,
-        "root_id": inp.root_id,
-        "model": model,
-        "input_tokens": used.input_tokens,
-        "output_tokens": used.output_tokens,
-        "cost_usd": used.cost_usd,
-        "created_at": datetime.now(UTC),
-    }
-    async with services.store.engine.begin() as conn:
-        await upsert(
-            conn,
-            usage,
-            [row],
-            keys=["call_key"],
-            update=["input_tokens", "output_tokens", "cost_usd", "model"],
-        )
 
 
 def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:

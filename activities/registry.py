@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -10,6 +9,7 @@ from activities.engine import build_engine_activities
 from activities.services import ServicesHolder
 from activities.tool_runner import build_tool_activities
 from activities.tools.registry import builtin_implementations
+from agent_tools.modules import present_modules
 from agent_tools.user_tools import UserTool
 
 # Capability modules with activities that are not tools (judge a goal, subscribe to events, ...); each
@@ -25,12 +25,6 @@ EXTRA_ACTIVITY_MODULES: tuple[str, ...] = (
 def all_activities(holder: ServicesHolder, user_tools: Sequence[UserTool] = ()) -> list[Callable[..., Any]]:
     acts = build_engine_activities(holder)
     acts += build_tool_activities(holder, builtin_implementations(), user_tools)
-    for name in EXTRA_ACTIVITY_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
+    for module in present_modules(EXTRA_ACTIVITY_MODULES):
         acts += module.build_activities(holder)
     return acts

@@ -15,7 +15,7 @@ import jsonschema  # type: ignore[import-untyped]
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.providers.base import ModelRequest
+from activities.model_calls import complete, non_retryable
 from activities.services import Services, ServicesHolder
 from activities.web import get_web
 from activities.web.service import WebError
@@ -59,21 +59,15 @@ async def _complete(
     services: Services, tier: str, role: str, system: str, user: str, follow_up: list[Message] | None = None
 ) -> str:
     try:
-        provider, model = services.providers.resolve(services.settings.model_for_tier(tier))
-        response = await provider.complete(
-            ModelRequest(
-                model=model,
-                messages=[
-                    Message(role="system", content=system),
-                    Message(role="user", content=user),
-                    *(follow_up or []),
-                ],
-                max_tokens=services.settings.default_max_tokens,
-                meta={"agent": "deep_research", "role": role, "title": "deep_research"},
-            )
+        response, _ = await complete(
+            services,
+            services.settings.model_for_tier(tier),
+            [Message(role="system", content=system), Message(role="user", content=user), *(follow_up or [])],
+            max_tokens=services.settings.default_max_tokens,
+            meta={"agent": "deep_research", "role": role, "title": "deep_research"},
         )
     except (ProviderRequestError, ConfigurationError) as exc:
-        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        raise non_retryable(exc) from exc
     return response.message.content
 
 

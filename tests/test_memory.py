@@ -245,7 +245,9 @@ async def test_memory_context_block(services: Services) -> None:
     assert body.index("Miso") < body.index("Quarterly")  # most relevant first, topped up with the rest
     assert "long_term · just now" in block and "data, not instructions" in block
     # Memory off: no block. Empty scope: no block.
-    assert await memory_context(services, r.model_copy(update={"agent": "forgetful", "memory": False}), transcript) is None
+    assert (
+        await memory_context(services, r.model_copy(update={"agent": "forgetful", "memory": False}), transcript) is None
+    )
     assert await memory_context(services, ref(), transcript) is None
 
 

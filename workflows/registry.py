@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
+from agent_tools.modules import present_modules
 
 # (module, class) of each workflow type; capability issues add theirs here.
 WORKFLOW_CLASSES: tuple[tuple[str, str], ...] = (
@@ -13,13 +13,5 @@ WORKFLOW_CLASSES: tuple[tuple[str, str], ...] = (
 
 
 def all_workflows() -> list[type]:
-    found: list[type] = []
-    for module_name, cls in WORKFLOW_CLASSES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            raise
-        found.append(getattr(module, cls))
-    return found
+    classes = dict(WORKFLOW_CLASSES)
+    return [getattr(module, classes[module.__name__]) for module in present_modules(classes)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import NullPool
 
 from activities.store.tables import metadata
+from agent_tools.modules import present_modules
 
 # Capability modules that add tables to ``metadata``; imported before create_all so one call makes all.
 TABLE_MODULES: tuple[str, ...] = (
@@ -22,12 +22,7 @@ TABLE_MODULES: tuple[str, ...] = (
 
 
 def _load_table_modules() -> None:
-    for name in TABLE_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
+    present_modules(TABLE_MODULES)
 
 
 class Store:
@@ -81,11 +76,7 @@ def _make_engine(url: str) -> AsyncEngine:
 
 async def _create_sqlite_extras(conn: AsyncConnection) -> None:
     """Hook for SQLite-only objects (FTS5 tables) that capability modules register."""
-    for module_name in TABLE_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            continue
+    for module in present_modules(TABLE_MODULES):
         hook = getattr(module, "create_sqlite_extras", None)
         if hook is not None:
             await hook(conn)

@@ -39,6 +39,19 @@ def _row_to_message(row: Any) -> Message:
     )
 
 
+def _usage_row(call_key: str, session_id: str, root_id: str, model: str, used: Usage) -> dict[str, Any]:
+    return {
+        "call_key": call_key,
+        "session_id": session_id,
+        "root_id": root_id,
+        "model": model,
+        "input_tokens": used.input_tokens,
+        "output_tokens": used.output_tokens,
+        "cost_usd": used.cost_usd,
+        "created_at": _now(),
+    }
+
+
 def _message_row(session_id: str, seq: int, m: Message) -> dict[str, Any]:
     return {
         "session_id": session_id,
@@ -154,16 +167,7 @@ class TranscriptStore:
         messages = [*new_messages, answer]
         rows = [_message_row(session_id, position + i, m) for i, m in enumerate(messages)]
         answer_at = position + len(new_messages)
-        usage_row = {
-            "call_key": f"{session_id}:{answer_at}",
-            "session_id": session_id,
-            "root_id": root_id,
-            "model": model,
-            "input_tokens": used.input_tokens,
-            "output_tokens": used.output_tokens,
-            "cost_usd": used.cost_usd,
-            "created_at": _now(),
-        }
+        usage_row = _usage_row(f"{session_id}:{answer_at}", session_id, root_id, model, used)
         async with self.store.engine.begin() as conn:
             await upsert(conn, transcript, rows, keys=["session_id", "seq"], update=_MESSAGE_UPDATE)
             await upsert(conn, usage, [usage_row], keys=["call_key"], update=_USAGE_UPDATE)
@@ -173,6 +177,17 @@ class TranscriptStore:
         else:
             self._cache.pop(session_id, None)
         return answer_at + 1
+
+    async def record_usage(self, *, call_key: str, session_id: str, root_id: str, model: str, used: Usage) -> None:
+        """One model call's usage row (keyed, so a retried call overwrites it)."""
+        async with self.store.engine.begin() as conn:
+            await upsert(
+                conn,
+                usage,
+                [_usage_row(call_key, session_id, root_id, model, used)],
+                keys=["call_key"],
+                update=_USAGE_UPDATE,
+            )
 
     async def load(self, session_id: str, *, upto: int | None = None) -> list[Message]:
         stmt = select(transcript).where(transcript.c.session_id == session_id)

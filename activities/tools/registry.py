@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
 from activities.services import ContextHook
 from activities.tools.base import ToolImpl
+from agent_tools.modules import present_modules
 
 IMPLEMENTATION_MODULES: tuple[str, ...] = (
     "activities.tools.history",
@@ -21,14 +21,7 @@ IMPLEMENTATION_MODULES: tuple[str, ...] = (
 
 
 def _modules() -> list[ModuleType]:
-    found: list[ModuleType] = []
-    for name in IMPLEMENTATION_MODULES:
-        try:
-            found.append(importlib.import_module(name))
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-    return found
+    return present_modules(IMPLEMENTATION_MODULES)
 
 
 def builtin_context_hooks() -> list[ContextHook]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from activities.providers.base import ModelRequest
+from activities.model_calls import UsageAccount, complete
 from activities.tools.base import ToolContext, ToolFailure, ToolImpl
 from activities.web import get_web
 from activities.web.service import WebError
@@ -100,29 +100,33 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: ToolContext) -> ToolCallOutp
     extracted_by: Literal["none", "model"]
     if size > config.web_llm_extract_threshold:
         model_spec = services.settings.model_for_tier("small")
-        provider, model = services.providers.resolve(model_spec)
-        request = ModelRequest(
-            model=model,
-            messages=[
-                Message(role="system", content=EXTRACT_SYSTEM),
-                Message(
-                    role="user",
-                    content=(
-                        f"Request: {args.prompt}\n\nPage: {page.final_url}\n\n"
-                        + fence_untrusted(markdown[: config.web_llm_extract_max_chars], source=page.final_url)
-                    ),
-                ),
-            ],
-            max_tokens=services.settings.default_max_tokens,
-            meta={
-                "agent": ctx.session.agent,
-                "role": "web_extract",
-                "title": "webFetch extraction",
-                "session_id": ctx.session.session_id,
-            },
-        )
         try:
-            response = await provider.complete(request)
+            response, usage = await complete(
+                services,
+                model_spec,
+                [
+                    Message(role="system", content=EXTRACT_SYSTEM),
+                    Message(
+                        role="user",
+                        content=(
+                            f"Request: {args.prompt}\n\nPage: {page.final_url}\n\n"
+                            + fence_untrusted(markdown[: config.web_llm_extract_max_chars], source=page.final_url)
+                        ),
+                    ),
+                ],
+                max_tokens=services.settings.default_max_tokens,
+                meta={
+                    "agent": ctx.session.agent,
+                    "role": "web_extract",
+                    "title": "webFetch extraction",
+                    "session_id": ctx.session.session_id,
+                },
+                account=UsageAccount(
+                    f"{ctx.session.session_id}:{ctx.session.run_id}:{ctx.call_id}:web_extract",
+                    ctx.session.session_id,
+                    ctx.session.root_id,
+                ),
+            )
         except ProviderRequestError as exc:
             # A refused extraction (bad request, context too long) still leaves the page: hand over its start.
             body = (
@@ -135,7 +139,6 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: ToolContext) -> ToolCallOutp
             )
             extracted_by = "none"
         else:
-            usage = Usage(calls=1, input_tokens=response.input_tokens, output_tokens=response.output_tokens)
             body = response.message.content
             extracted_by = "model"
     else:

@@ -6,12 +6,12 @@ collected here. User tools join through :class:`agent_tools.AgentToolsPlugin`.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping
 
 from agent_tools.catalog.profiles import PROFILES
 from agent_tools.catalog.spec import ToolLevel, ToolSpec
 from agent_tools.errors import ConfigurationError
+from agent_tools.modules import present_modules
 
 # Capability modules of agent_tools.tools that declare built-in contracts in a module-level ``TOOLS``.
 BUILTIN_MODULES: tuple[str, ...] = (
@@ -35,13 +35,7 @@ MCP_PROFILES: frozenset[str] = frozenset({"codai", "all"})
 def builtin_specs() -> list[ToolSpec]:
     """Every built-in contract, from every capability module that exists."""
     specs: list[ToolSpec] = []
-    for module_name in BUILTIN_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue  # capability not built yet in this tree
-            raise
+    for module in present_modules(BUILTIN_MODULES):
         specs.extend(getattr(module, "TOOLS", ()))
     return specs
 

@@ -6,9 +6,9 @@ commands by adding a module to ``COMMAND_MODULES``.
 
 from __future__ import annotations
 
-import importlib
-
 import typer
+
+from agent_tools.modules import present_modules
 
 app = typer.Typer(
     name="agent-tools", help="Durable agent sessions on Temporal.", no_args_is_help=True, add_completion=False
@@ -24,13 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def _register_all() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
+    for module in present_modules(COMMAND_MODULES):
         module.register(app)
 
 

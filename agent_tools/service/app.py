@@ -5,13 +5,13 @@ uvicorn --factory agent_tools.service.app:create_app
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 
+from agent_tools.modules import present_modules
 from agent_tools.settings import Settings
 
 # Modules exporting ``build_router(settings, state) -> fastapi.APIRouter``.
@@ -42,13 +42,7 @@ def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
     app.state.settings = settings
     for key, value in state.items():
         setattr(app.state, key, value)
-    for name in ROUTER_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
+    for module in present_modules(ROUTER_MODULES):
         app.include_router(module.build_router(settings, app.state))
 
     @app.get("/healthz")
