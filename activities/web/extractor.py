@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import lxml.html  # type: ignore[import-untyped]
-import trafilatura
 from lxml import etree  # type: ignore[import-untyped]
 from markdownify import markdownify
 
@@ -402,6 +401,10 @@ def extract_html(html: str, url: str) -> Extracted:
     originals = _original_code_blocks(doc)
     _space_inline_neighbours(doc)
     _mark_code_languages(doc)
+    # Imported on first use: trafilatura and its date/language helpers weigh tens of MB that a worker
+    # which never fetches a page should not carry.
+    import trafilatura
+
     primary = trafilatura.extract(
         doc,
         url=url,
