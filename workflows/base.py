@@ -1,11 +1,18 @@
 """The session's shared state and the hooks capability mixins extend (each calls ``super()``)."""
 
+import json
+import typing
+
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
 from temporalio.contrib.workflow_streams import WorkflowStream
 
 with workflow.unsafe.imports_passed_through():
-    from agent_tools.activity_io import ProgressEvent, SessionRef
+    from agent_tools.activity_io import ProgressKind, SessionRef
     from agent_tools.session import SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
+
+
+PROGRESS_KINDS = frozenset(typing.get_args(ProgressKind))
 
 
 class SessionBase:
@@ -40,8 +47,17 @@ class SessionBase:
         self.touch()
 
     def publish(self, kind: str, **data: object) -> None:
-        event = ProgressEvent(kind=kind, session_id=self.config.session_id, data=dict(data))  # type: ignore[arg-type]
-        self.stream.topic("progress", type=ProgressEvent).publish(event)
+        """Publish a live progress event (a ``ProgressEvent`` on the ``progress`` topic).
+
+        The payload is encoded here as plain JSON, the encoding the pydantic converter reads back, instead of
+        through the workflow's data converter: a step publishes several events, and a converter call inside
+        the sandbox costs more than the JSON itself.
+        """
+        if kind not in PROGRESS_KINDS:
+            raise ValueError(f"unknown progress event kind {kind!r}")
+        body = {"kind": kind, "session_id": self.config.session_id, "data": data}
+        payload = Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(body, default=str).encode())
+        self.stream.topic("progress").publish(payload)
 
     def touch(self) -> None:
         self.state.updated_at = self.now_iso()
