@@ -101,3 +101,26 @@ async def test_unknown_agent_fails_the_start_clearly(settings: Any, worker_for: 
         with pytest.raises(WorkflowFailureError) as info:
             await handle.result()
     assert "unknown agent 'ghost'" in str(info.value.cause.cause)  # type: ignore[union-attr]
+
+
+async def test_agent_options_reach_the_session_and_the_request_wins(settings: Any) -> None:
+    from activities.engine import prepare_session
+    from activities.services import Services
+    from agent_tools.session import PrepareInput, SessionRequest
+
+    agents = AgentRegistry(
+        [AgentDefinition(name="helper", options={"ask_user_timeout_seconds": 60, "ask_user_default": "first"})]
+    )
+    services = await Services.open(settings, agents=agents)
+    try:
+        out = await prepare_session(
+            services,
+            PrepareInput(
+                session_id="s-opts",
+                request=SessionRequest(agent="helper", prompt="x", options={"ask_user_default": "Budget"}),
+            ),
+        )
+    finally:
+        await services.close()
+    assert out.config.options["ask_user_timeout_seconds"] == 60
+    assert out.config.options["ask_user_default"] == "Budget"

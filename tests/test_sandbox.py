@@ -273,7 +273,7 @@ def test_codai_profile_gets_them_by_level() -> None:
 
 
 def sandbox_tools() -> list[UserTool]:
-    """exec_python as a 'user tool' until the lead lists activities.tools.sandbox in the registries."""
+    """exec_python in a real session (registered as a user tool only if the built-in registry lacks it)."""
     from activities.tools.registry import builtin_implementations
 
     if "exec_python" in builtin_implementations():

@@ -94,7 +94,7 @@ def test_contract() -> None:
 
 
 def skills_tools() -> list[UserTool]:
-    """use_skill as a 'user tool' until the lead lists activities.tools.skills in the registries."""
+    """use_skill in a real session (registered as a user tool only if the built-in registry lacks it)."""
     from activities.tools.registry import builtin_implementations
 
     if "use_skill" in builtin_implementations():

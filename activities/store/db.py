@@ -59,7 +59,11 @@ def _make_engine(url: str) -> AsyncEngine:
         if ":memory:" in url:
             engine = create_async_engine(url, connect_args={"timeout": 30}, poolclass=NullPool)
         else:
-            engine = create_async_engine(url, connect_args={"timeout": 30}, pool_size=8, max_overflow=8)
+            # No rollback when a connection returns to the pool: every write here runs in an explicit
+            # transaction, and reads open none, so the reset would be one more round trip for nothing.
+            engine = create_async_engine(
+                url, connect_args={"timeout": 30}, pool_size=8, max_overflow=8, pool_reset_on_return=None
+            )
         from sqlalchemy import event
 
         @event.listens_for(engine.sync_engine, "connect")
