@@ -79,6 +79,15 @@ def _raise_for_status(engine: str, response: httpx.Response) -> None:
         raise EngineError(f"HTTP {response.status_code}")
 
 
+def _json_body(engine: str, response: httpx.Response) -> Any:
+    """The JSON body of an API engine's answer; HTTP failures and non-JSON answers are engine errors."""
+    _raise_for_status(engine, response)
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise EngineError("malformed response (not JSON)") from exc
+
+
 _CAPTCHA = re.compile(
     r"captcha|are you a robot|unusual traffic|bots use duckduckgo|anomaly-modal|"
     r"challenge-form|/challenge\b",
@@ -106,11 +115,7 @@ class SearxngEngine(SearchEngine):
         if q.lang:
             params["language"] = q.lang
         response = await client.get(f"{self.base_url}/search", params=params, headers={"Accept": "application/json"})
-        _raise_for_status(self.name, response)
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise EngineError("malformed response (not JSON)") from exc
+        body = _json_body(self.name, response)
         results = body.get("results") or []
         unresponsive = body.get("unresponsive_engines") or []
         if not results and unresponsive:
@@ -256,11 +261,7 @@ class TavilyEngine(SearchEngine):
         if q.country:
             payload["country"] = q.country.lower()
         response = await client.post(self.url, json=payload, headers={"Authorization": f"Bearer {self.api_key}"})
-        _raise_for_status(self.name, response)
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise EngineError("malformed response (not JSON)") from exc
+        body = _json_body(self.name, response)
         return [
             SearchHit(
                 title=clean_text(r.get("title")),
@@ -295,11 +296,7 @@ class BraveEngine(SearchEngine):
             params=params,
             headers={"X-Subscription-Token": self.api_key, "Accept": "application/json"},
         )
-        _raise_for_status(self.name, response)
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise EngineError("malformed response (not JSON)") from exc
+        body = _json_body(self.name, response)
         return [
             SearchHit(
                 title=clean_text(r.get("title")),
