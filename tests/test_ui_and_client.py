@@ -137,3 +137,28 @@ async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_en
         assert (await handle.result()).status == SessionStatus.stopped
         out = await asyncio.to_thread(runner.invoke, app, ["send", handle.id, "late"], env=env)
         assert out.exit_code != 0 and "refused" in out.output
+
+
+async def test_malformed_signal_is_dropped_and_the_session_lives_on(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """A signal whose payload does not fit SendMessage cannot be answered; the SDK drops it with a warning
+    and the session keeps working (no failed workflow task, nothing else lost)."""
+    settings.model = script([{"say": "one"}, {"say": "two {{last_user}}"}])
+    async with worker_for() as client:
+        handle = await client.start_session("hi", keep_alive=True)
+        for _ in range(200):
+            if (await handle.latest_message()).content == "one":
+                break
+            await asyncio.sleep(0.05)
+        await handle.workflow.signal("send_message", {"content": ""})
+        await handle.workflow.signal("send_message", {"nonsense": 1})
+        await handle.send("ok")
+        for _ in range(200):
+            if (await handle.latest_message()).content == "two ok":
+                break
+            await asyncio.sleep(0.05)
+        assert (await handle.latest_message()).content == "two ok"
+        desc = await handle.workflow.describe()
+        assert desc.status is not None and desc.status.name == "RUNNING"
+        await handle.stop()
