@@ -347,9 +347,12 @@ async def test_layout_tables_noise_and_dropped_headings(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["news", "docs", "blog", "table", "code"])
 def test_readability_style_fallback_when_trafilatura_finds_nothing(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import trafilatura
+
     from activities.web import extractor
 
-    monkeypatch.setattr(extractor.trafilatura, "extract", lambda *a, **k: None)
+    # The extractor imports trafilatura on first use; patching the module patches what it will call.
+    monkeypatch.setattr(trafilatura, "extract", lambda *a, **k: None)
     out = extractor.extract_html((PAGES / f"{name}.html").read_text(), f"https://fixture.example/{name}")
     assert out.extractor == "fallback"
     _, _, f1 = word_f1(markdown_to_text(out.markdown), (PAGES / f"{name}.txt").read_text())
