@@ -25,7 +25,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools import search_attributes as sa
 from agent_tools.activity_io import ProgressEvent
-from agent_tools.errors import SessionError
+from agent_tools.errors import ConfigurationError, SessionError
 from agent_tools.session import (
     WORKFLOW_NAME,
     LatestMessageView,
@@ -170,9 +170,15 @@ class AgentToolsClient:
     @classmethod
     async def connect(cls, settings: Settings | None = None) -> AgentToolsClient:
         settings = settings or Settings()
-        temporal = await Client.connect(
-            settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
-        )
+        try:
+            temporal = await Client.connect(
+                settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
+            )
+        except RuntimeError as exc:
+            raise ConfigurationError(
+                f"cannot reach Temporal at {settings.temporal_address} ({exc}). Start one with `agent-tools dev`, "
+                "run with `--embedded`, or set AGENT_TOOLS_TEMPORAL_ADDRESS."
+            ) from exc
         return cls(temporal, settings)
 
     def ui_url(self, session_id: str) -> str:

@@ -162,3 +162,18 @@ async def test_malformed_signal_is_dropped_and_the_session_lives_on(
         desc = await handle.workflow.describe()
         assert desc.status is not None and desc.status.name == "RUNNING"
         await handle.stop()
+
+
+def test_cli_without_a_server_says_how_to_get_one(tmp_path: Any) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket closes
+    env = {
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": f"127.0.0.1:{port}",
+        "AGENT_TOOLS_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/s.db",
+    }
+    out = CliRunner().invoke(app, ["run", "hello"], env=env)
+    assert out.exit_code == 1
+    assert "cannot reach Temporal" in out.output and "agent-tools dev" in out.output

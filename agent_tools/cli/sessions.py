@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
         ui_port: int = typer.Option(8233, help="With --embedded: Temporal UI port"),
     ) -> None:
         """Start a session, stream its progress, answer its questions at the terminal, print the answer."""
-        code = asyncio.run(
+        code = _run_or_explain(
             _run(
                 prompt, agent=agent, model=model, embedded=embedded, yes=yes, keep_open=keep_open, ports=(port, ui_port)
             )
@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
         ui_port: int = typer.Option(8233, help="Temporal UI port"),
     ) -> None:
         """The demo session on the embedded dev server (scripted model unless an API key is set)."""
-        code = asyncio.run(
+        code = _run_or_explain(
             _run(
                 DEMO_PROMPT,
                 agent="assistant",
@@ -171,7 +171,7 @@ def register(app: typer.Typer) -> None:
                     f"{indent}{s.session_id}  {s.agent}  {s.state}  {s.status}  {s.start_time:%Y-%m-%d %H:%M:%S}"
                 )
 
-        asyncio.run(go())
+        _run_or_explain(go())
 
     @app.command()
     def show(session_id: str, transcript: bool = typer.Option(True, help="Print the stored transcript")) -> None:
@@ -190,7 +190,7 @@ def register(app: typer.Typer) -> None:
                     )
             await client.close()
 
-        asyncio.run(go())
+        _run_or_explain(go())
 
     @app.command()
     def watch(session_id: str, yes: bool = typer.Option(False, "--yes", "-y")) -> None:
@@ -200,13 +200,14 @@ def register(app: typer.Typer) -> None:
             client = await AgentToolsClient.connect()
             await follow(client.session(session_id), on_question=_question_answerer(yes))
 
-        asyncio.run(go())
+        _run_or_explain(go())
 
 
-def _run_or_explain(coro: Any) -> None:
-    """Run a command; a session's refusal is a clear message and exit code 1, not a traceback."""
+def _run_or_explain(coro: Any) -> Any:
+    """Run a command; a refusal or an unreachable server is a clear message and exit code 1, not a
+    traceback."""
     try:
-        asyncio.run(coro)
+        return asyncio.run(coro)
     except AgentToolsError as exc:
         typer.secho(str(exc), fg="red", err=True)
         raise typer.Exit(1) from exc
