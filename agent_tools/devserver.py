@@ -6,6 +6,7 @@ The SDK's ``start_local()`` downloads a binary by default; we always pass the on
 from __future__ import annotations
 
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -42,6 +43,16 @@ def _binary(name: str) -> str:
     )
 
 
+def _port_taken(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
 def temporal_cli_path() -> str:
     return _binary("temporal")
 
@@ -66,7 +77,17 @@ async def start_dev_server(
     plugins: list[Plugin] | None = None,
     log_level: str = "error",
 ) -> WorkflowEnvironment:
-    """Start ``temporal server start-dev`` with our search attributes; the caller shuts it down."""
+    """Start ``temporal server start-dev`` with our search attributes; the caller shuts it down.
+
+    Raises:
+        ConfigurationError: the server did not start (most often: the port is taken).
+    """
+    for wanted in (port, ui_port if ui else None):
+        if wanted is not None and _port_taken(wanted):
+            raise ConfigurationError(
+                f"port {wanted} is already in use (another Temporal server?); pick free ones with --port/--ui-port "
+                "or connect to the running server with AGENT_TOOLS_TEMPORAL_ADDRESS"
+            )
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli_path(),
         data_converter=pydantic_data_converter,

@@ -177,3 +177,16 @@ def test_cli_without_a_server_says_how_to_get_one(tmp_path: Any) -> None:
     out = CliRunner().invoke(app, ["run", "hello"], env=env)
     assert out.exit_code == 1
     assert "cannot reach Temporal" in out.output and "agent-tools dev" in out.output
+
+
+def test_embedded_server_on_a_taken_port_says_so(tmp_path: Any) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {"AGENT_TOOLS_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/s.db"}
+        out = CliRunner().invoke(app, ["demo", "--port", str(port), "--ui-port", "0"], env=env)
+    assert out.exit_code == 1
+    assert f"port {port} is already in use" in out.output
