@@ -191,6 +191,8 @@ class StatusView(BaseModel):
     created_at: str | None
     updated_at: str | None
     error: str | None = None
+    # The session the conversation continues in after hand_off_to_agent.
+    handed_off_to: str | None = None
 
 
 class LatestMessageView(BaseModel):

@@ -236,6 +236,7 @@ async def test_hand_off_continues_in_a_new_session_with_the_history(
         assert result.final_message == f"Handed off to billing (session {result.handed_off_to})."
         record = await handle.query("handoff", HandoffRecord)
         assert record.agent_name == "billing" and record.session_id == result.handed_off_to
+        assert (await handle.status()).handed_off_to == result.handed_off_to
         assert (await handle.status()).status == SessionStatus.handed_off
         new = client.session(result.handed_off_to)
         await wait_until(lambda: _turns(new, 1))

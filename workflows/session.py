@@ -381,6 +381,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             created_at=self.state.created_at,
             updated_at=self.state.updated_at,
             error=self.state.error,
+            handed_off_to=self.state.handed_off_to,
         )
 
     @workflow.query(name="latest_message")

@@ -88,6 +88,8 @@ async def run_and_follow(client: AgentToolsClient, prompt: str, *, yes: bool, **
         f"usage:  {usage.calls} model calls, {usage.input_tokens}+{usage.output_tokens} tokens, ${usage.cost_usd:.4f}"
     )
     typer.echo(f"Temporal UI: {handle.ui_url()}")
+    if result.handed_off_to:
+        typer.echo(f"handed off: the conversation continues in session {result.handed_off_to}")
     return 0 if result.status.value in ("completed", "handed_off") else 1
 
 
