@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
@@ -192,13 +191,8 @@ class AgentToolsClient:
         sid = session_id or new_session_id()
         attrs = None
         if self.settings.search_attributes:
-            attrs = TypedSearchAttributes(
-                [
-                    SearchAttributePair(sa.AGENT_NAME, request.agent),
-                    SearchAttributePair(sa.SESSION_ROOT_ID, request.root_id or sid),
-                    SearchAttributePair(sa.DEPTH, request.depth),
-                    SearchAttributePair(sa.SESSION_STATE, "starting"),
-                ]
+            attrs = sa.at_start(
+                agent=request.agent, root_id=request.root_id or sid, parent_id=request.parent_id, depth=request.depth
             )
         await self.temporal.start_workflow(
             WORKFLOW_NAME,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from temporalio.common import SearchAttributeKey
+from typing import Any
+
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
 SESSION_ROOT_ID = SearchAttributeKey.for_keyword("SessionRootId")
@@ -11,6 +13,19 @@ SESSION_STATE = SearchAttributeKey.for_keyword("SessionState")
 DEPTH = SearchAttributeKey.for_int("Depth")
 
 ALL = (AGENT_NAME, SESSION_ROOT_ID, SESSION_PARENT_ID, SESSION_STATE, DEPTH)
+
+
+def at_start(*, agent: str, root_id: str, parent_id: str | None, depth: int) -> TypedSearchAttributes:
+    """The attributes a session starts with (client or parent session), so the tree is listable at once."""
+    pairs: list[SearchAttributePair[Any]] = [
+        SearchAttributePair(AGENT_NAME, agent),
+        SearchAttributePair(SESSION_ROOT_ID, root_id),
+        SearchAttributePair(DEPTH, depth),
+        SearchAttributePair(SESSION_STATE, "starting"),
+    ]
+    if parent_id:
+        pairs.append(SearchAttributePair(SESSION_PARENT_ID, parent_id))
+    return TypedSearchAttributes(pairs)
 
 
 def dev_server_flags() -> list[str]:

@@ -55,12 +55,12 @@ class ToolsClient:
     async def _run(self, fn: str, args: Any) -> Any:
         from activities.store.db import Store
         from activities.web.service import WebError, WebService
-        from agent_tools.web.config import web_config
+        from agent_tools.web.config import WebConfig
 
         settings = self.settings
         store = Store(settings.database_url)
         await store.create_schema()
-        web = WebService(web_config(settings), store, allow_loopback=settings.web_allow_loopback)
+        web = WebService(WebConfig(), store, allow_loopback=settings.web_allow_loopback)
         try:
             return await getattr(web, fn)(args)
         except WebError as exc:

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
+from temporalio.common import RetryPolicy, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, ChildWorkflowError
 
 from workflows.base import SessionBase
@@ -263,15 +263,7 @@ class DelegationMixin(SessionBase):
         c = self.config
         if not c.options.get("search_attributes", True):
             return None
-        return TypedSearchAttributes(
-            [
-                SearchAttributePair(sa.AGENT_NAME, agent),
-                SearchAttributePair(sa.SESSION_ROOT_ID, c.root_id),
-                SearchAttributePair(sa.SESSION_PARENT_ID, c.session_id),
-                SearchAttributePair(sa.DEPTH, depth),
-                SearchAttributePair(sa.SESSION_STATE, "starting"),
-            ]
-        )
+        return sa.at_start(agent=agent, root_id=c.root_id, parent_id=c.session_id, depth=depth)
 
     def _next_child_id(self) -> str:
         """Deterministic child ids, numbered in call order (taken before any await, so that parallel calls

@@ -12,7 +12,6 @@ from activities.web.service import WebError
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.errors import ProviderRequestError
 from agent_tools.messages import Message, Usage
-from agent_tools.web.config import web_config
 from agent_tools.web.jsonquery import JsonQueryError, json_query
 from agent_tools.web.models import (
     HttpFetchArgs,
@@ -95,7 +94,8 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: ToolContext) -> ToolCallOutp
         return ToolCallOutput(content=result.content, data=result.model_dump(exclude={"content"}))
     markdown = page.markdown
     size = len(markdown.encode("utf-8"))
-    config = web_config(services.settings)
+    # The worker's web service read its settings once; a call does not parse the environment again.
+    config = web.config
     usage: Usage | None = None
     extracted_by: Literal["none", "model"]
     if size > config.web_llm_extract_threshold:

@@ -14,13 +14,11 @@ __all__ = ["get_web"]
 def get_web(services: Services) -> WebService:
     """The worker's web engine, created on first use and closed with the services."""
     from activities.web.service import WebService
-    from agent_tools.web.config import web_config
+    from agent_tools.web.config import WebConfig
 
     engine = services.engines.get("web")
     if engine is None:
-        engine = WebService(
-            web_config(services.settings), services.store, allow_loopback=services.settings.web_allow_loopback
-        )
+        engine = WebService(WebConfig(), services.store, allow_loopback=services.settings.web_allow_loopback)
         services.engines["web"] = engine
     assert isinstance(engine, WebService)
     return engine

@@ -28,7 +28,7 @@ from fastapi.routing import APIRoute
 from pydantic import Field
 
 from agent_tools.settings import Settings
-from agent_tools.web.config import web_config
+from agent_tools.web.config import WebConfig
 from agent_tools.web.models import (
     FetchResponse,
     ResearchJob,
@@ -130,7 +130,7 @@ class _BadRequestRoute(APIRoute):
 
 
 def build_router(settings: Settings, state: Any) -> APIRouter:
-    config = web_config(settings)
+    config = WebConfig()
     router = APIRouter(prefix="/v1", tags=["web tools"], route_class=_BadRequestRoute)
     lock = asyncio.Lock()
 

@@ -1,14 +1,10 @@
 """Web settings: engine order, engine endpoints and keys, limits, rate limits.
 
-These fields belong on :class:`agent_tools.settings.Settings` (same names, ``AGENT_TOOLS_`` prefix). Until
-the core adds them, :func:`web_config` reads each from ``Settings`` when it has the attribute, else from
-the environment (``AGENT_TOOLS_WEB_SEARXNG_URL`` ...), else the default below, so deployments and tests
-configure them the same way either side of that change.
+Like every capability's settings, they live next to their code and come from the environment
+(``AGENT_TOOLS_WEB_SEARXNG_URL`` ...) or the defaults below; tests pass them to ``WebConfig`` directly.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -50,12 +46,3 @@ class WebConfig(BaseSettings):
     web_api_keys: list[str] = Field(default_factory=list, description="bearer keys for /v1/tools and /v1/research")
     web_rate_per_minute: int = 60
     web_rate_per_hour: int = 1000
-
-
-FIELDS = tuple(WebConfig.model_fields)
-
-
-def web_config(settings: Any) -> WebConfig:
-    """The web settings: ``Settings`` attributes win, then the environment, then the defaults."""
-    overrides = {name: getattr(settings, name) for name in FIELDS if hasattr(settings, name)}
-    return WebConfig(**overrides)
