@@ -6,15 +6,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable
+from contextvars import ContextVar
 from typing import TypeVar
 
 from temporalio import activity
 
 T = TypeVar("T")
 
+# Set while a beater runs for the current activity: a tool that calls a model (webFetch's extraction,
+# delegate_to_model) is already covered by the tool runner's beater and must not start a second one.
+_beating: ContextVar[bool] = ContextVar("agent_tools_heartbeating", default=False)
+
 
 async def with_heartbeat(awaitable: Awaitable[T], *, every: float | None = None) -> T:
-    if not activity.in_activity():
+    if not activity.in_activity() or _beating.get():
         return await awaitable
     timeout = activity.info().heartbeat_timeout
     if timeout is None:
@@ -28,9 +33,11 @@ async def with_heartbeat(awaitable: Awaitable[T], *, every: float | None = None)
             activity.heartbeat()
 
     beater = asyncio.create_task(beat())
+    token = _beating.set(True)
     try:
         return await awaitable
     finally:
+        _beating.reset(token)
         beater.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beater
