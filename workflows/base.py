@@ -6,13 +6,28 @@ import typing
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.workflow_streams import WorkflowStream
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from agent_tools.activity_io import ProgressKind, SessionRef
+    from agent_tools.activity_io import ProgressKind, SessionRef, ToolCallOutput
     from agent_tools.session import SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
 
 
 PROGRESS_KINDS = frozenset(typing.get_args(ProgressKind))
+
+
+def failure_detail(exc: BaseException) -> str:
+    """The innermost application error's message (the provider's, the tool's or the child's own words) of
+    an activity or child-workflow failure."""
+    cause: BaseException | None = getattr(exc, "cause", None)
+    while cause is not None and not isinstance(cause, ApplicationError) and getattr(cause, "cause", None) is not None:
+        cause = cause.cause  # type: ignore[attr-defined]
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+
+
+def tool_error(text: str) -> ToolCallOutput:
+    """An error result for the model (a tool that refused or failed; the turn goes on)."""
+    return ToolCallOutput(content=text, is_error=True)
 
 
 class SessionBase:

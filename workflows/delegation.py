@@ -22,9 +22,9 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, TypedSearchAttributes
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
 
-from workflows.base import SessionBase
+from workflows.base import SessionBase, failure_detail, tool_error
 from workflows.native import native_tool
 
 with workflow.unsafe.imports_passed_through():
@@ -102,10 +102,6 @@ with workflow.unsafe.imports_passed_through():
 _LOOKUP_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5
 )
-
-
-def _error(text: str) -> ToolCallOutput:
-    return ToolCallOutput(content=text, is_error=True)
 
 
 class DelegationMixin(SessionBase):
@@ -282,8 +278,7 @@ class DelegationMixin(SessionBase):
             if isinstance(cause, CancelledError):
                 self._child_ended(child_id, "stopped", None, "cancelled", Usage())
             else:
-                detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-                self._child_ended(child_id, "failed", None, detail, Usage())
+                self._child_ended(child_id, "failed", None, failure_detail(exc), Usage())
             return
         except asyncio.CancelledError:
             self._child_ended(child_id, "stopped", None, "cancelled", Usage())
@@ -377,9 +372,7 @@ class DelegationMixin(SessionBase):
 
     @staticmethod
     def _activity_error(tool: str, exc: ActivityError) -> ToolCallOutput:
-        cause = exc.cause
-        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-        return _error(f"{tool} failed: {detail}")
+        return tool_error(f"{tool} failed: {failure_detail(exc)}")
 
     # ---- RTC faces ----------------------------------------------------------------------------------
 
@@ -387,7 +380,7 @@ class DelegationMixin(SessionBase):
     async def _tool_sub_agent(self, args: SubAgentArgs, call: ToolCall) -> ToolCallOutput:
         c = self.config
         if c.depth + 1 > MAX_SUBAGENT_DEPTH:
-            return _error(f"Sub-agents may nest at most {MAX_SUBAGENT_DEPTH} levels deep; do this task yourself.")
+            return tool_error(f"Sub-agents may nest at most {MAX_SUBAGENT_DEPTH} levels deep; do this task yourself.")
         rec = await self._start_child(
             face="subAgent",
             agent=c.agent,
@@ -436,7 +429,7 @@ class DelegationMixin(SessionBase):
         except ActivityError as exc:
             return self._activity_error("getSubAgentMessage", exc)
         if out.message is None:
-            return _error(out.error or "no message")
+            return tool_error(out.error or "no message")
         return ToolCallOutput(content=out.message.model_dump_json())
 
     @native_tool("stopSubAgent")
@@ -460,7 +453,7 @@ class DelegationMixin(SessionBase):
         if out.result is None:
             if own is not None:
                 own.stop_requested = was_requested
-            return _error(out.error or "not stopped")
+            return tool_error(out.error or "not stopped")
         return ToolCallOutput(content=out.result.model_dump_json())
 
     @native_tool("sendMessageToSubAgent")
@@ -479,7 +472,7 @@ class DelegationMixin(SessionBase):
         except ActivityError as exc:
             return self._activity_error("sendMessageToSubAgent", exc)
         if out.result is None:
-            return _error(out.error or "not delivered")
+            return tool_error(out.error or "not delivered")
         return ToolCallOutput(content=out.result.model_dump_json())
 
     # ---- FYAI: invoke_sub_agent, hand_off_to_agent ----------------------------------------------------
@@ -490,14 +483,14 @@ class DelegationMixin(SessionBase):
         if args.resume_execution_id:
             rec = self.state.delegation.get(args.resume_execution_id)
             if rec is None or rec.face != "invoke_sub_agent":
-                return _error(
+                return tool_error(
                     f"Unknown execution id {args.resume_execution_id!r}: resume_execution_id must be an id that "
                     "invoke_sub_agent returned in this session."
                 )
         else:
             refusal = invoke_refusal(caller=c.agent, target=args.agent_name, grants=c.subagents, chain=c.chain)
             if refusal:
-                return _error(refusal)
+                return tool_error(refusal)
             child_id = self._next_child_id()
             try:
                 checked: CheckAgentOutput = await self._lookup(
@@ -513,7 +506,7 @@ class DelegationMixin(SessionBase):
             except ActivityError as exc:
                 return self._activity_error("invoke_sub_agent", exc)
             if checked.error:
-                return _error(checked.error)
+                return tool_error(checked.error)
             rec = await self._start_child(
                 face="invoke_sub_agent",
                 agent=args.agent_name,
@@ -557,9 +550,9 @@ class DelegationMixin(SessionBase):
             already=self.state.handed_off_to is not None or bool(c.options.get(OPT_HANDED_OFF_FROM)),
         )
         if refusal:
-            return _error(refusal)
+            return tool_error(refusal)
         if self.state.delegation.running():
-            return _error(
+            return tool_error(
                 "Sub-agents of this conversation are still running; stop them or wait for them before handing off."
             )
         try:
@@ -572,9 +565,9 @@ class DelegationMixin(SessionBase):
         except ActivityError as exc:
             return self._activity_error("hand_off_to_agent", exc)
         if prep.error:
-            return _error(prep.error)
+            return tool_error(prep.error)
         if self.state.handed_off_to is not None:  # a parallel call in the same step won the race
-            return _error("This conversation has already been handed off once; it cannot be handed off again.")
+            return tool_error("This conversation has already been handed off once; it cannot be handed off again.")
         new_id = f"session-{workflow.uuid4()}"
         self.state.handed_off_to = new_id  # claim it before the await so a parallel call is refused
         request = SessionRequest(
@@ -600,7 +593,7 @@ class DelegationMixin(SessionBase):
             )
         except Exception as exc:
             self.state.handed_off_to = None
-            return _error(f"hand_off_to_agent failed: could not start the specialist's session: {exc}")
+            return tool_error(f"hand_off_to_agent failed: could not start the specialist's session: {exc}")
         now = self.now_iso()
         self.state.delegation.handoff = HandoffRecord(
             agent_name=args.agent_name, session_id=new_id, message=args.message, at=now
@@ -623,11 +616,11 @@ class DelegationMixin(SessionBase):
             d.spawn_step, d.spawn_in_step = self.state.steps, 0
         cap = int(c.options.get(OPT_FANOUT_CAP, SPAWN_FANOUT_CAP))
         if d.spawn_in_step >= cap:
-            return _error(error_json("delegation_fanout_capped", cap=cap))
+            return tool_error(error_json("delegation_fanout_capped", cap=cap))
         ceiling = float(c.options.get(OPT_COST_CEILING, COST_CEILING_USD))
         spent = round(self.state.usage.cost_usd + self.state.tree_usage.cost_usd, 6)
         if spent >= ceiling:
-            return _error(error_json("request_cost_ceiling", ceiling_usd=ceiling, spent_usd=spent))
+            return tool_error(error_json("request_cost_ceiling", ceiling_usd=ceiling, spent_usd=spent))
         d.spawn_in_step += 1
         role = ROLES[args.role]
         child_id = self._next_child_id()
@@ -639,7 +632,7 @@ class DelegationMixin(SessionBase):
                 f"plan {role.name} sub-agent",
             )
         except ActivityError as exc:
-            return _error(error_json("sub_agent_failed", detail=str(exc.cause or exc)))
+            return tool_error(error_json("sub_agent_failed", detail=str(exc.cause or exc)))
         rec = await self._start_child(
             face="spawn_agent",
             agent=c.agent,
@@ -656,5 +649,5 @@ class DelegationMixin(SessionBase):
         )
         await self._wait_child(rec)
         if rec.status != "completed":
-            return _error(error_json("sub_agent_failed", id=rec.session_id, status=rec.status, detail=rec.error))
+            return tool_error(error_json("sub_agent_failed", id=rec.session_id, status=rec.status, detail=rec.error))
         return ToolCallOutput(content=spawn_result_text(role.name, rec.final_message or ""))

@@ -12,9 +12,9 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
-from workflows.base import SessionBase
+from workflows.base import SessionBase, failure_detail
 from workflows.native import native_tool
 
 with workflow.unsafe.imports_passed_through():
@@ -107,7 +107,7 @@ class EventWaitMixin(SessionBase):
                 summary=f"subscribe {wait.kind}",
             )
         except ActivityError as exc:
-            return ToolCallOutput(content=f"wait_for_event could not subscribe: {_detail(exc)}", is_error=True)
+            return ToolCallOutput(content=f"wait_for_event could not subscribe: {failure_detail(exc)}", is_error=True)
         if subscribed.backlog is not None and wait.arrived is None:
             wait.arrived = subscribed.backlog
         remaining = (wait.deadline - workflow.now()).total_seconds()
@@ -154,7 +154,7 @@ class EventWaitMixin(SessionBase):
             return loaded
         except ActivityError as exc:
             return ToolCallOutput(
-                content=f"Event {delivery.event_id} ({delivery.kind}) arrived but could not be read: {_detail(exc)}",
+                content=f"Event {delivery.event_id} ({delivery.kind}) arrived but could not be read: {failure_detail(exc)}",
                 is_error=True,
             )
 
@@ -195,8 +195,3 @@ class EventWaitMixin(SessionBase):
             ]
             sections.append("**Waiting for events**\n" + "\n".join(lines))
         return sections
-
-
-def _detail(exc: ActivityError) -> str:
-    cause = exc.cause
-    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)

@@ -17,9 +17,9 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
-from workflows.base import SessionBase
+from workflows.base import SessionBase, failure_detail, tool_error
 from workflows.native import native_tool
 
 with workflow.unsafe.imports_passed_through():
@@ -58,10 +58,6 @@ JUDGE_RETRY = RetryPolicy(
 )
 
 
-def _error(text: str) -> ToolCallOutput:
-    return ToolCallOutput(content=text, is_error=True)
-
-
 class PlanningMixin(SessionBase):
     # Set when loops change so the scheduler recomputes its timer (not state: the schedule itself is state).
     _loops_changed: bool = False
@@ -86,7 +82,7 @@ class PlanningMixin(SessionBase):
         active = p.active_goal()
         if active is not None:
             # One goal at a time: continuation turns and the judge have one condition to drive.
-            return _error(
+            return tool_error(
                 f"Goal {active.goal_id} is already active ({active.condition!r}); complete or cancel it "
                 "before creating another."
             )
@@ -132,9 +128,9 @@ class PlanningMixin(SessionBase):
         goal = p.goal(goal_id)
         if goal is None:
             known = ", ".join(f"{g.goal_id} ({g.status})" for g in p.goals) or "none"
-            return _error(f"Unknown goal id {goal_id!r}. Goals in this session: {known}.")
+            return tool_error(f"Unknown goal id {goal_id!r}. Goals in this session: {known}.")
         if goal.status != "active":
-            return _error(f"Goal {goal.goal_id} is already {goal.status}.")
+            return tool_error(f"Goal {goal.goal_id} is already {goal.status}.")
         return goal
 
     def _finish_goal(self, goal: Goal, status: str, reason: str) -> None:
@@ -219,9 +215,7 @@ class PlanningMixin(SessionBase):
             )
         except ActivityError as exc:
             # A judge that cannot answer must not end the goal: count it as not met and say why.
-            cause = exc.cause
-            detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-            return GoalVerdict(met=False, reason=f"the goal judge failed: {detail}")
+            return GoalVerdict(met=False, reason=f"the goal judge failed: {failure_detail(exc)}")
         if verdict.usage is not None:
             self.state.usage = self.state.usage + verdict.usage
         return verdict
@@ -276,7 +270,7 @@ class PlanningMixin(SessionBase):
                 found = live[0]
             else:
                 known = ", ".join(f"{lp.loop_id} ({lp.status})" for lp in live) or "none"
-                return _error(f"Which loop? No loop turn is running; pass loop_id. Live loops: {known}.")
+                return tool_error(f"Which loop? No loop turn is running; pass loop_id. Live loops: {known}.")
         if isinstance(found, ToolCallOutput):
             return found
         self._finish_loop(found, "completed", args.reason)
@@ -309,7 +303,7 @@ class PlanningMixin(SessionBase):
         if isinstance(loop, ToolCallOutput):
             return loop
         if loop.status == "paused":
-            return _error(f"Loop {loop.loop_id} is already paused.")
+            return tool_error(f"Loop {loop.loop_id} is already paused.")
         loop.status = "paused"
         loop.paused_at = self.now_iso()
         loop.next_run_at = None
@@ -326,7 +320,7 @@ class PlanningMixin(SessionBase):
         if isinstance(loop, ToolCallOutput):
             return loop
         if loop.status != "paused":
-            return _error(f"Loop {loop.loop_id} is not paused (it is {loop.status}).")
+            return tool_error(f"Loop {loop.loop_id} is not paused (it is {loop.status}).")
         now = workflow.now()
         if loop.paused_at and loop.expires_at:
             # Paused time does not count towards the loop's expiry.
@@ -344,9 +338,9 @@ class PlanningMixin(SessionBase):
         loop = p.loop(loop_id)
         if loop is None:
             known = ", ".join(f"{lp.loop_id} ({lp.status})" for lp in p.loops) or "none"
-            return _error(f"Unknown loop id {loop_id!r}. Loops in this session: {known}.")
+            return tool_error(f"Unknown loop id {loop_id!r}. Loops in this session: {known}.")
         if loop.status not in ("active", "paused"):
-            return _error(f"Loop {loop.loop_id} is already {loop.status}.")
+            return tool_error(f"Loop {loop.loop_id} is already {loop.status}.")
         return loop
 
     def _running_loop_id(self) -> str | None:

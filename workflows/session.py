@@ -17,8 +17,9 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeUpdate
 from temporalio.contrib.workflow_streams import WorkflowStream
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
+from workflows.base import failure_detail
 from workflows.delegation import DelegationMixin
 from workflows.events import EventWaitMixin
 from workflows.human import HumanLoopMixin
@@ -188,7 +189,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 # The model call failed for good (a 4xx, or retries exhausted). The session keeps what it has,
                 # says why, and (when kept alive) waits for the next message; the messages stay unsent.
                 self.state.unsent = new_messages
-                self.state.error = f"model call failed: {_failure_message(exc)}"
+                self.state.error = f"model call failed: {failure_detail(exc)}"
                 self._remember_message(Message(role="assistant", content=f"({self.state.error})"))
                 self.publish("assistant_message", content=f"({self.state.error})")
                 return
@@ -290,7 +291,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 summary=summary,
             )
         except ActivityError as exc:
-            return ToolCallOutput(content=f"Tool {call.name} failed: {_failure_message(exc)}", is_error=True)
+            return ToolCallOutput(content=f"Tool {call.name} failed: {failure_detail(exc)}", is_error=True)
         return out
 
     # ---- status, UI ---------------------------------------------------------------------------------
@@ -393,11 +394,3 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             content=m.content if m else "",
             created_at=self.state.last_message_at if m else None,
         )
-
-
-def _failure_message(exc: ActivityError) -> str:
-    """The innermost application error's message (the provider's or the tool's own words)."""
-    cause: BaseException | None = exc.cause
-    while cause is not None and not isinstance(cause, ApplicationError) and getattr(cause, "cause", None) is not None:
-        cause = cause.cause  # type: ignore[attr-defined]
-    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
