@@ -15,6 +15,7 @@ State the app may carry (tests inject them): ``web`` (a WebService), ``agent_cli
 from __future__ import annotations
 
 import asyncio
+import hmac
 import math
 import time
 from collections.abc import Callable, Coroutine
@@ -148,7 +149,8 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         token = header[7:].strip() if header.lower().startswith("bearer ") else ""
         if not keys:
             return error_response(401, "unauthorized", "no API keys are configured for this service"), {}
-        if token not in keys:
+        # Constant-time comparison, like the event ingress's project tokens: no timing hint about a key.
+        if not any(hmac.compare_digest(token.encode(), key.encode()) for key in keys):
             return error_response(
                 401, "unauthorized", "missing or unknown bearer key", headers={"WWW-Authenticate": "Bearer"}
             ), {}
