@@ -84,8 +84,8 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         subagents=agent.subagents,
         options={"search_attributes": s.search_attributes, "memory": agent.memory, **agent.options, **req.options},
     )
-    t = services.transcripts
-    await t.register_session(
+    system = req.system_prompt or agent.system_prompt
+    position = await services.transcripts.open_session(
         session_id=config.session_id,
         agent=config.agent,
         organisation=config.organisation,
@@ -95,10 +95,8 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         root_id=config.root_id,
         parent_id=config.parent_id,
         depth=config.depth,
+        opening=[Message(role="system", content=system), *req.history],
     )
-    system = req.system_prompt or agent.system_prompt
-    opening = [Message(role="system", content=system), *req.history]
-    position = await t.append(config.session_id, 0, opening)
     return PrepareOutput(config=config, transcript_len=position)
 
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
-from activities.store.db import Store, upsert
+from activities.store.db import Store, upsert, upsert_rows
 from activities.store.tables import artifacts, sessions, transcript, usage
 from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
 
@@ -94,7 +94,7 @@ class TranscriptStore:
         while len(self._cache) > self._cache_sessions:
             self._cache.popitem(last=False)
 
-    async def register_session(
+    async def open_session(
         self,
         *,
         session_id: str,
@@ -106,7 +106,10 @@ class TranscriptStore:
         root_id: str,
         parent_id: str | None,
         depth: int,
-    ) -> None:
+        opening: list[Message],
+    ) -> int:
+        """Register a session and write its opening messages (system prompt, prior history) in one
+        transaction; returns the transcript position after them. A retried call changes nothing."""
         row = {
             "session_id": session_id,
             "agent": agent,
@@ -119,8 +122,14 @@ class TranscriptStore:
             "depth": depth,
             "created_at": _now(),
         }
-        async with self.store.engine.begin() as conn:
-            await upsert(conn, sessions, [row], keys=["session_id"])
+        rows = [_message_row(session_id, i, m) for i, m in enumerate(opening)]
+
+        def write(conn: Connection) -> None:
+            upsert_rows(conn, sessions, [row], keys=["session_id"])
+            upsert_rows(conn, transcript, rows, keys=["session_id", "seq"])
+
+        await self.store.run(write)
+        return len(opening)
 
     async def append(self, session_id: str, start: int, messages: list[Message], *, replace: bool = False) -> int:
         """Write ``messages`` at positions start..; returns the position after them.
@@ -168,9 +177,12 @@ class TranscriptStore:
         rows = [_message_row(session_id, position + i, m) for i, m in enumerate(messages)]
         answer_at = position + len(new_messages)
         usage_row = _usage_row(f"{session_id}:{answer_at}", session_id, root_id, model, used)
-        async with self.store.engine.begin() as conn:
-            await upsert(conn, transcript, rows, keys=["session_id", "seq"], update=_MESSAGE_UPDATE)
-            await upsert(conn, usage, [usage_row], keys=["call_key"], update=_USAGE_UPDATE)
+
+        def write(conn: Connection) -> None:
+            upsert_rows(conn, transcript, rows, keys=["session_id", "seq"], update=_MESSAGE_UPDATE)
+            upsert_rows(conn, usage, [usage_row], keys=["call_key"], update=_USAGE_UPDATE)
+
+        await self.store.run(write)
         cached = self._cache.get(session_id)
         if cached is not None and len(cached) == position:
             cached.extend(messages)
@@ -193,8 +205,8 @@ class TranscriptStore:
         stmt = select(transcript).where(transcript.c.session_id == session_id)
         if upto is not None:
             stmt = stmt.where(transcript.c.seq < upto)
-        async with self.store.engine.connect() as conn:
-            rows = (await conn.execute(stmt.order_by(transcript.c.seq))).all()
+        ordered = stmt.order_by(transcript.c.seq)
+        rows = await self.store.run(lambda conn: conn.execute(ordered).all())
         return [_row_to_message(r) for r in rows]
 
     async def page(self, session_id: str, offset: int = 0, limit: int = 100) -> list[StoredMessage]:
