@@ -305,8 +305,16 @@ class MemoryEngine:
     # ---- reads --------------------------------------------------------------------------------------
 
     async def list_memories(
-        self, scope: Scope, *, tier: str | None = None, tag: str | None = None, limit: int = 20, offset: int = 0
+        self,
+        scope: Scope,
+        *,
+        tier: str | None = None,
+        tag: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        with_total: bool = True,
     ) -> tuple[list[Memory], int]:
+        """A page of live memories, newest first, and how many there are in all (-1 without ``with_total``)."""
         now = _now()
         conds = [scope.where(), self.live(now)]
         if tier:
@@ -322,7 +330,9 @@ class MemoryEngine:
         )
         async with self.store.engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
-            total = (await conn.execute(select(func.count()).select_from(memories).where(*conds))).scalar_one()
+            total = -1
+            if with_total:
+                total = (await conn.execute(select(func.count()).select_from(memories).where(*conds))).scalar_one()
         return [Memory.of(r) for r in rows], int(total)
 
     async def search(
@@ -448,11 +458,13 @@ class MemoryEngine:
         """The Memory Context selection: most relevant to ``query``, topped up with the latest memories."""
         if limit <= 0:
             return []
+        # The latest first: a scope without memories (most sessions' first turns) costs this one query.
+        recent, _ = await self.list_memories(scope, limit=limit, with_total=False)
+        if not recent:
+            return []
         found = await self.search(scope, query, limit=limit) if query.strip() else []
-        if len(found) < limit:
-            recent, _ = await self.list_memories(scope, limit=limit)
-            seen = {m.memory_id for m in found}
-            found += [m for m in recent if m.memory_id not in seen][: limit - len(found)]
+        seen = {m.memory_id for m in found}
+        found += [m for m in recent if m.memory_id not in seen][: max(0, limit - len(found))]
         return found
 
 
