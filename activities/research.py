@@ -11,7 +11,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -182,6 +181,9 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
         prompt = (
             f"Question:\n{inp.question}\n\nJSON Schema:\n{json.dumps(inp.output_schema)}\n\nSources:\n\n{sources_text}"
         )
+        # Imported here: only structured research answers need it, and it weighs 3 MB in every worker.
+        import jsonschema  # type: ignore[import-untyped]
+
         problem = ""
         follow_up: list[Message] = []
         for _attempt in range(2):

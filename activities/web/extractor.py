@@ -23,7 +23,6 @@ from typing import Any
 
 import lxml.html  # type: ignore[import-untyped]
 from lxml import etree  # type: ignore[import-untyped]
-from markdownify import markdownify
 
 from agent_tools.web.text import tidy_markdown, words
 
@@ -358,9 +357,16 @@ def fallback_container(root: Any) -> Any:
     return _main_container(body if body is not None else tree)
 
 
+def _markdownify(html: str, **options: Any) -> str:
+    # Imported on first use, like trafilatura below: markdownify brings BeautifulSoup (9 MB of a worker's
+    # memory) that a worker which never fetches a page should not carry.
+    from markdownify import markdownify
+
+    return tidy_markdown(markdownify(html, heading_style="ATX", bullets="-", **options))
+
+
 def container_markdown(container: Any) -> str:
-    html = lxml.html.tostring(container, encoding="unicode")
-    return tidy_markdown(markdownify(html, heading_style="ATX", bullets="-", code_language_callback=_code_lang))
+    return _markdownify(lxml.html.tostring(container, encoding="unicode"), code_language_callback=_code_lang)
 
 
 def fallback_markdown(root: Any) -> str:
@@ -370,7 +376,7 @@ def fallback_markdown(root: Any) -> str:
 
 def whole_page_markdown(html: str) -> str:
     """The baseline the bench compares against: the whole page through markdownify, scripts removed."""
-    return tidy_markdown(markdownify(html, heading_style="ATX", bullets="-", strip=["script", "style"]))
+    return _markdownify(html, strip=["script", "style"])
 
 
 def _code_lang(el: Any) -> str | None:
