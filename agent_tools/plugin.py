@@ -20,6 +20,20 @@ from agent_tools.catalog.registry import ToolCatalog
 from agent_tools.settings import Settings
 from agent_tools.user_tools import UserTool, make_user_tool
 
+# The session's capability mixins and their helpers: deterministic workflow code that defines no workflow
+# class and keeps no state at module level (tests/test_architecture.py holds both rules, and checks their
+# code for non-deterministic calls, which the sandbox no longer sees there). Re-importing them on every run
+# measured as 40% of the session workflow's start-up CPU; only the modules that define workflow classes
+# (``workflows.session``, ``workflows.research``, ``workflows.event_router``) are loaded afresh per run.
+WORKFLOW_HELPER_MODULES = (
+    "workflows.base",
+    "workflows.native",
+    "workflows.human",
+    "workflows.planning",
+    "workflows.delegation",
+    "workflows.events",
+)
+
 # Modules the workflow sandbox shares with the worker instead of re-importing them for every workflow run:
 # they are pure (no I/O, no global mutation at call time), and re-importing pydantic models per run is the
 # single largest CPU cost an agent workflow can have.
@@ -33,6 +47,7 @@ PASSTHROUGH_MODULES = (
     # Stateless at module level (its state lives on the WorkflowStream instance); sharing it spares a
     # re-import of its dataclasses on every workflow run.
     "temporalio.contrib.workflow_streams",
+    *WORKFLOW_HELPER_MODULES,
 )
 
 
