@@ -2,10 +2,13 @@
 
     python bench/overhead.py                 # 10 and 20 turns; one session at a time, and 50 concurrent
     python bench/overhead.py --quick         # 10 turns, 1 and 10 concurrent
+    python bench/overhead.py --rounds 5      # more alternating rounds per configuration (default 3)
 
 A "turn" here is one model step that calls a tool (plus the final answer step). Each mode's worker runs
 in its own process on a fresh task queue; worker CPU comes from /proc (utime+stime), RSS is the worker's
-peak (VmHWM). Prints figures and the engine/bare ratio for each.
+peak (VmHWM). Each configuration runs engine, bare, engine, bare... (``--rounds`` of each, a fresh worker
+every time) and prints the median of every figure with the engine/bare ratio: on a shared machine one
+pair of runs can differ by a fifth either way.
 """
 
 from __future__ import annotations
@@ -150,7 +153,11 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     }
 
 
-async def driver(configs: list[tuple[int, int]]) -> None:
+def medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+
+
+async def driver(configs: list[tuple[int, int]], rounds: int) -> None:
     from agent_tools.devserver import start_dev_server
 
     env = await start_dev_server(ui=False, log_level="error")
@@ -159,10 +166,13 @@ async def driver(configs: list[tuple[int, int]]) -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for turns, conc in configs:
-                engine = await run_config(address, "engine", turns, conc, Path(tmp))
-                bare = await run_config(address, "bare", turns, conc, Path(tmp))
+                engine_runs, bare_runs = [], []
+                for _ in range(rounds):
+                    engine_runs.append(await run_config(address, "engine", turns, conc, Path(tmp)))
+                    bare_runs.append(await run_config(address, "bare", turns, conc, Path(tmp)))
+                engine, bare = medians(engine_runs), medians(bare_runs)
                 rows.append((turns, conc, engine, bare))
-                print_row(turns, conc, engine, bare)
+                print_row(turns, conc, engine, bare, rounds)
     finally:
         await env.shutdown()
     print()
@@ -178,9 +188,9 @@ async def driver(configs: list[tuple[int, int]]) -> None:
         )
 
 
-def print_row(turns: int, conc: int, engine: dict[str, float], bare: dict[str, float]) -> None:
+def print_row(turns: int, conc: int, engine: dict[str, float], bare: dict[str, float], rounds: int) -> None:
     label = f"1 session at a time ({SEQUENTIAL_RUNS} in a row)" if conc == 1 else f"{conc} concurrent sessions"
-    print(f"\n{turns} turns, {label}")
+    print(f"\n{turns} turns, {label}; medians of {rounds} alternating rounds")
     print(f"  {'metric':<22}{'engine':>12}{'bare loop':>12}{'ratio':>9}")
     for key, label in [
         ("latency_s", "latency per session s"),
@@ -201,12 +211,15 @@ def main() -> None:
     parser.add_argument("--task-queue")
     parser.add_argument("--db")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating engine/bare runs per configuration")
     args = parser.parse_args()
     if args.worker:
         asyncio.run(worker_main(args.worker, args.address, args.task_queue, args.db))
         return
     configs = [(10, 1), (10, 10)] if args.quick else [(10, 1), (20, 1), (10, 50), (20, 50)]
-    asyncio.run(driver(configs))
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    asyncio.run(driver(configs, args.rounds))
 
 
 if __name__ == "__main__":
