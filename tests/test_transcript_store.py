@@ -1,0 +1,122 @@
+"""The transcript store's hot paths (Store.run) on SQLite and PostgreSQL: a session's opening rows, a model
+step's write, reads from the worker cache and from the store, and what retried activities leave behind."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from sqlalchemy import Connection, text
+
+from activities.store.db import Store
+from activities.store.tables import sessions
+from activities.store.transcripts import TranscriptStore
+from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
+
+
+@pytest_asyncio.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    s = Store(store_url)
+    await s.create_schema()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+def _answer(text_: str, call: str | None = None) -> Message:
+    calls = [ToolCall(id=call, name="lookup", arguments={"topic": call})] if call else []
+    return Message(role="assistant", content=text_, tool_calls=calls)
+
+
+async def _open(t: TranscriptStore, sid: str) -> int:
+    return await t.open_session(
+        session_id=sid,
+        agent="assistant",
+        organisation="org",
+        project="proj",
+        user="u",
+        title="t",
+        root_id=sid,
+        parent_id=None,
+        depth=0,
+        opening=[Message(role="system", content="be brief")],
+    )
+
+
+async def test_a_session_written_step_by_step_reads_back_whole(store: Store) -> None:
+    t = TranscriptStore(store)
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    assert await _open(t, sid) == 1
+    # A retried prepare changes nothing.
+    assert await _open(t, sid) == 1
+    row = await t.session_row(sid)
+    assert row is not None and row.agent == "assistant" and row.root_id == sid
+
+    first = [Message(role="user", content="hello")]
+    pos = await t.commit_step(
+        session_id=sid, position=1, new_messages=first, answer=_answer("", "c1"), root_id=sid, model="m", used=Usage(calls=1, input_tokens=10, output_tokens=2)
+    )  # fmt: skip
+    assert pos == 3
+    tool = [Message(role="tool", tool_call_id="c1", name="lookup", content="facts")]
+    pos = await t.commit_step(
+        session_id=sid, position=3, new_messages=tool, answer=_answer("done"), root_id=sid, model="m", used=Usage(calls=1, input_tokens=20, output_tokens=3)
+    )  # fmt: skip
+    assert pos == 5
+
+    expected = ["system:be brief", "user:hello", "assistant:", "tool:facts", "assistant:done"]
+    assert [f"{m.role}:{m.content}" for m in await t.load(sid)] == expected
+    # A fresh store (another worker) reads from the database; the cache answers only for the exact prefix.
+    other = TranscriptStore(store)
+    loaded = await other.prefix(sid, 5, last_answer=message_fingerprint(_answer("done")))
+    assert [f"{m.role}:{m.content}" for m in loaded] == expected
+    assert (await other.load(sid, upto=2))[-1].content == "hello"
+    assert await t.usage_total(session_id=sid) == Usage(calls=2, input_tokens=30, output_tokens=5)
+
+
+async def test_a_retried_step_replaces_the_answer_and_its_usage(store: Store) -> None:
+    t = TranscriptStore(store)
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    await _open(t, sid)
+    new = [Message(role="user", content="hi")]
+    for answer, tokens in (("first attempt", 5), ("second attempt", 7)):
+        await t.commit_step(
+            session_id=sid, position=1, new_messages=new, answer=_answer(answer), root_id=sid, model="m", used=Usage(calls=1, output_tokens=tokens)
+        )  # fmt: skip
+    assert [m.content for m in await TranscriptStore(store).load(sid)] == ["be brief", "hi", "second attempt"]
+    assert await t.usage_total(root_id=sid) == Usage(calls=1, output_tokens=7)
+
+
+async def test_run_is_one_transaction(store: Store) -> None:
+    t = TranscriptStore(store)
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+
+    def half_then_fail(conn: Connection) -> None:
+        row = {"session_id": sid, "agent": "a", "organisation": "o", "project": "p", "user_id": "u", "title": "t"}
+        conn.execute(sessions.insert().values(**row, root_id=sid, depth=0, created_at=datetime.now(UTC)))
+        raise RuntimeError("fails after the first write")
+
+    with pytest.raises(RuntimeError, match="fails after the first write"):
+        await store.run(half_then_fail)
+    assert await t.session_row(sid) is None
+
+
+async def test_sqlite_file_transactions_run_in_the_store_thread(tmp_path: Path) -> None:
+    store = Store(f"sqlite+aiosqlite:///{tmp_path}/s.sqlite")
+    await store.create_schema()
+    try:
+        name = await store.run(lambda conn: threading.current_thread().name)
+        assert name.startswith("agent-tools-sqlite")
+    finally:
+        await store.close()
+    # An in-memory database cannot be shared by a second engine: it stays on the async engine.
+    memory = Store("sqlite+aiosqlite:///:memory:")
+    try:
+        assert await memory.run(lambda conn: conn.execute(text("select 41 + 1")).scalar_one()) == 42
+    finally:
+        await memory.close()
