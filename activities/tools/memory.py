@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, literal_column, or_, select, text, update
+from sqlalchemy import Connection, and_, case, delete, func, literal_column, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -328,11 +328,13 @@ class MemoryEngine:
             .limit(limit)
             .offset(offset)
         )
-        async with self.store.engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
-            total = -1
-            if with_total:
-                total = (await conn.execute(select(func.count()).select_from(memories).where(*conds))).scalar_one()
+        counted = select(func.count()).select_from(memories).where(*conds)
+
+        def read(conn: Connection) -> tuple[list[Any], int]:
+            return list(conn.execute(stmt).all()), conn.execute(counted).scalar_one() if with_total else -1
+
+        # Through Store.run: the Memory Context reads this at the start of every turn.
+        rows, total = await self.store.run(read)
         return [Memory.of(r) for r in rows], int(total)
 
     async def search(
