@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import lxml.html  # type: ignore[import-untyped]
 
 from activities.providers.base import parse_retry_after
 from agent_tools.web.config import WebConfig
@@ -157,8 +156,15 @@ class DuckDuckGoEngine(SearchEngine):
         return parse_duckduckgo(response.text)
 
 
+def _parse_html(text: str) -> Any:
+    # Imported with the first result page: lxml weighs 5 MB in a worker that may never search.
+    import lxml.html  # type: ignore[import-untyped]
+
+    return lxml.html.fromstring(text or "<html/>")
+
+
 def parse_duckduckgo(text: str) -> list[SearchHit]:
-    doc = lxml.html.fromstring(text or "<html/>")
+    doc = _parse_html(text)
     hits: list[SearchHit] = []
     for result in doc.xpath('//div[contains(concat(" ", normalize-space(@class), " "), " result ")]'):
         if "result--ad" in (result.get("class") or ""):
@@ -212,7 +218,7 @@ _BING_DATE = re.compile(r"^([A-Z][a-z]{2} \d{1,2}, \d{4})\s*[\u00b7\u2013-]\s*")
 
 
 def parse_bing(text: str) -> list[SearchHit]:
-    doc = lxml.html.fromstring(text or "<html/>")
+    doc = _parse_html(text)
     hits: list[SearchHit] = []
     for li in doc.xpath('//li[contains(concat(" ", normalize-space(@class), " "), " b_algo ")]'):
         links = li.xpath(".//h2/a")

@@ -30,7 +30,6 @@ from activities.web.engines import (
     build_engine,
     merge_hits,
 )
-from activities.web.extractor import extract_document
 from activities.web.fetcher import FetchError, FetchLimits, GuardedFetcher, Resolver, media_type
 from agent_tools.web.config import WebConfig
 from agent_tools.web.models import (
@@ -192,6 +191,10 @@ class WebService:
                 http_status=502,
                 details={"status": raw.status, "url": raw.final_url},
             )
+        # Imported with the first page: the extraction stack (lxml, trafilatura, markdownify) weighs tens of
+        # MB in a worker that may never fetch one.
+        from activities.web.extractor import extract_document
+
         # Parsing is CPU-bound (lxml, trafilatura): a thread keeps the worker's event loop responsive.
         extracted = await asyncio.to_thread(extract_document, raw.text(), raw.content_type, raw.final_url)
         page = Page(
