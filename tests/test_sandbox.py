@@ -15,14 +15,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from activities.tools.base import ToolContext
-from activities.tools.sandbox import SandboxEngine, SandboxSettings, deployment_secrets, exec_python, run_python
+from activities.tools.sandbox import SandboxEngine, SandboxSettings, deployment_secrets, run_python
 from agent_tools.agents import AgentDefinition
 from agent_tools.catalog.spec import ToolLevel
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.tools.sandbox import TOOLS, ExecPythonArgs, SandboxLimits
-from agent_tools.user_tools import UserTool
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="network/PID namespaces and privilege drop need root")
@@ -272,19 +270,6 @@ def test_codai_profile_gets_them_by_level() -> None:
     assert catalog.resolve(profile="codai", level=ToolLevel.l1_http) == ["use_skill"]
 
 
-def sandbox_tools() -> list[UserTool]:
-    """exec_python in a real session (registered as a user tool only if the built-in registry lacks it)."""
-    from activities.tools.registry import builtin_implementations
-
-    if "exec_python" in builtin_implementations():
-        return []
-
-    async def run_tool(context: ToolContext, **kwargs: Any) -> Any:
-        return await exec_python(ExecPythonArgs(**kwargs), context)
-
-    return [UserTool(spec=TOOLS[0], function=run_tool, wants_context=True)]
-
-
 async def test_exec_python_in_a_session(settings: Any, script: Any, worker_for: Any) -> None:
     call = {"name": "exec_python", "arguments": {"code": "print(sum(range(10)))"}}
     settings.model = script(
@@ -305,7 +290,7 @@ async def test_exec_python_in_a_session(settings: Any, script: Any, worker_for: 
     )
     coder = AgentDefinition(name="coder", tool_level=ToolLevel.l3_sandbox, profile=None, tools=["exec_python"])
     reader = AgentDefinition(name="reader", tool_level=ToolLevel.l1_http, profile=None, tools=["exec_python"])
-    async with worker_for(tools=sandbox_tools(), agents=[coder, reader]) as client:
+    async with worker_for(agents=[coder, reader]) as client:
         handle = await client.start_session("compute", agent="coder")
         result = await handle.result()
         assert result.status == SessionStatus.completed

@@ -14,7 +14,6 @@ from agent_tools.activity_io import SessionRef
 from agent_tools.agents import AgentDefinition
 from agent_tools.session import SessionStatus
 from agent_tools.tools.skills import TOOLS, SkillError, UseSkillArgs, parse_skill, render_skill
-from agent_tools.user_tools import UserTool
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"
 
@@ -93,19 +92,6 @@ def test_contract() -> None:
     assert spec.parameters_schema()["required"] == ["name"]
 
 
-def skills_tools() -> list[UserTool]:
-    """use_skill in a real session (registered as a user tool only if the built-in registry lacks it)."""
-    from activities.tools.registry import builtin_implementations
-
-    if "use_skill" in builtin_implementations():
-        return []
-
-    async def run_tool(context: ToolContext, **kwargs: Any) -> Any:
-        return await use_skill(UseSkillArgs(**kwargs), context)
-
-    return [UserTool(spec=TOOLS[0], function=run_tool, wants_context=True)]
-
-
 async def test_use_skill_in_a_session(
     settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -122,7 +108,7 @@ async def test_use_skill_in_a_session(
         ]
     )
     agent = AgentDefinition(name="assistant", profile=None, tools=["use_skill"])
-    async with worker_for(tools=skills_tools(), agents=[agent]) as client:
+    async with worker_for(agents=[agent]) as client:
         handle = await client.start_session("write the notes")
         assert (await handle.result()).status == SessionStatus.completed
         tool_msgs = [e.content for e in await handle.transcript() if e.role == "tool"]
