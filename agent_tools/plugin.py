@@ -21,10 +21,12 @@ from agent_tools.settings import Settings
 from agent_tools.user_tools import UserTool, make_user_tool
 
 # The session's capability mixins and their helpers: deterministic workflow code that defines no workflow
-# class and keeps no state at module level (tests/test_architecture.py holds both rules, and checks their
-# code for non-deterministic calls, which the sandbox no longer sees there). Re-importing them on every run
-# measured as 40% of the session workflow's start-up CPU; only the modules that define workflow classes
-# (``workflows.session``, ``workflows.research``, ``workflows.event_router``) are loaded afresh per run.
+# class, and whose only module-level state is filled once at import (NATIVE_TOOLS, by decorators).
+# tests/test_architecture.py checks that they define and import no workflow class, and checks all workflow
+# code for non-deterministic calls and ``global``, which the sandbox no longer sees here. Re-importing
+# them on every run measured as 40% of the session workflow's start-up CPU; only the modules that define
+# workflow classes (``workflows.session``, ``workflows.research``, ``workflows.event_router``) are loaded
+# afresh per run.
 WORKFLOW_HELPER_MODULES = (
     "workflows.base",
     "workflows.native",
