@@ -12,6 +12,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from agent_tools.plugin import AgentToolsPlugin
+from agent_tools.process_exit import run_and_exit
 from agent_tools.settings import Settings
 
 
@@ -38,4 +39,4 @@ async def main(settings: Settings | None = None) -> None:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
-    asyncio.run(main())
+    run_and_exit(lambda: asyncio.run(main()))

@@ -233,8 +233,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
-    # The Temporal core runtime's threads can still call into Python while the interpreter finalizes
-    # (a fatal PyGILState error after all results are printed); skip finalization once we are done.
-    sys.stdout.flush()
-    os._exit(0)
+    from agent_tools.process_exit import run_and_exit
+
+    run_and_exit(lambda: asyncio.run(main()))

@@ -223,4 +223,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from agent_tools.process_exit import run_and_exit
+
+    run_and_exit(main)

@@ -212,4 +212,6 @@ async def record(names: list[str] | None = None) -> None:
 if __name__ == "__main__":
     import sys
 
-    asyncio.run(record(sys.argv[1:] or None))
+    from agent_tools.process_exit import run_and_exit
+
+    run_and_exit(lambda: asyncio.run(record(sys.argv[1:] or None)))

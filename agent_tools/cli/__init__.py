@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from agent_tools.modules import present_modules
+from agent_tools.process_exit import run_and_exit
 
 app = typer.Typer(
     name="agent-tools", help="Durable agent sessions on Temporal.", no_args_is_help=True, add_completion=False
@@ -32,4 +33,5 @@ _register_all()
 
 
 def main() -> None:
-    app()
+    # Without finalization: a client's core threads can abort the interpreter's exit (see process_exit).
+    run_and_exit(app)
