@@ -3,12 +3,14 @@
     python bench/overhead.py                 # 10 and 20 turns; one session at a time, and 50 concurrent
     python bench/overhead.py --quick         # 10 turns, 1 and 10 concurrent
     python bench/overhead.py --rounds 5      # more alternating rounds per configuration (default 3)
+    python bench/overhead.py --config 10x50  # only this configuration (turns x concurrent sessions)
 
 A "turn" here is one model step that calls a tool (plus the final answer step). Each mode's worker runs
 in its own process on a fresh task queue; worker CPU comes from /proc (utime+stime), RSS is the worker's
 peak (VmHWM). Each configuration runs engine, bare, engine, bare... (``--rounds`` of each, a fresh worker
-every time) and prints the median of every figure with the engine/bare ratio: on a shared machine one
-pair of runs can differ by a fifth either way.
+every time) and prints the median of every figure, the engine/bare ratio of the medians, and each
+round's own ratio: on a shared machine one pair of runs can differ by a fifth either way, and the
+per-round ratios show how far.
 """
 
 from __future__ import annotations
@@ -157,6 +159,13 @@ def medians(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
 
 
+def pair_ratios(engine_runs: list[dict[str, float]], bare_runs: list[dict[str, float]]) -> dict[str, list[float]]:
+    """Each round's engine/bare ratio: the pair ran back to back, so their spread shows the machine's noise."""
+    return {
+        key: [e[key] / b[key] for e, b in zip(engine_runs, bare_runs, strict=True) if b[key]] for key in engine_runs[0]
+    }
+
+
 async def driver(configs: list[tuple[int, int]], rounds: int) -> None:
     from agent_tools.devserver import start_dev_server
 
@@ -172,7 +181,7 @@ async def driver(configs: list[tuple[int, int]], rounds: int) -> None:
                     bare_runs.append(await run_config(address, "bare", turns, conc, Path(tmp)))
                 engine, bare = medians(engine_runs), medians(bare_runs)
                 rows.append((turns, conc, engine, bare))
-                print_row(turns, conc, engine, bare, rounds)
+                print_row(turns, conc, engine, bare, pair_ratios(engine_runs, bare_runs), rounds)
     finally:
         await env.shutdown()
     print()
@@ -188,10 +197,17 @@ async def driver(configs: list[tuple[int, int]], rounds: int) -> None:
         )
 
 
-def print_row(turns: int, conc: int, engine: dict[str, float], bare: dict[str, float], rounds: int) -> None:
+def print_row(
+    turns: int,
+    conc: int,
+    engine: dict[str, float],
+    bare: dict[str, float],
+    ratios: dict[str, list[float]],
+    rounds: int,
+) -> None:
     label = f"1 session at a time ({SEQUENTIAL_RUNS} in a row)" if conc == 1 else f"{conc} concurrent sessions"
     print(f"\n{turns} turns, {label}; medians of {rounds} alternating rounds")
-    print(f"  {'metric':<22}{'engine':>12}{'bare loop':>12}{'ratio':>9}")
+    print(f"  {'metric':<22}{'engine':>12}{'bare loop':>12}{'ratio':>9}   {'per-round ratios':<}")
     for key, label in [
         ("latency_s", "latency per session s"),
         ("throughput", "throughput sessions/s"),
@@ -200,8 +216,16 @@ def print_row(turns: int, conc: int, engine: dict[str, float], bare: dict[str, f
         ("history_kb", "history KB/session"),
     ]:
         ratio = engine[key] / bare[key] if bare[key] else float("nan")
-        print(f"  {label:<22}{engine[key]:>12.2f}{bare[key]:>12.2f}{ratio:>8.2f}x")
+        spread = " ".join(f"{r:.2f}" for r in ratios[key])
+        print(f"  {label:<22}{engine[key]:>12.2f}{bare[key]:>12.2f}{ratio:>8.2f}x   {spread}")
     sys.stdout.flush()
+
+
+def parse_config(parser: argparse.ArgumentParser, text: str) -> tuple[int, int]:
+    turns, _, sessions = text.partition("x")
+    if not (turns.isdigit() and sessions.isdigit() and int(turns) > 0 and int(sessions) > 0):
+        parser.error(f"--config {text!r}: expected TURNSxSESSIONS with positive numbers, e.g. 10x50")
+    return int(turns), int(sessions)
 
 
 def main() -> None:
@@ -212,11 +236,15 @@ def main() -> None:
     parser.add_argument("--db")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="alternating engine/bare runs per configuration")
+    parser.add_argument("--config", action="append", help="TURNSxSESSIONS, e.g. 10x50 (repeatable)")
     args = parser.parse_args()
     if args.worker:
         asyncio.run(worker_main(args.worker, args.address, args.task_queue, args.db))
         return
-    configs = [(10, 1), (10, 10)] if args.quick else [(10, 1), (20, 1), (10, 50), (20, 50)]
+    if args.config:
+        configs = [parse_config(parser, c) for c in args.config]
+    else:
+        configs = [(10, 1), (10, 10)] if args.quick else [(10, 1), (20, 1), (10, 50), (20, 50)]
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     asyncio.run(driver(configs, args.rounds))
