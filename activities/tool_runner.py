@@ -20,7 +20,7 @@ from activities.tools.base import ToolContext, ToolFailure, ToolImpl, ToolReturn
 from agent_tools.activity_io import ToolCallInput, ToolCallOutput, tool_activity_name
 from agent_tools.catalog.spec import ToolSpec
 from agent_tools.spill import json_structure_hint, should_spill, spill_pointer
-from agent_tools.user_tools import UserTool
+from agent_tools.user_tools import EXTRA_ARGUMENTS, UserTool
 
 # Readers a pointer names when the agent has none of them (it then cannot open the result, but is told so).
 DEFAULT_READERS: tuple[str, ...] = ("read_tool_result", "search_tool_result", "query_tool_result")
@@ -99,6 +99,10 @@ async def run_tool(services: Services, spec: ToolSpec | None, impl: ToolImpl, in
 def _user_impl(user_tool: UserTool) -> ToolImpl:
     async def impl(args: BaseModel, ctx: ToolContext) -> ToolReturn:
         kwargs = {name: getattr(args, name) for name in type(args).model_fields}
+        if args.model_extra:
+            # Only argument models that allow more than their fields have extras (an MCP tool whose schema
+            # takes additional properties); the user's own tools forbid them.
+            kwargs[EXTRA_ARGUMENTS] = dict(args.model_extra)
         if user_tool.wants_context:
             kwargs["context"] = ctx
         result: ToolReturn = await user_tool.function(**kwargs)

@@ -21,6 +21,8 @@ from agent_tools.catalog.spec import ToolLevel, ToolSpec
 from agent_tools.errors import ConfigurationError
 
 UserFunction = Callable[..., Awaitable[Any]]
+# The keyword that carries the arguments an argument model allowed beyond its fields (see MCP tools).
+EXTRA_ARGUMENTS = "extra_arguments"
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,20 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 import pytest_asyncio
 from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from activities.mcp import McpConnections, McpUnavailable, mcp_user_tools
-from activities.mcp.client import render_result
+from activities.mcp.client import ENGINE_KEY, render_result
+from activities.mcp.discovery import user_tool_for
+from activities.tool_runner import _user_impl
+from activities.tools.base import ToolContext
 from agent_tools.agents import AgentDefinition
 from agent_tools.catalog.spec import ToolLevel
 from agent_tools.errors import ConfigurationError
@@ -74,6 +79,59 @@ def test_config_forms_and_validation(tmp_path: Path) -> None:
         McpServerConfig(name="bad name", command="a")
     with pytest.raises(ConfigurationError, match="unique"):
         McpConfig.parse({"servers": [{"name": "a", "command": "x"}, {"name": "a", "command": "y"}]})
+
+
+class _RecordingConnections(McpConnections):
+    """Records the arguments a call would send to the server."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[dict[str, Any]] = []
+
+    async def call_tool(self, server: McpServerConfig, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        self.sent.append(arguments)
+        return CallToolResult(content=[TextContent(type="text", text="ok")])
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments"),
+    [
+        # Open-ended arguments next to a declared one (additionalProperties)...
+        (
+            {"type": "object", "properties": {"title": {"type": "string"}}, "additionalProperties": True},
+            {"title": "t", "labels": {"area": "ui"}, "a0": 1, "context": "c"},
+        ),
+        # ... and a schema without properties: every argument is the tool's own.
+        ({"type": "object"}, {"query": "q", "limit": 3}),
+        # Declared arguments only, nested values included; one left out stays out.
+        (
+            {"type": "object", "properties": {"filter": {"type": "object"}, "page": {"type": "integer"}}},
+            {"filter": {"state": {"in": ["open"]}}},
+        ),
+    ],
+)
+async def test_every_argument_the_schema_allows_reaches_the_server(
+    schema: dict[str, Any], arguments: dict[str, Any]
+) -> None:
+    listed = SimpleNamespace(name="open_tool", description="d", input_schema=schema)
+    tool = user_tool_for(fixture_server(), listed)
+    conns = _RecordingConnections()
+    ctx = ToolContext(services=cast(Any, SimpleNamespace(engines={ENGINE_KEY: conns})), session=cast(Any, None),
+                      call_id="c1", tool=tool.spec.name)  # fmt: skip
+    args = tool.spec.validate_arguments(arguments)
+    assert await _user_impl(tool)(args, ctx) == "ok"
+    assert conns.sent == [arguments]
+
+
+def test_a_closed_schema_still_refuses_undeclared_arguments() -> None:
+    listed = SimpleNamespace(
+        name="closed",
+        description="d",
+        input_schema={"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+    )
+    spec = user_tool_for(fixture_server(), listed).spec
+    with pytest.raises(ValidationError, match="Additional properties are not allowed"):
+        spec.validate_arguments({"a": 1, "b": 2})
 
 
 # ---- discovery --------------------------------------------------------------------------------------

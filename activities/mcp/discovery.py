@@ -116,11 +116,14 @@ def user_tool_for(server: McpServerConfig, tool: Any) -> UserTool:
     if len(description) > MAX_DESCRIPTION:
         description = description[: MAX_DESCRIPTION - 3] + "..."
 
-    async def call(context: ToolContext, **kwargs: Any) -> str:
+    async def call(context: ToolContext, extra_arguments: dict[str, Any] | None = None, **kwargs: Any) -> str:
         from mcp.shared.exceptions import MCPError
 
         # Already validated against the schema by the tool runner: only map field names back to argument names.
+        # Arguments the schema allows beyond its properties (additionalProperties, or no properties at all)
+        # come as ``extra_arguments`` under their own names; they never clash with a property's name.
         arguments = {model.mcp_fields[k]: v for k, v in kwargs.items() if k in model.mcp_fields and v is not MISSING}
+        arguments.update(extra_arguments or {})
         try:
             result = await _connections(context).call_tool(server, remote, arguments)
         except McpUnavailable as exc:
