@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agent_tools.events.settings import EventSettings, EventSource
 from agent_tools.events.signatures import SignatureError, verify_github, verify_standard_webhook
+from agent_tools.service.auth import bearer_token
 from agent_tools.settings import Settings
 from agent_tools.tools.events import (
     KIND_PATTERN,
@@ -362,7 +363,8 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
 
 def _authenticate(cfg: EventSettings, authorization: str | None) -> tuple[str, str] | None:
     """The token's (organisation, project); None only when unauthenticated publishing is switched on."""
-    if not authorization or not authorization.lower().startswith("bearer "):
+    token = bearer_token(authorization)
+    if token is None:
         if cfg.allow_unauthenticated:
             return None
         raise HTTPException(
@@ -370,7 +372,7 @@ def _authenticate(cfg: EventSettings, authorization: str | None) -> tuple[str, s
             "missing bearer token (Authorization: Bearer <project token>)",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    scope = cfg.project_for_token(authorization[7:].strip())
+    scope = cfg.project_for_token(token)
     if scope is None:
         raise HTTPException(401, "invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
     return scope

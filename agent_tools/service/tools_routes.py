@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import Field
 
+from agent_tools.service.auth import bearer_token
 from agent_tools.settings import Settings
 from agent_tools.web.config import WebConfig
 from agent_tools.web.models import (
@@ -145,8 +146,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
 
     def authorize(request: Request) -> tuple[JSONResponse | None, dict[str, str]]:
         keys = set(getattr(state, "api_keys", None) or config.web_api_keys)
-        header = request.headers.get("authorization", "")
-        token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+        token = bearer_token(request.headers.get("authorization")) or ""
         if not keys:
             return error_response(401, "unauthorized", "no API keys are configured for this service"), {}
         # Constant-time comparison, like the event ingress's project tokens: no timing hint about a key.
