@@ -27,6 +27,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -57,6 +58,19 @@ def write_script(path: Path, turns: int) -> str:
 # ---- worker process -----------------------------------------------------------------------------------
 
 
+def bare_runner() -> Any:
+    """The bare loop's sandbox: the shared message model passed through, as a careful user would."""
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+    # Same footing as the engine's worker (see agent_tools.plugin.ensure_workflow_bytecode): the sandbox
+    # loads the workflow module from bytecode, not source, on every run.
+    compileall.compile_file(str(ROOT / "bench" / "bare_loop.py"), quiet=2)
+
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("agent_tools", "pydantic", "yaml")
+    )
+
+
 async def worker_main(mode: str, address: str, task_queue: str, db: str) -> None:
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
@@ -73,21 +87,12 @@ async def worker_main(mode: str, address: str, task_queue: str, db: str) -> None
         client = await Client.connect(address, plugins=[plugin])
         worker = Worker(client, task_queue=task_queue, max_concurrent_activities=200)
     else:
-        from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
-
         from bench.bare_loop import BareAgentLoop, bare_llm, bare_lookup
 
-        # Same footing as the engine's worker (see agent_tools.plugin.ensure_workflow_bytecode): the sandbox
-        # loads the workflow module from bytecode, not source, on every run.
-        compileall.compile_file(str(ROOT / "bench" / "bare_loop.py"), quiet=2)
-
         client = await Client.connect(address, data_converter=pydantic_data_converter)
-        runner = SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules("agent_tools", "pydantic", "yaml")
-        )
         worker = Worker(
             client, task_queue=task_queue, workflows=[BareAgentLoop], activities=[bare_llm, bare_lookup],
-            workflow_runner=runner, max_concurrent_activities=200,
+            workflow_runner=bare_runner(), max_concurrent_activities=200,
         )  # fmt: skip
     print("ready", flush=True)
     await worker.run()
