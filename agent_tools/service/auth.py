@@ -8,6 +8,6 @@ _SCHEME = "bearer "
 def bearer_token(authorization: str | None) -> str | None:
     """The token of a bearer Authorization header (scheme matched case-insensitively, RFC 7235), or None
     when the header is missing, names another scheme, or carries an empty token."""
-    if not authorization or not authorization[: len(_SCHEME)].lower() == _SCHEME:
+    if not authorization or authorization[: len(_SCHEME)].lower() != _SCHEME:
         return None
     return authorization[len(_SCHEME) :].strip() or None
