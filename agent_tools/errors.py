@@ -8,7 +8,8 @@ Hierarchy::
     ├── ProviderError             a model provider failed
     │   ├── ProviderRetryableError    429 / 5xx / timeouts: Temporal retries the activity
     │   └── ProviderRequestError      other 4xx, malformed responses: fails at once
-    └── SessionError              a client request a session cannot take
+    ├── SessionError              a client request a session cannot take
+    └── AnswerInputClosed         the terminal closed before a question was answered
 """
 
 from __future__ import annotations
@@ -45,3 +46,10 @@ class ProviderRequestError(ProviderError):
 
 class SessionError(AgentToolsError):
     """A session refused a client request."""
+
+
+class AnswerInputClosed(AgentToolsError):
+    """Standard input ended (closed, a pipe, Ctrl-D) while the CLI was asking a session's question.
+
+    The session keeps waiting for the answer; the message says how to give it.
+    """

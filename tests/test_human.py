@@ -242,6 +242,31 @@ async def test_terminal_dialogue_answers_with_numbers(
         assert {a.answered_by for a in state.answered[0].answers} == {"cli"}
 
 
+async def test_closed_stdin_ends_run_with_advice_and_the_session_keeps_waiting(
+    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_tools.cli.sessions import run_and_follow
+    from agent_tools.errors import AnswerInputClosed
+
+    def closed(prompt: str) -> str:
+        raise EOFError  # what input() does when stdin is /dev/null, a finished pipe, or Ctrl-D
+
+    monkeypatch.setattr("agent_tools.cli.human.read_line", closed)
+    settings.model = script(SCRIPT)
+    async with worker_for() as client:
+        # `agent-tools run` used to wait for the result for ever once its question could not be asked.
+        with pytest.raises(AnswerInputClosed, match=r"agent-tools answer session-") as raised:
+            await asyncio.wait_for(run_and_follow(client, "pick a library", yes=False), timeout=60)
+        session_id = str(raised.value).split("Session ", 1)[1].split(" ", 1)[0]
+        handle = client.session(session_id)
+        assert (await handle.status()).status == SessionStatus.waiting_for_user
+        assert len(await pending_questions(handle)) == 2  # nothing was answered or lost
+        await answer_questions(handle, {Q_LIB: "dayjs", Q_EXTRAS: ["Locales"]})
+        result = await handle.result()
+        assert result.status == SessionStatus.completed
+        assert f'"{Q_LIB}"="dayjs", "{Q_EXTRAS}"="Locales"' in (result.final_message or "")
+
+
 async def test_answer_command_json_and_yes(
     temporal_env: Any, settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,8 @@ import typer
 from pydantic import BaseModel
 from temporalio.client import WorkflowUpdateFailedError
 
+from agent_tools.cli.running import run_or_explain
+from agent_tools.errors import AnswerInputClosed
 from agent_tools.human_client import answer_questions, pending_questions
 from agent_tools.tools.human import (
     OTHER_LABEL,
@@ -126,7 +128,14 @@ async def prompt_and_answer(handle: Any, questions: Sequence[Any], *, yes: bool 
     ``questions``: the ``question`` progress event's ``questions`` (dicts) or ``pending_questions`` rows.
     Returns None when the session refused the answers (they were already answered elsewhere, for example).
     """
-    request = await collect_answers(questions, yes=yes)
+    try:
+        request = await collect_answers(questions, yes=yes)
+    except EOFError as exc:
+        typer.echo("")  # end the prompt's line
+        raise AnswerInputClosed(
+            f"No answer could be read: standard input is closed. Session {handle.id} is still waiting for it; "
+            f"answer with `agent-tools answer {handle.id}` (at a terminal, or with --json), or use --yes."
+        ) from exc
     try:
         accepted = await answer_questions(handle, request)
     except WorkflowUpdateFailedError as exc:
@@ -180,4 +189,4 @@ def register(app: typer.Typer) -> None:
         signal: bool = typer.Option(False, "--signal", help="Send by signal instead of update (with --json)"),
     ) -> None:
         """Answer the questions a session asked with askUser."""
-        raise typer.Exit(asyncio.run(_answer(session_id, payload, yes, signal)))
+        raise typer.Exit(run_or_explain(_answer(session_id, payload, yes, signal)))

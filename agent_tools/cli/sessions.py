@@ -12,8 +12,8 @@ from typing import Any
 import typer
 
 from agent_tools.activity_io import ProgressEvent
+from agent_tools.cli.running import run_or_explain
 from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.errors import AgentToolsError
 from agent_tools.settings import Settings
 
 DEMO_PROMPT = (
@@ -73,13 +73,20 @@ async def run_and_follow(client: AgentToolsClient, prompt: str, *, yes: bool, **
     handle = await client.start_session(prompt, **fields)
     typer.secho(f"session {handle.id}", bold=True)
     watcher = asyncio.create_task(follow(handle, on_question=_question_answerer(yes)))
+    outcome = asyncio.ensure_future(handle.result())
     try:
-        result = await handle.result()
+        await asyncio.wait({outcome, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        failed = watcher.exception() if watcher.done() and not watcher.cancelled() else None
+        if failed is not None and not outcome.done():
+            # The watcher could not go on (a question it could not ask: stdin closed), so waiting for the
+            # result would never end. The session is untouched and keeps waiting; the error says what to do.
+            raise failed
+        result = await outcome
     finally:
         # Let the stream drain the last items before stopping the watcher.
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(watcher), timeout=2)
+        await asyncio.wait({watcher}, timeout=2)
         watcher.cancel()
+        outcome.cancel()
     typer.echo("")
     typer.secho(f"status: {result.status.value}", bold=True)
     typer.echo(f"answer: {result.final_message}")
@@ -106,7 +113,7 @@ def register(app: typer.Typer) -> None:
         ui_port: int = typer.Option(8233, help="With --embedded: Temporal UI port"),
     ) -> None:
         """Start a session, stream its progress, answer its questions at the terminal, print the answer."""
-        code = _run_or_explain(
+        code = run_or_explain(
             _run(
                 prompt, agent=agent, model=model, embedded=embedded, yes=yes, keep_open=keep_open, ports=(port, ui_port)
             )
@@ -121,7 +128,7 @@ def register(app: typer.Typer) -> None:
         ui_port: int = typer.Option(8233, help="Temporal UI port"),
     ) -> None:
         """The demo session on the embedded dev server (scripted model unless an API key is set)."""
-        code = _run_or_explain(
+        code = run_or_explain(
             _run(
                 DEMO_PROMPT,
                 agent="assistant",
@@ -143,7 +150,7 @@ def register(app: typer.Typer) -> None:
             accepted = await client.session(session_id).send(message)
             typer.echo(f"accepted (queued behind {accepted.queued_behind})")
 
-        _run_or_explain(go())
+        run_or_explain(go())
 
     @app.command()
     def stop(session_id: str, reason: str = typer.Option("stopped by user")) -> None:
@@ -154,7 +161,7 @@ def register(app: typer.Typer) -> None:
             await client.session(session_id).stop(reason)
             typer.echo("stop requested")
 
-        _run_or_explain(go())
+        run_or_explain(go())
 
     @app.command()
     def sessions(
@@ -173,7 +180,7 @@ def register(app: typer.Typer) -> None:
                     f"{indent}{s.session_id}  {s.agent}  {s.state}  {s.status}  {s.start_time:%Y-%m-%d %H:%M:%S}"
                 )
 
-        _run_or_explain(go())
+        run_or_explain(go())
 
     @app.command()
     def show(session_id: str, transcript: bool = typer.Option(True, help="Print the stored transcript")) -> None:
@@ -192,7 +199,7 @@ def register(app: typer.Typer) -> None:
                     )
             await client.close()
 
-        _run_or_explain(go())
+        run_or_explain(go())
 
     @app.command()
     def watch(session_id: str, yes: bool = typer.Option(False, "--yes", "-y")) -> None:
@@ -202,17 +209,7 @@ def register(app: typer.Typer) -> None:
             client = await AgentToolsClient.connect()
             await follow(client.session(session_id), on_question=_question_answerer(yes))
 
-        _run_or_explain(go())
-
-
-def _run_or_explain(coro: Any) -> Any:
-    """Run a command; a refusal or an unreachable server is a clear message and exit code 1, not a
-    traceback."""
-    try:
-        return asyncio.run(coro)
-    except AgentToolsError as exc:
-        typer.secho(str(exc), fg="red", err=True)
-        raise typer.Exit(1) from exc
+        run_or_explain(go())
 
 
 async def _run(
