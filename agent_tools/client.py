@@ -33,6 +33,7 @@ from agent_tools.session import (
     SessionInput,
     SessionRequest,
     SessionResult,
+    SessionStatus,
     StatusView,
     StopRequest,
 )
@@ -103,15 +104,19 @@ class SessionHandle:
             await self.workflow.signal("stop", StopRequest(reason=reason))
 
     async def status(self) -> StatusView:
-        status: StatusView = await self.workflow.query("status", result_type=StatusView)
+        """Raises: SessionError: there is no such session."""
+        async with _existing(self.id):
+            status: StatusView = await self.workflow.query("status", result_type=StatusView)
         return status
 
     async def latest_message(self) -> LatestMessageView:
-        latest: LatestMessageView = await self.workflow.query("latest_message", result_type=LatestMessageView)
+        async with _existing(self.id):
+            latest: LatestMessageView = await self.workflow.query("latest_message", result_type=LatestMessageView)
         return latest
 
     async def query(self, name: str, result_type: type[Any], *args: Any) -> Any:
-        return await self.workflow.query(name, *args, result_type=result_type)
+        async with _existing(self.id):
+            return await self.workflow.query(name, *args, result_type=result_type)
 
     async def update(self, name: str, arg: Any, result_type: type[Any]) -> Any:
         return await self.workflow.execute_update(name, arg, result_type=result_type)
@@ -130,7 +135,8 @@ class SessionHandle:
         return await pending_questions(self)
 
     async def result(self) -> SessionResult:
-        return await self.workflow.result()
+        async with _existing(self.id):
+            return await self.workflow.result()
 
     async def transcript(self, offset: int = 0, limit: int = 200) -> list[TranscriptEntry]:
         """The stored transcript (full tool results included), read from the SQL store."""
@@ -154,8 +160,9 @@ class SessionHandle:
     ) -> AsyncIterator[ProgressEvent]:
         """Live progress (turns, tool calls, todos, questions, sub-agents) until the session ends."""
         stream = WorkflowStreamClient.create(self._client.temporal, self.id)
-        async for item in stream.subscribe("progress", from_offset, result_type=ProgressEvent, poll_cooldown=poll):
-            yield item.data
+        async with _existing(self.id):
+            async for item in stream.subscribe("progress", from_offset, result_type=ProgressEvent, poll_cooldown=poll):
+                yield item.data
 
 
 class AgentToolsClient:
@@ -235,7 +242,14 @@ class AgentToolsClient:
         running_only: bool = False,
         limit: int = 50,
     ) -> list[SessionSummary]:
-        """Sessions from Temporal visibility, filtered by the session search attributes."""
+        """Sessions from Temporal visibility, filtered by the session search attributes.
+
+        Raises:
+            ConfigurationError: ``state`` is not a session state (a typo would otherwise match nothing).
+        """
+        states = [s.value for s in SessionStatus]
+        if state is not None and state not in states:
+            raise ConfigurationError(f"unknown session state {state!r}: use one of {', '.join(states)}")
         clauses = [f"WorkflowType = '{WORKFLOW_NAME}'"]
         for key, value in (("AgentName", agent), ("SessionRootId", root_id), ("SessionState", state)):
             if value is not None:
@@ -288,6 +302,17 @@ async def _refusals(session_id: str, what: str) -> AsyncIterator[None]:
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:
             raise SessionError(f"session {session_id} refused the {what}: {exc.message}") from exc
+        raise
+
+
+@asynccontextmanager
+async def _existing(session_id: str) -> AsyncIterator[None]:
+    """Reads (queries, the result, progress) work on ended sessions too: NOT_FOUND means there is none."""
+    try:
+        yield
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise SessionError(f"no session {session_id!r} ({exc.message})") from exc
         raise
 
 

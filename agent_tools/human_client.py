@@ -48,13 +48,13 @@ async def answer_questions(handle: SessionHandle, answers: Any, *, by_signal: bo
 
 async def pending_questions(handle: SessionHandle) -> list[PendingQuestion]:
     """The questions the session is waiting on (empty when it waits on none)."""
-    result: list[PendingQuestion] = await handle.workflow.query("pending_questions", result_type=list[PendingQuestion])
+    result: list[PendingQuestion] = await handle.query("pending_questions", list[PendingQuestion])
     return result
 
 
 async def human_state(handle: SessionHandle) -> HumanState:
     """Pending questions, answered questions (structured) and rejected signalled answers."""
-    result: HumanState = await handle.workflow.query("human_state", result_type=HumanState)
+    result: HumanState = await handle.query("human_state", HumanState)
     return result
 
 

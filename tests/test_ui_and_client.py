@@ -139,6 +139,31 @@ async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_en
         assert out.exit_code != 0 and "refused" in out.output
 
 
+async def test_cli_and_client_name_a_missing_session_and_a_bad_state(
+    settings: Any, temporal_env: Any, worker_for: Any
+) -> None:
+    env = {
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+    }
+    runner = CliRunner()
+    # Reads used to end in a traceback (RPCError NOT_FOUND); a typo'd state used to list nothing.
+    for args in (["show", "nope"], ["watch", "nope"], ["answer", "nope", "--yes"]):
+        out = await asyncio.to_thread(runner.invoke, app, args, env=env)
+        assert out.exit_code == 1, out.output
+        assert "no session 'nope'" in out.output and "Traceback" not in out.output
+    out = await asyncio.to_thread(runner.invoke, app, ["sessions", "--state", "waiting"], env=env)
+    assert out.exit_code == 1
+    assert "unknown session state 'waiting': use one of starting, running, waiting_for_user" in out.output
+    async with worker_for() as client:
+        missing = client.session("nope")
+        for read in (missing.status, missing.result, missing.pending_questions):
+            with pytest.raises(SessionError, match="no session 'nope'"):
+                await read()
+        with pytest.raises(SessionError, match="no session 'nope'"):
+            await anext(aiter(missing.progress()))
+
+
 async def test_malformed_signal_is_dropped_and_the_session_lives_on(
     settings: Any, script: Any, worker_for: Any
 ) -> None:
