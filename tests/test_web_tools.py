@@ -257,7 +257,8 @@ def test_cli_fetch_and_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert "enum Command" in fetched.stdout
     assert searched.exit_code == 0 and "[S2] Result r1" in searched.stdout
     assert json.loads(as_json.stdout)["cached"] is True
-    assert refused.exit_code == 1 and "ERROR bad_request" in refused.output
+    assert refused.exit_code == 1 and "ERROR bad_request: refused" in refused.output
+    assert "bad_request: bad_request" not in refused.output  # the code once came twice
 
 
 async def test_search_and_fetch_results_are_not_spilled(services: Services, server: WebServer) -> None:

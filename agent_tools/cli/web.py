@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
+from agent_tools.cli.running import run_or_explain
 from agent_tools.settings import Settings
 
 web_app = typer.Typer(help="Web search, page fetching and deep research.", no_args_is_help=True)
@@ -34,8 +35,7 @@ def search(
     try:
         res = asyncio.run(ToolsClient(settings=settings).search(request))
     except WebToolError as exc:
-        typer.secho(f"ERROR {exc.code}: {exc}", fg="red", err=True)
-        raise typer.Exit(1) from exc
+        _print_refusal(exc)
     if as_json:
         typer.echo(res.model_dump_json(indent=2))
         return
@@ -64,8 +64,7 @@ def fetch(
     try:
         page = asyncio.run(ToolsClient(settings=settings).fetch(request))
     except WebToolError as exc:
-        typer.secho(f"ERROR {exc.code}: {exc}", fg="red", err=True)
-        raise typer.Exit(1) from exc
+        _print_refusal(exc)
     if as_json:
         typer.echo(page.model_dump_json(indent=2))
         return
@@ -96,11 +95,17 @@ def research(
             return job
         return await client.research.wait(job.id, timeout_s=time_budget + 60)
 
-    job = asyncio.run(go())
+    job = run_or_explain(go())
     if job.status != "completed":
         typer.echo(json.dumps(job.model_dump(), indent=2, default=str))
         raise typer.Exit(0 if job.status == "running" else 1)
     typer.echo(job.report if job.report is not None else json.dumps(job.answer, indent=2, ensure_ascii=False))
+
+
+def _print_refusal(exc: Exception) -> NoReturn:
+    # The web tools' error shape, "ERROR code: message" (the exception's text already starts with the code).
+    typer.secho(f"ERROR {exc}", fg="red", err=True)
+    raise typer.Exit(1) from exc
 
 
 def register(app: typer.Typer) -> None:
