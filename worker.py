@@ -11,6 +11,7 @@ import logging
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from agent_tools.client import unreachable
 from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.process_exit import run_and_exit
 from agent_tools.settings import Settings
@@ -31,7 +32,12 @@ def build_worker(
 async def main(settings: Settings | None = None) -> None:
     settings = settings or Settings()
     plugin = await AgentToolsPlugin.create(settings)
-    client = await Client.connect(settings.temporal_address, namespace=settings.temporal_namespace, plugins=[plugin])
+    try:
+        client = await Client.connect(
+            settings.temporal_address, namespace=settings.temporal_namespace, plugins=[plugin]
+        )
+    except RuntimeError as exc:
+        raise unreachable(settings, exc) from exc
     worker = build_worker(client, plugin)
     logging.info("worker on task queue %s at %s", settings.task_queue, settings.temporal_address)
     await worker.run()

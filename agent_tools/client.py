@@ -181,10 +181,7 @@ class AgentToolsClient:
                 settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
             )
         except RuntimeError as exc:
-            raise ConfigurationError(
-                f"cannot reach Temporal at {settings.temporal_address} ({exc}). Start one with `agent-tools dev`, "
-                "run with `--embedded`, or set AGENT_TOOLS_TEMPORAL_ADDRESS."
-            ) from exc
+            raise unreachable(settings, exc) from exc
         return cls(temporal, settings)
 
     def ui_url(self, session_id: str) -> str:
@@ -288,6 +285,14 @@ class AgentToolsClient:
         if self._transcripts is not None:
             await self._transcripts.store.close()
             self._transcripts = None
+
+
+def unreachable(settings: Settings, exc: Exception) -> ConfigurationError:
+    """The error for a Temporal server that cannot be reached, with the ways to get one."""
+    return ConfigurationError(
+        f"cannot reach Temporal at {settings.temporal_address} ({exc}). Start one with `agent-tools dev`, "
+        "run with `--embedded`, or set AGENT_TOOLS_TEMPORAL_ADDRESS."
+    )
 
 
 @asynccontextmanager

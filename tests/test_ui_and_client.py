@@ -199,9 +199,11 @@ def test_cli_without_a_server_says_how_to_get_one(tmp_path: Any) -> None:
         "AGENT_TOOLS_TEMPORAL_ADDRESS": f"127.0.0.1:{port}",
         "AGENT_TOOLS_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/s.db",
     }
-    out = CliRunner().invoke(app, ["run", "hello"], env=env)
-    assert out.exit_code == 1
-    assert "cannot reach Temporal" in out.output and "agent-tools dev" in out.output
+    # `worker` and `web research` ended in a traceback here before they went through the shared runner.
+    for args in (["run", "hello"], ["worker"], ["web", "research", "why"], ["sessions"]):
+        out = CliRunner().invoke(app, args, env=env)
+        assert out.exit_code == 1, (args, out.output)
+        assert "cannot reach Temporal" in out.output and "agent-tools dev" in out.output, args
 
 
 def test_embedded_server_on_a_taken_port_says_so(tmp_path: Any) -> None:

@@ -7,6 +7,7 @@ import contextlib
 
 import typer
 
+from agent_tools.cli.running import run_or_explain
 from agent_tools.settings import Settings
 
 
@@ -35,4 +36,4 @@ def register(app: typer.Typer) -> None:
         from worker import main
 
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(main())
+            run_or_explain(main())
