@@ -14,12 +14,12 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.model_calls import complete, non_retryable
+from activities.model_calls import UsageAccount, complete, non_retryable
 from activities.services import Services, ServicesHolder
 from activities.web import get_web
 from activities.web.service import WebError
 from agent_tools.errors import ConfigurationError, ProviderRequestError
-from agent_tools.messages import Message
+from agent_tools.messages import Message, Usage
 from agent_tools.web.models import (
     ResearchCandidate,
     ResearchPlan,
@@ -54,20 +54,37 @@ WRITE_JSON_SYSTEM = (
 SOURCE_CHARS_TOTAL = 60_000
 
 
+def _account(call: str) -> UsageAccount | None:
+    """The job's usage row for one model call: the job (its workflow id) stands where a session would, and
+    the key is stable across retries of the activity, so a retried call overwrites its row."""
+    if not activity.in_activity():
+        return None
+    job = activity.info().workflow_id or ""
+    return UsageAccount(call_key=f"{job}:{call}", session_id=job, root_id=job)
+
+
 async def _complete(
-    services: Services, tier: str, role: str, system: str, user: str, follow_up: list[Message] | None = None
-) -> str:
+    services: Services,
+    tier: str,
+    role: str,
+    system: str,
+    user: str,
+    follow_up: list[Message] | None = None,
+    *,
+    call: str,
+) -> tuple[str, Usage]:
     try:
-        response, _ = await complete(
+        response, used = await complete(
             services,
             services.settings.model_for_tier(tier),
             [Message(role="system", content=system), Message(role="user", content=user), *(follow_up or [])],
             max_tokens=services.settings.default_max_tokens,
             meta={"agent": "deep_research", "role": role, "title": "deep_research"},
+            account=_account(call),
         )
     except (ProviderRequestError, ConfigurationError) as exc:
         raise non_retryable(exc) from exc
-    return response.message.content
+    return response.message.content, used
 
 
 def parse_queries(text: str, question: str, limit: int) -> list[str]:
@@ -106,14 +123,15 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
     @activity.defn(name="agent_tools.research.plan")
     async def plan(inp: ResearchPlanInput) -> ResearchPlan:
         services = await holder.get()
-        text = await _complete(
+        text, used = await _complete(
             services,
             "small",
             "research_planner",
             PLAN_SYSTEM.format(n=inp.max_queries),
             f"Research question:\n{inp.question}",
+            call="plan",
         )
-        return ResearchPlan(queries=parse_queries(text, inp.question, inp.max_queries))
+        return ResearchPlan(queries=parse_queries(text, inp.question, inp.max_queries), usage=used)
 
     @activity.defn(name="agent_tools.research.search")
     async def search(inp: ResearchSearchInput) -> ResearchSearchOutput:
@@ -169,15 +187,16 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
             blocks.append(f"[S{s.n}] {s.title} — {s.url}\n" + fence_untrusted(excerpt, source=s.url))
         sources_text = "\n\n".join(blocks)
         if inp.output_schema is None:
-            text = await _complete(
+            text, used = await _complete(
                 services,
                 "large",
                 "research_writer",
                 WRITE_SYSTEM,
                 f"Question:\n{inp.question}\n\nSources:\n\n{sources_text}",
+                call="write",
             )
             listing = "\n".join(f"[S{s.n}] {s.title} — {s.url}" for s in inp.sources)
-            return ResearchWriteOutput(report=f"{text.strip()}\n\nSources:\n{listing}")
+            return ResearchWriteOutput(report=f"{text.strip()}\n\nSources:\n{listing}", usage=used)
         prompt = (
             f"Question:\n{inp.question}\n\nJSON Schema:\n{json.dumps(inp.output_schema)}\n\nSources:\n\n{sources_text}"
         )
@@ -186,12 +205,16 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
 
         problem = ""
         follow_up: list[Message] = []
-        for _attempt in range(2):
-            text = await _complete(services, "large", "research_writer", WRITE_JSON_SYSTEM, prompt, follow_up)
+        spent = Usage()
+        for attempt in range(2):
+            text, used = await _complete(
+                services, "large", "research_writer", WRITE_JSON_SYSTEM, prompt, follow_up, call=f"write-{attempt}"
+            )
+            spent = spent + used
             try:
                 answer = parse_json_answer(text)
                 jsonschema.validate(answer, inp.output_schema)
-                return ResearchWriteOutput(answer=answer)
+                return ResearchWriteOutput(answer=answer, usage=spent)
             except ValueError as exc:
                 problem = f"not JSON ({exc})"
             except jsonschema.ValidationError as exc:
@@ -205,8 +228,12 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
                     "only a JSON object that matches the schema.",
                 ),
             ]
+        # The job fails, but what its writer spent still counts: the workflow reads it from the details.
         raise ApplicationError(
-            f"the answer did not match output_schema: {problem}", type="SchemaMismatch", non_retryable=True
+            f"the answer did not match output_schema: {problem}",
+            spent.model_dump(),
+            type="SchemaMismatch",
+            non_retryable=True,
         )
 
     return [plan, search, read, write]

@@ -69,6 +69,7 @@ async def test_report_cites_sources(settings: Settings, script: Any, worker_for:
         done = await client.research.wait(job.id, timeout_s=30)
         again = await client.research.retrieve(job.id)
         history = await client.temporal.get_workflow_handle(job.id).fetch_history()
+        store = await client.transcripts()
     assert done.status == "completed", done.error
     assert done.searches == ["tram line cost", "tram line stops"]  # planner duplicates dropped
     # round-robin by rank, de-duplicated, capped at max_sources; /gone (404) is dropped at reading
@@ -82,6 +83,9 @@ async def test_report_cites_sources(settings: Settings, script: Any, worker_for:
     assert done.report is not None and done.report.startswith("The council approved a 14-kilometre line")
     assert f"Sources:\n[S1] {done.sources[0].title} — {web_env.url('/news')}" in done.report
     assert again.report == done.report
+    # The job's own model calls (planner, writer) are on the job and in the store's usage rows under its id.
+    assert done.usage.calls == 2 and done.usage.input_tokens > 0 and done.usage.output_tokens > 0
+    assert await store.usage_total(session_id=job.id) == done.usage
     assert web_env.hits("/news") == 1  # the writer read the page from the cache
     # the recorded history replays on the current workflow code (determinism)
     replayer = Replayer(
@@ -103,6 +107,7 @@ async def test_output_schema_answer_is_validated(
         job = await client.research.run({"question": "tram facts", "max_sources": 3, "output_schema": schema})
     assert job.status == "completed", job.error
     assert job.answer == {"stops": 19, "cost_meur": 610} and job.report is None
+    assert job.usage.calls == 3  # planner, the writer's rejected answer, its corrected one
 
 
 async def test_schema_mismatch_fails_the_job_and_bad_schema_is_refused(
@@ -115,6 +120,7 @@ async def test_schema_mismatch_fails_the_job_and_bad_schema_is_refused(
         with pytest.raises(ValueError, match="not a valid JSON Schema"):
             await client.research.create({"question": "x", "output_schema": {"type": "no-such-type"}})
     assert job.status == "failed" and job.error and "output_schema" in job.error
+    assert job.usage.calls == 3  # the planner and both failed writer attempts still count
 
 
 async def test_no_sources_fails_cleanly(settings: Settings, script: Any, worker_for: Any, web_env: WebServer) -> None:

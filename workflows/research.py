@@ -15,6 +15,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from agent_tools.messages import Usage
     from agent_tools.web.models import (
         ResearchCandidate,
         ResearchJob,
@@ -96,6 +97,7 @@ class DeepResearch:
                 summary=f"plan: {request.question[:60]}",
             )
             self.job.searches = plan.queries
+            self._spent(plan.usage)
             self._phase("searching")
             searches = await asyncio.gather(
                 *[
@@ -146,17 +148,24 @@ class DeepResearch:
             )
         except (ActivityError, ApplicationError) as exc:
             cause = exc.cause if isinstance(exc, ActivityError) and exc.cause is not None else exc
+            if isinstance(cause, ApplicationError) and cause.type == "SchemaMismatch" and cause.details:
+                self._spent(Usage.model_validate(cause.details[0]))  # the writer's failed attempts
             self.job.status = "failed"
             self._phase("failed")
             self.job.error = str(cause)
             self.job.took_ms = int((workflow.now() - started).total_seconds() * 1000)
             return self.job
+        self._spent(written.usage)
         self.job.report = written.report
         self.job.answer = written.answer
         self.job.status = "completed"
         self._phase("done")
         self.job.took_ms = int((workflow.now() - started).total_seconds() * 1000)
         return self.job
+
+    def _spent(self, used: Usage | None) -> None:
+        if used is not None:
+            self.job.usage = self.job.usage + used
 
     async def _read(self, c: ResearchCandidate, timeout: timedelta) -> ResearchReadOutput:
         try:

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from agent_tools.messages import Usage
+
 TimeRange = Literal["day", "week", "month", "year"]
 
 
@@ -318,6 +320,8 @@ class ResearchJob(BaseModel):
     searches: list[str] = Field(default_factory=list)
     error: str | None = None
     took_ms: int | None = None
+    # The job's own model calls (planner and writer), failed writer attempts included.
+    usage: Usage = Field(default_factory=Usage)
 
 
 # --- deep_research workflow and activities (durable contracts: add optional fields only) -------------
@@ -332,6 +336,7 @@ class ResearchPlanInput(BaseModel):
 
 class ResearchPlan(BaseModel):
     queries: list[str]
+    usage: Usage | None = None
 
 
 class ResearchSearchInput(BaseModel):
@@ -379,3 +384,4 @@ class ResearchWriteInput(BaseModel):
 class ResearchWriteOutput(BaseModel):
     report: str | None = None
     answer: Any = None
+    usage: Usage | None = None
