@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url
+from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, event, make_url, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -66,17 +66,21 @@ class Store:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
-    async def create_schema(self) -> None:
-        _load_table_modules()
+    async def create_schema(self) -> str:
+        """Create the schema, or migrate it to the newest revision (see :mod:`activities.store.migrations`).
+
+        Returns what was done: "created", "upgraded" or "stamped-baseline".
+        """
+        from activities.store.migrations import migrate
+
         async with self.engine.begin() as conn:
-            await conn.run_sync(metadata.create_all)
-            if self.dialect == "sqlite":
-                await _create_sqlite_extras(conn)
+            done: str = await conn.run_sync(migrate, create_all_tables)
+        return done
 
     async def drop_schema(self) -> None:
-        _load_table_modules()
         async with self.engine.begin() as conn:
-            await conn.run_sync(metadata.drop_all)
+            await conn.run_sync(load_metadata().drop_all)
+            await conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
 
     async def close(self) -> None:
         await self.engine.dispose()
@@ -133,12 +137,20 @@ def _make_sync_sqlite_engine(url: str) -> Engine:
     return engine
 
 
-async def _create_sqlite_extras(conn: AsyncConnection) -> None:
-    """Hook for SQLite-only objects (FTS5 tables) that capability modules register."""
-    for module in present_modules(TABLE_MODULES):
-        hook = getattr(module, "create_sqlite_extras", None)
-        if hook is not None:
-            await hook(conn)
+def load_metadata() -> MetaData:
+    """The metadata with every capability's tables registered."""
+    _load_table_modules()
+    return metadata
+
+
+def create_all_tables(conn: Connection) -> None:
+    """Every table of a new database, plus the SQLite-only objects (FTS5) capability modules register."""
+    load_metadata().create_all(conn)
+    if conn.dialect.name == "sqlite":
+        for module in present_modules(TABLE_MODULES):
+            hook = getattr(module, "create_sqlite_extras", None)
+            if hook is not None:
+                hook(conn)
 
 
 async def upsert(

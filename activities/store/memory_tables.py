@@ -15,6 +15,7 @@ from __future__ import annotations
 from sqlalchemy import (
     DDL,
     Column,
+    Connection,
     DateTime,
     Index,
     Integer,
@@ -25,7 +26,6 @@ from sqlalchemy import (
     event,
     text,
 )
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from activities.store.tables import metadata
 
@@ -101,7 +101,7 @@ _SQLITE_FTS = [
 ]
 
 
-async def create_sqlite_extras(conn: AsyncConnection) -> None:
+def create_sqlite_extras(conn: Connection) -> None:
     """FTS5 index and its triggers (idempotent)."""
     for statement in _SQLITE_FTS:
-        await conn.execute(text(statement))
+        conn.execute(text(statement))

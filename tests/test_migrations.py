@@ -1,0 +1,111 @@
+"""Schema migrations on SQLite and PostgreSQL: the revisions build what the tables declare, a new database is
+created and stamped, a database from before migrations is stamped at the baseline, workers starting together
+on PostgreSQL do not race."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, inspect, text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from activities.store.db import Store, load_metadata
+from activities.store.migrations import BASELINE, alembic_config, include_object
+
+HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+@pytest_asyncio.fixture
+async def empty_engine(store_url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine on an empty database: a new SQLite file, or a new PostgreSQL schema on the search path."""
+    if not store_url.startswith("postgresql"):
+        engine = create_async_engine(store_url)
+        yield engine
+        await engine.dispose()
+        return
+    schema = f"mig_{uuid.uuid4().hex[:10]}"
+    admin = create_async_engine(store_url)
+    async with admin.begin() as conn:
+        await conn.execute(text(f"CREATE SCHEMA {schema}"))
+    engine = create_async_engine(store_url, connect_args={"server_settings": {"search_path": schema}})
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+        async with admin.begin() as conn:
+            await conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        await admin.dispose()
+
+
+def _differences(conn: Connection) -> list[Any]:
+    context = MigrationContext.configure(conn, opts={"include_object": include_object, "compare_type": True})
+    return list(compare_metadata(context, load_metadata()))
+
+
+def _version(conn: Connection) -> str | None:
+    row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+    return str(row[0]) if row else None
+
+
+async def test_revisions_build_what_the_tables_declare(empty_engine: AsyncEngine) -> None:
+    """The guard for every schema change: change the tables without a revision and this fails."""
+
+    def upgrade(conn: Connection) -> None:
+        cfg = alembic_config(conn)
+        command.upgrade(cfg, "head")
+
+    async with empty_engine.begin() as conn:
+        await conn.run_sync(upgrade)
+    async with empty_engine.connect() as conn:
+        assert await conn.run_sync(_differences) == []
+        assert await conn.run_sync(_version) == HEAD
+        # The undeclared full-text objects are there too.
+        if conn.dialect.name == "sqlite":
+            tables = await conn.run_sync(lambda c: inspect(c).get_table_names())
+            assert "memories_fts" in tables
+        else:
+            columns = await conn.run_sync(lambda c: [col["name"] for col in inspect(c).get_columns("memories")])
+            assert "search" in columns
+
+
+async def test_a_new_database_is_created_and_stamped(empty_engine: AsyncEngine) -> None:
+    store = Store(str(empty_engine.url), engine=empty_engine)
+    assert await store.create_schema() == "created"
+    assert await store.create_schema() == "upgraded"  # the next worker start: nothing to do
+    async with empty_engine.connect() as conn:
+        assert await conn.run_sync(_version) == HEAD
+        assert await conn.run_sync(_differences) == []
+
+
+async def test_a_database_from_before_migrations_is_stamped_and_keeps_its_rows(empty_engine: AsyncEngine) -> None:
+    async with empty_engine.begin() as conn:
+        await conn.run_sync(load_metadata().create_all)  # what create_schema did before migrations
+        await conn.execute(
+            text(
+                "INSERT INTO sessions (session_id, agent, organisation, project, user_id, title, root_id, depth,"
+                " created_at) VALUES ('s-old', 'a', 'o', 'p', 'u', 't', 's-old', 0, CURRENT_TIMESTAMP)"
+            )
+        )
+    store = Store(str(empty_engine.url), engine=empty_engine)
+    assert await store.create_schema() == "stamped-baseline"
+    async with empty_engine.connect() as conn:
+        assert await conn.run_sync(_version) == HEAD
+        assert (await conn.execute(text("SELECT session_id FROM sessions"))).scalar_one() == "s-old"
+    assert BASELINE <= (HEAD or "")
+
+
+# PostgreSQL only: it is where several workers share one database (SQLite is the embedded single-worker store).
+@pytest.mark.parametrize("store_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+async def test_workers_starting_together_create_the_schema_once(empty_engine: AsyncEngine) -> None:
+    stores = [Store(str(empty_engine.url), engine=empty_engine) for _ in range(4)]
+    done = await asyncio.gather(*(s.create_schema() for s in stores))
+    assert sorted(done) == ["created", "upgraded", "upgraded", "upgraded"]
