@@ -19,9 +19,12 @@ from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from activities.store.db import Store, load_metadata
-from activities.store.migrations import BASELINE, alembic_config, include_object
+from activities.store.migrations import BASELINE, HEAD, alembic_config, include_object
 
-HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+def test_head_names_the_newest_revision() -> None:
+    # A new revision must move HEAD too: stores at the old head would otherwise skip their upgrade.
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD
 
 
 @pytest_asyncio.fixture
@@ -80,7 +83,7 @@ async def test_revisions_build_what_the_tables_declare(empty_engine: AsyncEngine
 async def test_a_new_database_is_created_and_stamped(empty_engine: AsyncEngine) -> None:
     store = Store(str(empty_engine.url), engine=empty_engine)
     assert await store.create_schema() == "created"
-    assert await store.create_schema() == "upgraded"  # the next worker start: nothing to do
+    assert await store.create_schema() == "current"  # the next worker start: nothing to do
     async with empty_engine.connect() as conn:
         assert await conn.run_sync(_version) == HEAD
         assert await conn.run_sync(_differences) == []
@@ -108,4 +111,4 @@ async def test_a_database_from_before_migrations_is_stamped_and_keeps_its_rows(e
 async def test_workers_starting_together_create_the_schema_once(empty_engine: AsyncEngine) -> None:
     stores = [Store(str(empty_engine.url), engine=empty_engine) for _ in range(4)]
     done = await asyncio.gather(*(s.create_schema() for s in stores))
-    assert sorted(done) == ["created", "upgraded", "upgraded", "upgraded"]
+    assert sorted(done) == ["created", "current", "current", "current"]
