@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -38,9 +40,19 @@ async def main(settings: Settings | None = None) -> None:
         )
     except RuntimeError as exc:
         raise unreachable(settings, exc) from exc
-    worker = build_worker(client, plugin)
+    grace = settings.worker_shutdown_grace_seconds
+    worker = build_worker(client, plugin, graceful_shutdown_timeout=timedelta(seconds=grace))
+    # A deploy stops workers with SIGTERM: finish what is in flight instead of dying mid-call, which would
+    # leave each running activity to be noticed only at its heartbeat timeout and to repeat its side effects.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     logging.info("worker on task queue %s at %s", settings.task_queue, settings.temporal_address)
-    await worker.run()
+    async with worker:
+        await stop.wait()
+        logging.info("stopping: no new tasks; in-flight activities have up to %g s to finish", grace)
+    logging.info("worker stopped")
 
 
 if __name__ == "__main__":

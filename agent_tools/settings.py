@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     temporal_ui_url: str = "http://localhost:8233"
     # Custom search attributes need registering on the server; the embedded dev server does it.
     search_attributes: bool = True
+    # On SIGTERM/SIGINT the worker stops taking tasks and gives in-flight activities this long to finish
+    # (a deploy's stop timeout should be longer); what is still running then is retried elsewhere.
+    worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0)
 
     # Store
     database_url: str = "sqlite+aiosqlite:///./agent_tools.db"
