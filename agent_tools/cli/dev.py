@@ -22,9 +22,18 @@ def register(app: typer.Typer) -> None:
         async def go() -> None:
             from agent_tools.embedded import embedded
 
-            async with embedded(Settings(), port=port, ui_port=ui_port) as client:
-                typer.echo(f"Temporal at {client.settings.temporal_address}; UI at {client.settings.temporal_ui_url}")
-                typer.echo(f"worker on task queue {client.settings.task_queue}; Ctrl-C to stop")
+            settings = Settings()
+            async with embedded(settings, port=port, ui_port=ui_port) as client:
+                ours = client.settings
+                typer.echo(f"Temporal at {ours.temporal_address}; UI at {ours.temporal_ui_url}")
+                typer.echo(f"worker on task queue {ours.task_queue}; Ctrl-C to stop")
+                if (port, ui_port) != (7233, 8233):
+                    # Commands in other terminals read these; without them they look for 7233 and link to 8233.
+                    typer.echo(
+                        "in other terminals: export "
+                        f"AGENT_TOOLS_TEMPORAL_ADDRESS={ours.temporal_address} "
+                        f"AGENT_TOOLS_TEMPORAL_UI_URL={ours.temporal_ui_url}"
+                    )
                 await asyncio.Event().wait()
 
         with contextlib.suppress(KeyboardInterrupt):
