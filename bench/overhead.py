@@ -71,29 +71,40 @@ def bare_runner() -> Any:
     )
 
 
+def engine_plugin(address: str, task_queue: str, db: str) -> Any:
+    """The engine's plugin with the benchmark's one tool, ``lookup``."""
+    from agent_tools.plugin import AgentToolsPlugin
+    from agent_tools.settings import Settings
+    from agent_tools.user_tools import make_user_tool
+    from bench.bare_loop import lookup
+
+    settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, agents_file=None)
+    return AgentToolsPlugin(settings, tools=[make_user_tool(lookup)])
+
+
+def bare_worker(client: Any, task_queue: str, **kwargs: Any) -> Any:
+    """A worker for the bare loop, its two activities and its sandbox."""
+    from temporalio.worker import Worker
+
+    from bench.bare_loop import BareAgentLoop, bare_llm, bare_lookup
+
+    return Worker(
+        client, task_queue=task_queue, workflows=[BareAgentLoop], activities=[bare_llm, bare_lookup],
+        workflow_runner=bare_runner(), **kwargs,
+    )  # fmt: skip
+
+
 async def worker_main(mode: str, address: str, task_queue: str, db: str) -> None:
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.worker import Worker
 
     if mode == "engine":
-        from agent_tools.plugin import AgentToolsPlugin
-        from agent_tools.settings import Settings
-        from agent_tools.user_tools import make_user_tool
-        from bench.bare_loop import lookup
-
-        settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, agents_file=None)
-        plugin = AgentToolsPlugin(settings, tools=[make_user_tool(lookup)])
-        client = await Client.connect(address, plugins=[plugin])
+        client = await Client.connect(address, plugins=[engine_plugin(address, task_queue, db)])
         worker = Worker(client, task_queue=task_queue, max_concurrent_activities=200)
     else:
-        from bench.bare_loop import BareAgentLoop, bare_llm, bare_lookup
-
         client = await Client.connect(address, data_converter=pydantic_data_converter)
-        worker = Worker(
-            client, task_queue=task_queue, workflows=[BareAgentLoop], activities=[bare_llm, bare_lookup],
-            workflow_runner=bare_runner(), max_concurrent_activities=200,
-        )  # fmt: skip
+        worker = bare_worker(client, task_queue, max_concurrent_activities=200)
     print("ready", flush=True)
     await worker.run()
 

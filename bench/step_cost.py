@@ -129,26 +129,19 @@ async def replay_cost(turns: int, replays: int) -> tuple[float, float]:
     from temporalio.worker import Replayer, Worker
 
     from agent_tools.devserver import start_dev_server
-    from agent_tools.plugin import AgentToolsPlugin
     from agent_tools.session import SessionInput, SessionRequest
-    from agent_tools.settings import Settings
-    from agent_tools.user_tools import make_user_tool
-    from bench.bare_loop import BareAgentLoop, BareInput, bare_llm, bare_lookup, lookup
-    from bench.overhead import bare_runner, write_script
+    from bench.bare_loop import BareAgentLoop, BareInput
+    from bench.overhead import bare_runner, bare_worker, engine_plugin, write_script
 
     tmp = Path(tempfile.mkdtemp(prefix="replay-cost-"))
     script = write_script(tmp / "script.json", turns)
     env = await start_dev_server(ui=False, log_level="error")
     try:
         address = env.client.service_client.config.target_host
-        settings = Settings(temporal_address=address, task_queue="engine", agents_file=None,
-                            database_url=f"sqlite+aiosqlite:///{tmp}/store.sqlite")  # fmt: skip
-        plugin = AgentToolsPlugin(settings, tools=[make_user_tool(lookup)])
+        plugin = engine_plugin(address, "engine", f"sqlite+aiosqlite:///{tmp}/store.sqlite")
         client = await Client.connect(address, plugins=[plugin])
         bare_client = await Client.connect(address, data_converter=pydantic_data_converter)
-        bare_worker = Worker(bare_client, task_queue="bare", workflows=[BareAgentLoop],
-                             activities=[bare_llm, bare_lookup], workflow_runner=bare_runner())  # fmt: skip
-        async with Worker(client, task_queue="engine"), bare_worker:
+        async with Worker(client, task_queue="engine"), bare_worker(bare_client, "bare"):
             request = SessionRequest(prompt="research", model=f"scripted:{script}", tools=["lookup"],
                                      max_steps=turns + 1)  # fmt: skip
             await client.execute_workflow("AgentSession", SessionInput(request=request), id="engine",

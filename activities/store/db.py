@@ -69,7 +69,7 @@ class Store:
     async def create_schema(self) -> str:
         """Create the schema, or migrate it to the newest revision (see :mod:`activities.store.migrations`).
 
-        Returns what was done: "created", "upgraded" or "stamped-baseline".
+        Returns what was done: "current", "created", "upgraded" or "stamped-baseline".
         """
         from activities.store.migrations import migrate
 
