@@ -4,8 +4,6 @@ WORKDIR /app
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY pyproject.toml README.md ./
 COPY agent_tools ./agent_tools
-COPY workflows ./workflows
-COPY activities ./activities
 COPY worker.py ./
 RUN pip install --no-cache-dir ".[postgres]"
 CMD ["python", "worker.py"]

@@ -20,10 +20,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agent_tools.catalog.spec import ToolLevel
 from agent_tools.errors import ConfigurationError
+from agent_tools.policy import ExecutionPolicy
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a capable assistant running as a durable agent session. Use the tools you have when they "
@@ -50,6 +51,15 @@ class AgentDefinition(BaseModel):
     spill_threshold_chars: int | None = Field(default=None, ge=200)
     # Per-agent session options (e.g. ask_user_timeout_seconds); a request's own options win.
     options: dict[str, Any] = Field(default_factory=dict)
+    # Overrides of the deployment's ExecutionPolicy for this agent's sessions, e.g.
+    # {"tool_call": {"start_to_close_seconds": 1800}}.
+    policy: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("policy")
+    @classmethod
+    def _policy_is_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+        ExecutionPolicy().merged(value)  # raises with pydantic's message on a wrong field or value
+        return value
 
 
 DEFAULT_AGENT = AgentDefinition(name="assistant", description="General assistant")

@@ -273,8 +273,8 @@ class AgentToolsClient:
 
     async def transcripts(self) -> Any:
         if self._transcripts is None:
-            from activities.store.db import Store
-            from activities.store.transcripts import TranscriptStore
+            from agent_tools.activities.store.db import Store
+            from agent_tools.activities.store.transcripts import TranscriptStore
 
             store = Store(self.settings.database_url)
             await store.create_schema()

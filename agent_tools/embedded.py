@@ -25,7 +25,7 @@ async def embedded(
     settings: Settings, *, ui: bool = True, port: int | None = 7233, ui_port: int | None = 8233, persist: bool = True
 ) -> AsyncIterator[AgentToolsClient]:
     """Start the dev server, a worker on ``settings.task_queue``, and yield a connected client."""
-    from worker import build_worker
+    from agent_tools.worker import build_worker
 
     db_file = None
     if persist:

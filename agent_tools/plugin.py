@@ -1,46 +1,86 @@
-"""``AgentToolsPlugin``: the one object that wires Durable Agent Tools into a Temporal Client and Worker.
+"""``AgentToolsPlugin``: the one object that wires Durable Agent Tools into a Temporal client and worker.
 
 client = await Client.connect("localhost:7233", plugins=[AgentToolsPlugin()])
-worker = Worker(client, task_queue="agent-tools")   # workflows, activities, converter come from the plugin
+worker = Worker(client, task_queue="agent-tools")   # the session workflows and tool activities come along
+
+The plugin composes with what the host application configured instead of replacing it:
+
+* **data converter**: the host's payload codec (encryption, compression) and failure converter stay; only
+  the payload converter becomes pydantic's, which the engine's models need. A host payload converter that
+  is neither the default nor pydantic's is kept as it is (see :func:`compose_data_converter`).
+* **workflow runner**: a sandboxed runner keeps its restrictions and gains our passthrough modules; an
+  unsandboxed or custom runner is left alone.
+* **registration**: only workers on the task queues that serve agent sessions (``settings.task_queue`` by
+  default) get our workflows and activities; ``register_workflows`` / ``register_activities`` split them
+  so that model keys and database credentials need not sit on every worker.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+import dataclasses
+import logging
+import pkgutil
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import DataConverter, DefaultPayloadConverter
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_tools.agents import AgentRegistry
 from agent_tools.catalog.registry import ToolCatalog
+from agent_tools.policy import ExecutionPolicy
 from agent_tools.settings import Settings
 from agent_tools.user_tools import UserTool, make_user_tool
+
+if TYPE_CHECKING:
+    from agent_tools.activities.services import Services, ServicesHolder
+
+log = logging.getLogger(__name__)
 
 # The session's capability mixins and their helpers: deterministic workflow code that defines no workflow
 # class, and whose only module-level state is filled once at import (NATIVE_TOOLS, by decorators).
 # tests/test_architecture.py checks that they define and import no workflow class, and checks all workflow
 # code for non-deterministic calls and ``global``, which the sandbox no longer sees here. Re-importing
 # them on every run measured as 40% of the session workflow's start-up CPU; only the modules that define
-# workflow classes (``workflows.session``, ``workflows.research``, ``workflows.event_router``) are loaded
-# afresh per run.
+# workflow classes (``agent_tools.workflows.session``, ``.research``, ``.event_router``) are loaded afresh
+# per run.
 WORKFLOW_HELPER_MODULES = (
-    "workflows.base",
-    "workflows.native",
-    "workflows.human",
-    "workflows.planning",
-    "workflows.delegation",
-    "workflows.events",
+    "agent_tools.workflows.base",
+    "agent_tools.workflows.native",
+    "agent_tools.workflows.human",
+    "agent_tools.workflows.planning",
+    "agent_tools.workflows.delegation",
+    "agent_tools.workflows.events",
 )
+
+# Parts of agent_tools that the sandbox must not share: the workflow layer (its workflow modules are loaded
+# afresh per run; its helpers are listed above) and the activity layer (never imported by workflow code).
+_NOT_SHARED = frozenset({"workflows", "activities"})
+
+
+def _pure_agent_tools_modules() -> tuple[str, ...]:
+    """Every top-level module and subpackage of agent_tools but the two layers above.
+
+    Listed one by one because a passthrough entry covers its submodules: ``agent_tools`` as a whole would
+    pass the workflow modules through too.
+    """
+    import agent_tools
+
+    return tuple(
+        f"agent_tools.{m.name}" for m in pkgutil.iter_modules(agent_tools.__path__) if m.name not in _NOT_SHARED
+    )
+
 
 # Modules the workflow sandbox shares with the worker instead of re-importing them for every workflow run:
 # they are pure (no I/O, no global mutation at call time), and re-importing pydantic models per run is the
 # single largest CPU cost an agent workflow can have.
 PASSTHROUGH_MODULES = (
-    "agent_tools",
+    *_pure_agent_tools_modules(),
     "pydantic",
     "pydantic_core",
     "annotated_types",
@@ -53,10 +93,42 @@ PASSTHROUGH_MODULES = (
 )
 
 
-def workflow_runner() -> WorkflowRunner:
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+def compose_data_converter(existing: DataConverter | None) -> DataConverter:
+    """The host's data converter with pydantic's payload converter, everything else kept.
+
+    The engine's inputs, results and state are pydantic models; the default JSON converter would hand them
+    back as dicts. Codecs and the failure converter are the host's business and stay. A host that brought
+    its own payload converter keeps it: it must turn pydantic models into JSON and back given the type
+    hints, as ``PydanticPayloadConverter`` does (docs/extending.md).
+    """
+    if existing is None:
+        return DataConverter(payload_converter_class=PydanticPayloadConverter)
+    if existing.payload_converter_class in (DefaultPayloadConverter, PydanticPayloadConverter):
+        return dataclasses.replace(existing, payload_converter_class=PydanticPayloadConverter)
+    warnings.warn(
+        f"AgentToolsPlugin keeps the client's payload converter {existing.payload_converter_class.__name__}; "
+        "it must convert pydantic models to JSON and back (see docs/extending.md)",
+        stacklevel=2,
     )
+    return existing
+
+
+def compose_workflow_runner(existing: WorkflowRunner | None) -> WorkflowRunner:
+    """The host's sandbox with our passthrough modules added; any other runner unchanged."""
+    if existing is None:
+        return SandboxedWorkflowRunner(
+            restrictions=SandboxedWorkflowRunner().restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        )
+    if isinstance(existing, SandboxedWorkflowRunner):
+        return dataclasses.replace(
+            existing, restrictions=existing.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        )
+    return existing
+
+
+def workflow_runner() -> WorkflowRunner:
+    """The default sandbox with our passthrough modules (for a Replayer or Worker built without the plugin)."""
+    return compose_workflow_runner(None)
 
 
 def ensure_workflow_bytecode() -> None:
@@ -69,20 +141,27 @@ def ensure_workflow_bytecode() -> None:
     """
     import compileall
 
-    import workflows
+    import agent_tools.workflows
 
-    for folder in workflows.__path__:
+    for folder in agent_tools.workflows.__path__:
         compileall.compile_dir(folder, quiet=2, workers=1)
 
 
 class AgentToolsPlugin(SimplePlugin):
-    """Registers the session workflows, every tool activity, the pydantic data converter and the sandbox
-    passthrough; opens the worker's services (store, HTTP client, providers) on first use.
+    """Registers the session workflows and every tool activity on the workers that serve agent sessions,
+    composes the client's data converter with pydantic's payload converter, and opens the worker's services
+    (store, HTTP client, providers) on first use.
 
     Args:
         settings: Deployment settings; read from the environment when omitted.
         tools: The user's own tools (async functions or :func:`agent_tools.tool` objects).
         agents: Agent definitions; read from ``settings.agents_file`` when omitted.
+        policy: Timeouts and retry policies of model steps, tool calls, engine activities and child
+            sessions; ``settings.policy`` when omitted.
+        task_queues: The task queues whose workers serve agent sessions; ``[settings.task_queue]`` when
+            omitted. A worker on any other queue gets nothing from this plugin.
+        register_workflows: Register the engine's workflows on those workers.
+        register_activities: Register the engine's activities (model calls, tools, stores) on those workers.
         services: Pre-opened services (tests share one store across workers).
     """
 
@@ -92,36 +171,83 @@ class AgentToolsPlugin(SimplePlugin):
         *,
         tools: Sequence[UserTool | Callable[..., Any]] = (),
         agents: AgentRegistry | None = None,
-        services: Any | None = None,
+        policy: ExecutionPolicy | None = None,
+        task_queues: Sequence[str] | None = None,
+        register_workflows: bool = True,
+        register_activities: bool = True,
+        services: Services | None = None,
     ) -> None:
-        # Imported here so that `import agent_tools` stays light for workflow sandboxes and clients.
-        from activities.registry import all_activities
-        from activities.services import ServicesHolder
-        from workflows.registry import all_workflows
-
-        self.settings = settings or Settings()
+        settings = settings or Settings()
+        if policy is not None:
+            settings = settings.model_copy(update={"policy": policy})
+        self.settings = settings
+        self.task_queues = frozenset(task_queues if task_queues is not None else [settings.task_queue])
+        self.register_workflows = register_workflows
+        self.register_activities = register_activities
         self.user_tools = [t if isinstance(t, UserTool) else make_user_tool(t) for t in tools]
         self.catalog = ToolCatalog.builtin()
         for ut in self.user_tools:
             self.catalog.register(ut.spec)
-        self.holder = ServicesHolder(self.settings, catalog=self.catalog, agents=agents, services=services)
-
-        @asynccontextmanager
-        async def run_context() -> AsyncIterator[None]:
-            ensure_workflow_bytecode()
-            try:
-                yield
-            finally:
-                await self.holder.close()
-
+        self._agents = agents
+        self._services = services
+        self._holder: ServicesHolder | None = None
         super().__init__(
             "durable-agent-tools",
-            data_converter=pydantic_data_converter,
-            activities=all_activities(self.holder, self.user_tools),
-            workflows=all_workflows(),
-            workflow_runner=workflow_runner(),
-            run_context=run_context,
+            data_converter=compose_data_converter,
+            workflows=self._workflows if register_workflows else None,
+            activities=self._activities if register_activities else None,
+            workflow_runner=compose_workflow_runner if register_workflows else None,
         )
+
+    # ---- what a serving worker gets -------------------------------------------------------------------
+
+    @property
+    def holder(self) -> ServicesHolder:
+        """The worker-side services (store, HTTP client, providers), opened on first use."""
+        if self._holder is None:
+            # Imported here so that `import agent_tools` stays light for workflow sandboxes and clients.
+            from agent_tools.activities.services import ServicesHolder
+
+            self._holder = ServicesHolder(
+                self.settings, catalog=self.catalog, agents=self._agents, services=self._services
+            )
+        return self._holder
+
+    def _workflows(self, existing: Sequence[type] | None) -> Sequence[type]:
+        from agent_tools.workflows.registry import all_workflows
+
+        return [*(existing or []), *all_workflows()]
+
+    def _activities(self, existing: Sequence[Callable[..., Any]] | None) -> Sequence[Callable[..., Any]]:
+        from agent_tools.activities.registry import all_activities
+
+        return [*(existing or []), *all_activities(self.holder, self.user_tools)]
+
+    def serves(self, task_queue: str | None) -> bool:
+        """Whether a worker on ``task_queue`` serves agent sessions (and so gets our registrations)."""
+        return task_queue in self.task_queues
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        if not self.serves(config.get("task_queue")):
+            return config
+        return super().configure_worker(config)
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        if not self.serves(worker.task_queue):
+            await next(worker)
+            return
+        async with self._serving():
+            await next(worker)
+
+    @asynccontextmanager
+    async def _serving(self) -> AsyncIterator[None]:
+        if self.register_workflows:
+            ensure_workflow_bytecode()
+        try:
+            yield
+        finally:
+            if self._holder is not None:
+                await self._holder.close()
 
     @classmethod
     async def create(
@@ -130,14 +256,15 @@ class AgentToolsPlugin(SimplePlugin):
         *,
         tools: Sequence[UserTool | Callable[..., Any]] = (),
         agents: AgentRegistry | None = None,
+        **kwargs: Any,
     ) -> AgentToolsPlugin:
         """The plugin plus the tools of the MCP servers in ``settings.mcp_config_file``, discovered now.
 
         A server that cannot be reached is logged and skipped: the worker starts without its tools.
         """
-        from activities.mcp.discovery import mcp_user_tools
+        from agent_tools.activities.mcp.discovery import mcp_user_tools
         from agent_tools.mcp.config import McpConfig
 
         settings = settings or Settings()
         mcp_tools = await mcp_user_tools(McpConfig.from_file(settings.mcp_config_file))
-        return cls(settings, tools=[*tools, *mcp_tools], agents=agents)
+        return cls(settings, tools=[*tools, *mcp_tools], agents=agents, **kwargs)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agent_tools.messages import Message, Usage
+from agent_tools.policy import ExecutionPolicy
 from agent_tools.tools.delegation import DelegationState
 from agent_tools.tools.events import EventWaitState
 from agent_tools.tools.human import HumanState
@@ -98,6 +99,8 @@ class SessionConfig(BaseModel):
     spill_threshold: int = 2000
     subagents: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
+    # Timeouts and retries of this session's calls (the worker's settings and the agent's overrides).
+    policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
 
 
 class SessionState(BaseModel):

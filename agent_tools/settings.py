@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent_tools.policy import ExecutionPolicy
+
 DEMO_SCRIPT = Path(__file__).parent / "demo" / "demo_script.yaml"
 
 
@@ -66,6 +68,8 @@ class Settings(BaseSettings):
     providers: dict[str, ProviderEndpoint] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     llm_timeout_seconds: float = 120.0
+    # Timeouts and retries of model steps, tool calls, engine activities and child sessions.
+    policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
     default_max_tokens: int = 4096
     context_char_budget: int = 400_000
 

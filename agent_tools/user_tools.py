@@ -29,7 +29,7 @@ EXTRA_ARGUMENTS = "extra_arguments"
 class UserTool:
     spec: ToolSpec
     function: UserFunction
-    # Whether the function takes a ``context`` keyword (the :class:`activities.tools.base.ToolContext`).
+    # Whether the function takes a ``context`` keyword (the :class:`agent_tools.activities.tools.base.ToolContext`).
     wants_context: bool = False
 
 

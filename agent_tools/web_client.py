@@ -53,8 +53,8 @@ class ToolsClient:
         self.settings: Settings = settings or client.settings  # type: ignore[union-attr]
 
     async def _run(self, fn: str, args: Any) -> Any:
-        from activities.store.db import Store
-        from activities.web.service import WebError, WebService
+        from agent_tools.activities.store.db import Store
+        from agent_tools.activities.web.service import WebError, WebService
         from agent_tools.web.config import WebConfig
 
         settings = self.settings

@@ -79,7 +79,7 @@ async def run_worker(address: str, task_queue: str, database_url: str, model: st
 
     from agent_tools.plugin import AgentToolsPlugin
     from agent_tools.settings import Settings
-    from worker import build_worker
+    from agent_tools.worker import build_worker
 
     settings = Settings(
         temporal_address=address,

@@ -34,8 +34,8 @@ async def lookup(topic: str) -> str:
 
 @activity.defn(name="bare.llm")
 async def bare_llm(inp: BareLlmInput) -> Message:
-    from activities.providers.base import ModelRequest
-    from activities.providers.scripted import ScriptedProvider
+    from agent_tools.activities.providers.base import ModelRequest
+    from agent_tools.activities.providers.scripted import ScriptedProvider
 
     resp = await ScriptedProvider(inp.script).complete(
         ModelRequest(model="bench", messages=inp.messages, meta={"agent": "assistant"})

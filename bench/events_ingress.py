@@ -35,7 +35,7 @@ from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
 from agent_tools.tools.events import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED, RouterView, router_workflow_id
-from worker import build_worker
+from agent_tools.worker import build_worker
 
 TOKEN = "bench-token-0123456789"
 

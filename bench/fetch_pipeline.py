@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from activities.store.db import Store  # noqa: E402
-from activities.web.extractor import extract_html, whole_page_markdown  # noqa: E402
-from activities.web.service import WebService  # noqa: E402
+from agent_tools.activities.store.db import Store  # noqa: E402
+from agent_tools.activities.web.extractor import extract_html, whole_page_markdown  # noqa: E402
+from agent_tools.activities.web.service import WebService  # noqa: E402
 from agent_tools.web.config import WebConfig  # noqa: E402
 from agent_tools.web.text import markdown_to_text, word_f1  # noqa: E402
 

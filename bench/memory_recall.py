@@ -22,9 +22,9 @@ from typing import Any
 
 from sqlalchemy import delete
 
-from activities.store.db import Store
-from activities.store.memory_tables import memories
-from activities.tools.memory import MemoryEngine, Scope
+from agent_tools.activities.store.db import Store
+from agent_tools.activities.store.memory_tables import memories
+from agent_tools.activities.tools.memory import MemoryEngine, Scope
 from agent_tools.memory import scoring
 
 DEFAULT_URLS = [None, "postgresql+asyncpg://postgres@127.0.0.1:5432/test"]

@@ -41,9 +41,9 @@ def wire(value: M) -> M:
 
 
 async def measure(sessions: int, turns: int) -> dict[str, list[float]]:
-    from activities.engine import llm_step, prepare_session
-    from activities.services import Services
-    from activities.tool_runner import _user_impl, run_tool
+    from agent_tools.activities.engine import llm_step, prepare_session
+    from agent_tools.activities.services import Services
+    from agent_tools.activities.tool_runner import _user_impl, run_tool
     from agent_tools.activity_io import LlmStepInput, SessionRef, ToolCallInput
     from agent_tools.catalog.registry import ToolCatalog
     from agent_tools.messages import Message, message_fingerprint

@@ -17,7 +17,7 @@ from temporalio.client import Client
 from agent_tools import AgentToolsClient, AgentToolsPlugin, Settings, tool
 from agent_tools.devserver import start_dev_server
 from agent_tools.testing import write_script
-from worker import build_worker
+from agent_tools.worker import build_worker
 
 
 @tool

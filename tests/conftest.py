@@ -22,7 +22,7 @@ from agent_tools.devserver import start_dev_server, start_time_skipping
 from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
-from worker import build_worker
+from agent_tools.worker import build_worker
 
 POSTGRES_URL = os.environ.get("AGENT_TOOLS_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 REQUIRE_POSTGRES = os.environ.get("AGENT_TOOLS_REQUIRE_POSTGRES") == "1"

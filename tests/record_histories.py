@@ -26,7 +26,7 @@ from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
 from agent_tools.user_tools import tool
-from worker import build_worker
+from agent_tools.worker import build_worker
 
 HISTORIES = Path(__file__).parent / "histories"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import agent_tools
 
 ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = ROOT / "agent_tools" / "workflows"
 IO_MODULES = {
     "httpx",
     "sqlalchemy",
@@ -17,7 +18,7 @@ IO_MODULES = {
     "requests",
     "urllib.request",
     "subprocess",
-    "activities",
+    "agent_tools.activities",
 }
 NONDETERMINISTIC = {"random", "time", "uuid", "datetime.datetime.now"}
 
@@ -42,14 +43,14 @@ def _prefixes(module: str) -> set[str]:
 def test_workflows_do_no_io() -> None:
     offenders = {
         str(p.relative_to(ROOT)): sorted(_imports(p) & (IO_MODULES | NONDETERMINISTIC))
-        for p in (ROOT / "workflows").rglob("*.py")
+        for p in WORKFLOWS.rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
 def test_pure_contract_modules_import_no_temporal_or_io() -> None:
     for p in (ROOT / "agent_tools" / "tools").rglob("*.py"):
-        bad = _imports(p) & (IO_MODULES | {"temporalio", "workflows"})
+        bad = _imports(p) & (IO_MODULES | {"temporalio", "agent_tools.workflows"})
         assert not bad, f"{p}: {bad}"
 
 
@@ -84,7 +85,7 @@ def _nondeterministic_calls(path: Path) -> list[str]:
 def test_workflow_code_makes_no_nondeterministic_calls() -> None:
     offenders = {
         str(p.relative_to(ROOT)): calls
-        for p in (ROOT / "workflows").rglob("*.py")
+        for p in WORKFLOWS.rglob("*.py")
         if (calls := _nondeterministic_calls(p))
     }
     assert offenders == {}
@@ -112,7 +113,7 @@ def test_passed_through_workflow_modules_are_helpers_only() -> None:
     from agent_tools.plugin import PASSTHROUGH_MODULES, WORKFLOW_HELPER_MODULES
 
     assert set(WORKFLOW_HELPER_MODULES) <= set(PASSTHROUGH_MODULES)
-    modules = {f"workflows.{p.stem}": p for p in (ROOT / "workflows").glob("*.py") if p.stem != "__init__"}
+    modules = {f"agent_tools.workflows.{p.stem}": p for p in WORKFLOWS.glob("*.py") if p.stem != "__init__"}
     for name in WORKFLOW_HELPER_MODULES:
         assert name in modules, f"{name} does not exist"
         assert not _defines_workflow(modules[name]), f"{name} defines a workflow class: it must be re-imported per run"
@@ -121,7 +122,28 @@ def test_passed_through_workflow_modules_are_helpers_only() -> None:
             f"{name} imports a workflow module"
         )
     # Every other module defines a workflow class (re-imported per run) or is the registry the worker uses.
-    rest = set(modules) - set(WORKFLOW_HELPER_MODULES) - {"workflows.registry"}
+    rest = set(modules) - set(WORKFLOW_HELPER_MODULES) - {"agent_tools.workflows.registry"}
     assert all(_defines_workflow(modules[m]) for m in rest), sorted(
         m for m in rest if not _defines_workflow(modules[m])
     )
+
+
+def test_workflow_modules_are_loaded_afresh_per_run() -> None:
+    """A passthrough entry covers its submodules: none may cover a module that defines a workflow class."""
+    from agent_tools.plugin import PASSTHROUGH_MODULES
+
+    workflow_modules = [f"agent_tools.workflows.{p.stem}" for p in WORKFLOWS.glob("*.py") if _defines_workflow(p)]
+    assert len(workflow_modules) >= 3
+    for module in workflow_modules:
+        covering = [p for p in PASSTHROUGH_MODULES if module == p or module.startswith(p + ".")]
+        assert covering == [], f"{module} is passed through by {covering}"
+
+
+def test_the_package_imports_only_itself_of_the_repository() -> None:
+    """One installed name: nothing in agent_tools imports the repository's worker.py, tests or benches, nor
+    the old top-level layer packages."""
+    foreign = {"worker", "workflows", "activities", "tests", "bench", "examples"}
+    offenders = {
+        str(p.relative_to(ROOT)): sorted(_imports(p) & foreign) for p in (ROOT / "agent_tools").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}

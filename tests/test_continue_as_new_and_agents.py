@@ -104,8 +104,8 @@ async def test_unknown_agent_fails_the_start_clearly(settings: Any, worker_for: 
 
 
 async def test_agent_options_reach_the_session_and_the_request_wins(settings: Any) -> None:
-    from activities.engine import prepare_session
-    from activities.services import Services
+    from agent_tools.activities.engine import prepare_session
+    from agent_tools.activities.services import Services
     from agent_tools.session import PrepareInput, SessionRequest
 
     agents = AgentRegistry(

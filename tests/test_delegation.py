@@ -18,7 +18,7 @@ from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.plugin import workflow_runner
 from agent_tools.session import SessionStatus
 from agent_tools.tools.delegation import ChildRecord
-from workflows.registry import all_workflows
+from agent_tools.workflows.registry import all_workflows
 
 
 async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float = 15.0) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
-from activities.delegation import plan_spawn
+from agent_tools.activities.delegation import plan_spawn
 from agent_tools.catalog.registry import ToolCatalog
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Price

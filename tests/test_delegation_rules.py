@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from activities.delegation import allowed_models, conversation_for_handoff, resolve_model, tier_model
+from agent_tools.activities.delegation import allowed_models, conversation_for_handoff, resolve_model, tier_model
 from agent_tools.catalog.profiles import PROFILES
 from agent_tools.catalog.registry import ToolCatalog
 from agent_tools.catalog.spec import ToolLevel

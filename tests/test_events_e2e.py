@@ -15,8 +15,8 @@ import httpx
 import uvicorn
 from temporalio.client import Client
 
-from activities.store.db import Store
-from activities.store.event_tables import count_events
+from agent_tools.activities.store.db import Store
+from agent_tools.activities.store.event_tables import count_events
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.events import EventSettings, EventSource, sign_github, sign_standard_webhook
 from agent_tools.service.app import create_app

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from activities.store.db import Store
-from activities.store.event_tables import count_events, event_id_for, find_matching, get_event, store_event
+from agent_tools.activities.store.db import Store
+from agent_tools.activities.store.event_tables import count_events, event_id_for, find_matching, get_event, store_event
 from agent_tools.tools.events import EventRecord
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest_asyncio
 
-from activities.services import Services
+from agent_tools.activities.services import Services
 from agent_tools.messages import Message
 from tests.test_memory_helpers import call, open_services, ref
 

@@ -19,11 +19,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-from activities.mcp import McpConnections, McpUnavailable, mcp_user_tools
-from activities.mcp.client import ENGINE_KEY, render_result
-from activities.mcp.discovery import user_tool_for
-from activities.tool_runner import _user_impl
-from activities.tools.base import ToolContext
+from agent_tools.activities.mcp import McpConnections, McpUnavailable, mcp_user_tools
+from agent_tools.activities.mcp.client import ENGINE_KEY, render_result
+from agent_tools.activities.mcp.discovery import user_tool_for
+from agent_tools.activities.tool_runner import _user_impl
+from agent_tools.activities.tools.base import ToolContext
 from agent_tools.agents import AgentDefinition
 from agent_tools.catalog.spec import ToolLevel
 from agent_tools.errors import ConfigurationError

@@ -18,8 +18,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from activities.store.db import Store, load_metadata
-from activities.store.migrations import BASELINE, HEAD, alembic_config, include_object
+from agent_tools.activities.store.db import Store, load_metadata
+from agent_tools.activities.store.migrations import BASELINE, HEAD, alembic_config, include_object
 
 
 def test_head_names_the_newest_revision() -> None:

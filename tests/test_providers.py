@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from activities.providers.anthropic import AnthropicProvider
-from activities.providers.base import ModelRequest, ToolSchema, parse_retry_after
-from activities.providers.openai_compat import OpenAIProvider
+from agent_tools.activities.providers.anthropic import AnthropicProvider
+from agent_tools.activities.providers.base import ModelRequest, ToolSchema, parse_retry_after
+from agent_tools.activities.providers.openai_compat import OpenAIProvider
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
 from agent_tools.session import SessionStatus

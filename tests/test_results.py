@@ -10,9 +10,9 @@ import pytest
 import pytest_asyncio
 from pydantic import BaseModel
 
-from activities.services import Services
-from activities.tool_runner import run_tool
-from activities.tools.base import ToolContext
+from agent_tools.activities.services import Services
+from agent_tools.activities.tool_runner import run_tool
+from agent_tools.activities.tools.base import ToolContext
 from agent_tools.activity_io import SessionRef, ToolCallInput
 from agent_tools.catalog.spec import ToolSpec
 from agent_tools.memory import readers

@@ -8,8 +8,8 @@ from typing import Any, cast
 
 import pytest
 
-from activities.tools.base import ToolContext, ToolFailure
-from activities.tools.skills import SkillsSettings, load_skills, use_skill
+from agent_tools.activities.tools.base import ToolContext, ToolFailure
+from agent_tools.activities.tools.skills import SkillsSettings, load_skills, use_skill
 from agent_tools.activity_io import SessionRef
 from agent_tools.agents import AgentDefinition
 from agent_tools.session import SessionStatus

@@ -13,9 +13,9 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import Connection, text
 
-from activities.store.db import Store
-from activities.store.tables import sessions
-from activities.store.transcripts import TranscriptStore
+from agent_tools.activities.store.db import Store
+from agent_tools.activities.store.tables import sessions
+from agent_tools.activities.store.transcripts import TranscriptStore
 from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
 
 

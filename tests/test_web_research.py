@@ -13,9 +13,9 @@ from temporalio.worker import Replayer
 from agent_tools.plugin import workflow_runner
 from agent_tools.settings import Settings
 from agent_tools.web.models import ResearchCandidate, ResearchSearchOutput
+from agent_tools.workflows.registry import all_workflows
+from agent_tools.workflows.research import pick_sources
 from tests.test_web_support import WebServer, json_reply
-from workflows.registry import all_workflows
-from workflows.research import pick_sources
 
 
 def research_script(script: Any, writer_say: str | list[str]) -> str:

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from activities.web.service import WebError, snippet_on_page
+from agent_tools.activities.web.service import WebError, snippet_on_page
 from agent_tools.web.models import EngineFailure, SearchHit, WebSearchArgs
 from agent_tools.web.render import render_search
 from agent_tools.web.urls import domain_rule_matches, normalize_url, unwrap_redirect
@@ -456,7 +456,7 @@ def test_snippet_verification_tolerates_trimming() -> None:
 
 
 def test_relax_query_for_deep_rewrites() -> None:
-    from activities.web.service import relax_query
+    from agent_tools.activities.web.service import relax_query
 
     assert relax_query('"react compiler" release -beta filetype:pdf site:react.dev') == (
         "react compiler release site:react.dev"

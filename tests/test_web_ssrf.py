@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.web.service import WebError
+from agent_tools.activities.web.service import WebError
 from agent_tools.settings import Settings
 from agent_tools.web.models import WebFetchArgs
 from agent_tools.web.ssrf import UrlRefused, address_problem, check_addresses, check_url, ensure_scheme

@@ -138,8 +138,8 @@ def searxng_results(base: str, n: int, *, prefix: str = "r", dated: bool = True)
 async def make_web(tmp_path: Path, *, allow_loopback: bool = True, store_url: str | None = None, **kwargs: Any) -> Any:
     """A WebService over a fresh store; ``kwargs`` go to WebConfig (engines, URLs) or the service
     (``resolver``, ``clock``, ``profiles``)."""
-    from activities.store.db import Store
-    from activities.web.service import WebService
+    from agent_tools.activities.store.db import Store
+    from agent_tools.activities.web.service import WebService
     from agent_tools.web.config import WebConfig
 
     service_keys = {"resolver", "clock", "profiles", "verify"}

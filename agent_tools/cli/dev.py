@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def worker() -> None:
         """Run a worker against AGENT_TOOLS_TEMPORAL_ADDRESS."""
-        from worker import main
+        from agent_tools.worker import main
 
         with contextlib.suppress(KeyboardInterrupt):
             run_or_explain(main())

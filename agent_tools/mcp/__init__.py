@@ -1,4 +1,4 @@
-"""MCP servers as tool sources: configuration and naming (pure). The client lives in :mod:`activities.mcp`."""
+"""MCP servers as tool sources: configuration and naming (pure). The client lives in :mod:`agent_tools.activities.mcp`."""
 
 from agent_tools.mcp.config import McpConfig, McpServerConfig
 from agent_tools.mcp.naming import catalog_tool_name

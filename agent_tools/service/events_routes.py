@@ -9,7 +9,7 @@ JSON or headers, 401 a bad token or signature or a timestamp outside the window,
 project, 404 an unknown source, 413 a body over the limit, 422 a body of the wrong shape, 503 stored but not
 routed (retry with the same delivery id).
 
-The service is a composition root like ``worker.py``: it opens the SQL store (``activities.store``) and a
+The service is a composition root like ``worker.py``: it opens the SQL store (``agent_tools.activities.store``) and a
 Temporal client itself unless the app state provides them (``create_app(settings, temporal_client=...,
 event_store=..., event_settings=..., clock=...)``).
 """
@@ -109,7 +109,7 @@ class _Ingress:
                 if self._store is None:
                     store = getattr(self.state, "event_store", None)
                     if store is None:
-                        from activities.store.db import Store
+                        from agent_tools.activities.store.db import Store
 
                         store = Store(self.settings.database_url)
                         await store.create_schema()
@@ -152,7 +152,7 @@ class _Ingress:
         size: int,
     ) -> JSONResponse:
         """Store (idempotently), then route; acknowledge only what is stored."""
-        from activities.store.event_tables import event_id_for, store_event
+        from agent_tools.activities.store.event_tables import event_id_for, store_event
 
         record = EventRecord(
             event_id=event_id_for(organisation, project, source, delivery_id),

@@ -170,8 +170,8 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
             return existing
         async with lock:
             if getattr(state, "web", None) is None:
-                from activities.store.db import Store
-                from activities.web.service import WebService
+                from agent_tools.activities.store.db import Store
+                from agent_tools.activities.web.service import WebService
 
                 store = Store(settings.database_url)
                 await store.create_schema()
@@ -206,7 +206,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         responses={400: {}, 401: {}, 429: {}, 503: {"description": "search_unavailable"}},
     )
     async def search(body: WebSearchArgs, request: Request, response: Response) -> Any:
-        from activities.web.service import WebError
+        from agent_tools.activities.web.service import WebError
         from agent_tools.web.render import search_response
 
         refused, headers = authorize(request)
@@ -226,7 +226,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         responses={400: {}, 401: {}, 415: {}, 429: {}, 502: {"description": "upstream_error"}},
     )
     async def fetch(body: WebFetchArgs, request: Request, response: Response) -> Any:
-        from activities.web.service import WebError
+        from agent_tools.activities.web.service import WebError
 
         refused, headers = authorize(request)
         if refused is not None:

@@ -10,8 +10,8 @@ Faces (contracts in ``shared/seeds``):
   another model; an activity tool).
 
 Every face but ``delegate_to_model`` starts (or talks to) a child ``AgentSession`` workflow; the workflow
-side lives in :mod:`workflows.delegation`, the look-ups (tree walks, queries, model resolution) in
-:mod:`activities.delegation`. This module is pure: models, the roles table and the rules, no I/O.
+side lives in :mod:`agent_tools.workflows.delegation`, the look-ups (tree walks, queries, model resolution) in
+:mod:`agent_tools.activities.delegation`. This module is pure: models, the roles table and the rules, no I/O.
 """
 
 from __future__ import annotations

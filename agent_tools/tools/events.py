@@ -1,7 +1,7 @@
 """Event contracts: wait_for_event (FYAI), the router's messages and the pure matching rules.
 
-Pure: no temporalio, no I/O. The session mixin (``workflows/events.py``), the router workflow
-(``workflows/event_router.py``), the activities (``activities/events.py``) and the ingress
+Pure: no temporalio, no I/O. The session mixin (``agent_tools/workflows/events.py``), the router workflow
+(``agent_tools/workflows/event_router.py``), the activities (``agent_tools/activities/events.py``) and the ingress
 (``agent_tools/service/events_routes.py``) share these models; they sit in workflow histories, so they are
 durable contracts (add optional fields only).
 

@@ -1,6 +1,6 @@
 """Memory contracts: RTC's five tools, FYAI's remember/recall, codai's memory_remember/memory_recall.
 
-One engine (``activities/tools/memory.py``) serves every face. Memories are scoped to the calling agent in
+One engine (``agent_tools/activities/tools/memory.py``) serves every face. Memories are scoped to the calling agent in
 its organisation, project and user; no tool reads or writes across that scope. Tiers and retention:
 
 * ``working``: short-lived context (what the user is doing this week). Expires after

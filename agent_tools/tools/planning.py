@@ -1,8 +1,8 @@
 """Planning contracts (RTC): todoWrite, goals (createGoal/completeGoal/cancelGoal) and loops
 (createLoop/cancelLoop/completeLoop/listLoops/pauseLoop/resumeLoop), their state and pure rules.
 
-Everything here is pure: the session workflow (``workflows/planning.py``) keeps this state and runs the
-timers; the goal judge activity (``activities/planning.py``) builds its prompt and parses its verdict here.
+Everything here is pure: the session workflow (``agent_tools/workflows/planning.py``) keeps this state and runs the
+timers; the goal judge activity (``agent_tools/activities/planning.py``) builds its prompt and parses its verdict here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Contracts of the saved-result readers: FYAI's read/search/query_tool_result and codai's read_artifact.
 
 A tool result longer than the session's spill threshold is saved as an artifact by the activity that
-produced it (``activities/tool_runner.py``); the model gets a pointer with a ``ref``. These tools read the
+produced it (``agent_tools/activities/tool_runner.py``); the model gets a pointer with a ``ref``. These tools read the
 artifact back piece by piece. Every reader is ``spill_exempt``: its answer is already bounded, and saving
 a reader's page again would send the model round in circles. A ref is valid for the current workflow run
 only; an older ref tells the model to call the original tool again.

@@ -10,7 +10,7 @@ A skill is a Markdown file of instructions with a small YAML front matter::
     1. Group the changes by ...
 
 Files live in the skills directory (``skills/`` in the working directory by default; see
-:class:`activities.tools.skills.SkillsSettings`), either as ``<name>.md`` or ``<name>/SKILL.md``. The tool
+:class:`agent_tools.activities.tools.skills.SkillsSettings`), either as ``<name>.md`` or ``<name>/SKILL.md``. The tool
 returns the instructions as plain text (never spilled: the model needs all of it); an unknown name is an
 error that lists the skills the agent can use.
 

@@ -1,6 +1,6 @@
 """Pure web code: SSRF rules, URL helpers, the face models, rendering, text windows and json_query.
 
-No I/O here: the engine that searches and fetches is :mod:`activities.web`.
+No I/O here: the engine that searches and fetches is :mod:`agent_tools.activities.web`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,0 @@
-"""Model providers: OpenAI-compatible chat completions, Anthropic messages, and the scripted model."""
-
-from activities.providers.base import ModelRequest, ModelResponse, Provider, ToolSchema
-from activities.providers.registry import ProviderRegistry
-
-__all__ = ["ModelRequest", "ModelResponse", "Provider", "ProviderRegistry", "ToolSchema"]

@@ -1,0 +1,122 @@
+"""Event activities: subscribe a waiting session to its project's router, and load the event it received.
+
+``subscribe`` signals the router with signal-with-start (a workflow cannot signal-with-start; an activity
+can), then looks in the events table for a matching event stored since the wait began: the ingress stores
+an event before it signals the router, so an event the router routed before this subscription arrived is
+found here, and an event routed after it reaches the session through the router. Nothing falls in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+
+from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.store.event_tables import find_matching, get_event
+from agent_tools.activities.tool_runner import save_if_large
+from agent_tools.activity_io import ToolCallOutput
+from agent_tools.events.settings import EventSettings
+from agent_tools.tools.events import (
+    ACTIVITY_LOAD_EVENT,
+    ACTIVITY_SUBSCRIBE,
+    ROUTER_WORKFLOW,
+    SIGNAL_SUBSCRIBE,
+    EventDelivery,
+    LoadEventInput,
+    RouterInput,
+    SubscribeInput,
+    SubscribeOutput,
+    WaitForEventResult,
+    render_result,
+    router_workflow_id,
+)
+
+
+def event_settings(services: Services) -> EventSettings:
+    """One EventSettings per worker (read from the environment on first use)."""
+    found = services.engines.get("event_settings")
+    if not isinstance(found, EventSettings):
+        found = EventSettings()
+        services.engines["event_settings"] = found
+    return found
+
+
+async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, task_queue: str) -> SubscribeOutput:
+    """Signal-with-start the router, then check the backlog. Idempotent: the router drops a repeated id."""
+    cfg = event_settings(services)
+    router_id = router_workflow_id(inp.organisation, inp.project, cfg.router_id_prefix)
+    await client.start_workflow(
+        ROUTER_WORKFLOW,
+        RouterInput(
+            organisation=inp.organisation,
+            project=inp.project,
+            max_history_events=cfg.router_max_history_events,
+        ),
+        id=router_id,
+        task_queue=task_queue,
+        start_signal=SIGNAL_SUBSCRIBE,
+        start_signal_args=[inp.subscription],
+        static_summary=f"event router {inp.organisation}/{inp.project}",
+    )
+    sub = inp.subscription
+    found = await find_matching(
+        services.store,
+        organisation=inp.organisation,
+        project=inp.project,
+        kind=sub.kind,
+        match=sub.match,
+        since=sub.since,
+        exclude=sub.exclude_event_ids,
+        limit=cfg.backlog_scan_limit,
+    )
+    backlog = None
+    if found is not None:
+        backlog = EventDelivery(
+            subscription_id=sub.subscription_id,
+            event_id=found.event_id,
+            kind=found.kind,
+            received_at=found.received_at,
+            source=found.source,
+        )
+    return SubscribeOutput(router_id=router_id, backlog=backlog)
+
+
+async def load_event(services: Services, inp: LoadEventInput) -> ToolCallOutput:
+    """Render the wait's result from the stored event; a large one is saved as an artifact (a pointer
+    goes to the model), exactly like an activity tool's result."""
+    record = await get_event(services.store, inp.delivery.event_id)
+    result = WaitForEventResult(
+        status="received",
+        kind=inp.kind,
+        match=inp.match,
+        waited_seconds=round(inp.waited_seconds, 3),
+        event=record,
+        message=None if record else f"event {inp.delivery.event_id} matched but is no longer in the store",
+    )
+    content = render_result(result)
+    data = {"event_id": inp.delivery.event_id, "event_kind": inp.delivery.kind, "status": "received"}
+    return await save_if_large(
+        services,
+        ToolCallOutput(content=content, data=data),
+        session_id=inp.session_id,
+        run_id=inp.run_id,
+        call_id=inp.call_id,
+        tool="wait_for_event",
+        threshold=inp.spill_threshold,
+    )
+
+
+def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
+    @activity.defn(name=ACTIVITY_SUBSCRIBE)
+    async def subscribe_activity(inp: SubscribeInput) -> SubscribeOutput:
+        services = await holder.get()
+        return await subscribe(services, inp, client=activity.client(), task_queue=activity.info().task_queue)
+
+    @activity.defn(name=ACTIVITY_LOAD_EVENT)
+    async def load_event_activity(inp: LoadEventInput) -> ToolCallOutput:
+        services = await holder.get()
+        return await load_event(services, inp)
+
+    return [subscribe_activity, load_event_activity]

@@ -1,0 +1,82 @@
+"""One way to call a model from any activity: resolve the spec, complete with heartbeats, map provider
+failures to Temporal's retry semantics, price the call and record its usage row.
+
+The session's own steps, the goal judge, delegate_to_model, webFetch's extraction and deep research all
+call models through here, so every model call retries, costs and counts the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from agent_tools.activities.heartbeat import with_heartbeat
+from agent_tools.activities.providers.base import ModelRequest, ModelResponse, ToolSchema
+from agent_tools.activities.services import Services
+from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError
+from agent_tools.messages import Message, Usage
+
+
+@dataclass(frozen=True)
+class UsageAccount:
+    """Where a call's spend is recorded: one usage row per key (a retried call overwrites its row)."""
+
+    call_key: str
+    session_id: str
+    root_id: str
+
+
+def cost_of(services: Services, model_spec: str, input_tokens: int, output_tokens: int) -> float:
+    price = services.settings.prices.get(model_spec)
+    if price is None:
+        return 0.0
+    return round(input_tokens * price.input_per_mtok / 1e6 + output_tokens * price.output_per_mtok / 1e6, 8)
+
+
+def non_retryable(exc: ProviderRequestError | ConfigurationError) -> ApplicationError:
+    """A refused request or an unusable model: retrying cannot help, the message says why."""
+    return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)
+
+
+async def complete(
+    services: Services,
+    spec: str,
+    messages: list[Message],
+    *,
+    tools: Sequence[ToolSchema] = (),
+    max_tokens: int | None = None,
+    meta: dict[str, Any] | None = None,
+    account: UsageAccount | None = None,
+) -> tuple[ModelResponse, Usage]:
+    """Call the model ``spec``; returns its response and the priced usage.
+
+    Raises:
+        ApplicationError: retryable, for 429/5xx/timeouts, with ``next_retry_delay`` from Retry-After.
+        ProviderRequestError: the provider refused the request (4xx, malformed answer); the caller decides
+            whether that fails the activity (:func:`non_retryable`) or becomes a tool error.
+        ConfigurationError: the spec names no usable provider.
+    """
+    provider, model_name = services.providers.resolve(spec)
+    request = ModelRequest(
+        model=model_name, messages=messages, tools=list(tools), max_tokens=max_tokens, meta=meta or {}
+    )
+    try:
+        response = await with_heartbeat(provider.complete(request))
+    except ProviderRetryableError as exc:
+        delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
+        raise ApplicationError(str(exc), type="ProviderRetryableError", next_retry_delay=delay) from exc
+    used = Usage(
+        calls=1,
+        input_tokens=response.input_tokens,
+        output_tokens=response.output_tokens,
+        cost_usd=cost_of(services, spec, response.input_tokens, response.output_tokens),
+    )
+    if account is not None:
+        await services.transcripts.record_usage(
+            call_key=account.call_key, session_id=account.session_id, root_id=account.root_id, model=spec, used=used
+        )
+    return response, used

@@ -1,0 +1,60 @@
+"""Model specs (``openai:gpt-4.1-mini``, ``anthropic:...``, ``scripted:path``, ``<endpoint>:model``) to
+providers."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+
+from agent_tools.activities.providers.anthropic import AnthropicProvider
+from agent_tools.activities.providers.base import Provider
+from agent_tools.activities.providers.openai_compat import OpenAIProvider
+from agent_tools.activities.providers.scripted import ScriptedProvider
+from agent_tools.errors import ConfigurationError
+from agent_tools.settings import Settings
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    prefix, sep, model = spec.partition(":")
+    if not sep or not prefix or not model:
+        raise ConfigurationError(f"model spec {spec!r} must look like 'provider:model'")
+    return prefix, model
+
+
+class ProviderRegistry:
+    """Builds one provider per prefix over a shared HTTP client (whose own retries stay off: Temporal's
+    retry policy is the only one)."""
+
+    def __init__(self, settings: Settings, client: httpx.AsyncClient) -> None:
+        self.settings = settings
+        self.client = client
+        self._cache: dict[str, Provider] = {}
+
+    def resolve(self, spec: str) -> tuple[Provider, str]:
+        prefix, model = split_spec(spec)
+        if prefix == "scripted":
+            return ScriptedProvider(model), model
+        if prefix not in self._cache:
+            self._cache[prefix] = self._build(prefix)
+        return self._cache[prefix], model
+
+    def _build(self, prefix: str) -> Provider:
+        s = self.settings
+        if prefix in s.providers:
+            ep = s.providers[prefix]
+            if ep.kind == "anthropic":
+                return AnthropicProvider(self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix)
+            return OpenAIProvider(self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix)
+        if prefix == "openai":
+            key = s.openai_api_key or os.environ.get("OPENAI_API_KEY")
+            return OpenAIProvider(self.client, base_url=s.openai_base_url, api_key=key)
+        if prefix == "anthropic":
+            key = s.anthropic_api_key or os.environ.get("ANTHROPIC_API_KEY")
+            return AnthropicProvider(self.client, base_url=s.anthropic_base_url, api_key=key)
+        if prefix == "ollama":
+            return OpenAIProvider(self.client, base_url="http://localhost:11434/v1", api_key=None, name="ollama")
+        raise ConfigurationError(
+            f"unknown model provider {prefix!r}: use openai, anthropic, scripted, ollama or an endpoint "
+            f"configured in settings.providers ({sorted(s.providers)})"
+        )

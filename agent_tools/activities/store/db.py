@@ -1,0 +1,204 @@
+"""Engine, schema creation and the dialect-aware upsert every store module uses."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, event, make_url, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from agent_tools.activities.store.tables import metadata
+from agent_tools.modules import present_modules
+
+# Capability modules that add tables to ``metadata``; imported before create_all so one call makes all.
+TABLE_MODULES: tuple[str, ...] = (
+    "agent_tools.activities.store.memory_tables",
+    "agent_tools.activities.store.web_tables",
+    "agent_tools.activities.store.event_tables",
+)
+
+
+def _load_table_modules() -> None:
+    present_modules(TABLE_MODULES)
+
+
+T = TypeVar("T")
+
+
+class Store:
+    """One database: an async engine plus schema management, and :meth:`run` for whole transactions."""
+
+    def __init__(self, url: str, *, engine: AsyncEngine | None = None) -> None:
+        self.url = url
+        self.engine = engine or _make_engine(url)
+        # A SQLite file also gets a synchronous engine whose transactions run whole in one worker thread.
+        # aiosqlite hands every cursor, statement and commit to its thread and back (seven trips for a
+        # model step's write); one trip per transaction measured as a third of the CPU.
+        self._sync: Engine | None = None
+        self._threads: ThreadPoolExecutor | None = None
+        if engine is None and _is_sqlite_file(url):
+            self._sync = _make_sync_sqlite_engine(url)
+            self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-tools-sqlite")
+
+    async def run(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn`` with a synchronous connection inside one transaction and return what it returns.
+
+        The hot paths (a model step's write, a transcript read) use this: on a SQLite file the transaction
+        runs in one worker thread; on other databases ``fn`` runs on the async engine (``run_sync``).
+        """
+        if self._sync is not None:
+            assert self._threads is not None
+            return await asyncio.get_running_loop().run_in_executor(self._threads, self._in_thread, fn)
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(fn)
+
+    def _in_thread(self, fn: Callable[[Connection], T]) -> T:
+        assert self._sync is not None
+        with self._sync.begin() as conn:
+            return fn(conn)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    async def create_schema(self) -> str:
+        """Create the schema, or migrate it to the newest revision (see :mod:`agent_tools.activities.store.migrations`).
+
+        Returns what was done: "current", "created", "upgraded" or "stamped-baseline".
+        """
+        from agent_tools.activities.store.migrations import migrate
+
+        async with self.engine.begin() as conn:
+            done: str = await conn.run_sync(migrate, create_all_tables)
+        return done
+
+    async def drop_schema(self) -> None:
+        async with self.engine.begin() as conn:
+            await conn.run_sync(load_metadata().drop_all)
+            await conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+        if self._sync is not None:
+            self._sync.dispose()
+        if self._threads is not None:
+            self._threads.shutdown(wait=True)
+
+
+def _make_engine(url: str) -> AsyncEngine:
+    if url.startswith("sqlite"):
+        # WAL lets readers (client, CLI) and the worker share the file; the timeout rides out writer bursts.
+        # Pooled connections: opening one per query costs more than the query (PRAGMAs, file open).
+        if ":memory:" in url:
+            engine = create_async_engine(url, connect_args={"timeout": 30}, poolclass=NullPool)
+        else:
+            # No rollback when a connection returns to the pool: every write here runs in an explicit
+            # transaction, and reads open none, so the reset would be one more round trip for nothing.
+            engine = create_async_engine(
+                url, connect_args={"timeout": 30}, pool_size=8, max_overflow=8, pool_reset_on_return=None
+            )
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    # No pre-ping: it costs a round trip (a transaction begun and rolled back) on every checkout, which
+    # measured as an eighth of a worker's activity CPU. A connection that died is recycled after 30 minutes
+    # or fails its query once, and Temporal retries that activity.
+    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=False, pool_recycle=1800)
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _is_sqlite_file(url: str) -> bool:
+    u = make_url(url)
+    return u.get_backend_name() == "sqlite" and u.database not in (None, "", ":memory:")
+
+
+def _make_sync_sqlite_engine(url: str) -> Engine:
+    """The same file through the standard library's sqlite3, for :meth:`Store.run`."""
+    engine = create_engine(
+        make_url(url).set(drivername="sqlite"),
+        # Connections move between the pool's worker threads, one thread at a time.
+        connect_args={"timeout": 30, "check_same_thread": False},
+        pool_size=4,
+        max_overflow=4,
+        pool_reset_on_return=None,
+    )
+    event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def load_metadata() -> MetaData:
+    """The metadata with every capability's tables registered."""
+    _load_table_modules()
+    return metadata
+
+
+def create_all_tables(conn: Connection) -> None:
+    """Every table of a new database, plus the SQLite-only objects (FTS5) capability modules register."""
+    load_metadata().create_all(conn)
+    if conn.dialect.name == "sqlite":
+        for module in present_modules(TABLE_MODULES):
+            hook = getattr(module, "create_sqlite_extras", None)
+            if hook is not None:
+                hook(conn)
+
+
+async def upsert(
+    conn: AsyncConnection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    keys: Sequence[str],
+    update: Sequence[str] | None = None,
+) -> None:
+    """Insert rows; on a key conflict update ``update`` columns, or do nothing when it is None.
+
+    Activities retry; every write that a retry may repeat goes through here so that it stays idempotent.
+    """
+    if rows:
+        await conn.run_sync(upsert_rows, table, rows, keys=keys, update=update)
+
+
+def upsert_rows(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    keys: Sequence[str],
+    update: Sequence[str] | None = None,
+) -> None:
+    """:func:`upsert` on a synchronous connection (inside :meth:`Store.run`)."""
+    if not rows:
+        return
+    stmt = _upsert_statement(conn.dialect.name, table, tuple(keys), tuple(update) if update else None)
+    # Rows go as parameters of one cached statement (executemany), so SQLAlchemy compiles it once.
+    conn.execute(stmt, [dict(r) for r in rows])
+
+
+@functools.cache
+def _upsert_statement(dialect: str, table: Table, keys: tuple[str, ...], update: tuple[str, ...] | None) -> Any:
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        stmt: Any = pg_insert(table)
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        stmt = sqlite_insert(table)
+    else:  # pragma: no cover - only the two supported dialects reach here
+        raise NotImplementedError(dialect)
+    if update:
+        return stmt.on_conflict_do_update(
+            index_elements=list(keys), set_={c: getattr(stmt.excluded, c) for c in update}
+        )
+    return stmt.on_conflict_do_nothing(index_elements=list(keys))

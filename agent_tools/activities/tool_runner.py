@@ -1,0 +1,134 @@
+"""Turns every activity tool (built-in or the user's) into a named activity: validate, run, spill.
+
+Activity type ``tool:<name>``: the Temporal UI lists each call by its tool, with the summary the workflow
+sets (``webSearch: "query"``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from temporalio import activity
+
+from agent_tools.activities.heartbeat import with_heartbeat
+from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.tools.base import ToolContext, ToolFailure, ToolImpl, ToolReturn
+from agent_tools.activity_io import ToolCallInput, ToolCallOutput, tool_activity_name
+from agent_tools.catalog.spec import ToolSpec
+from agent_tools.spill import json_structure_hint, should_spill, spill_pointer
+from agent_tools.user_tools import EXTRA_ARGUMENTS, UserTool
+
+# Readers a pointer names when the agent has none of them (it then cannot open the result, but is told so).
+DEFAULT_READERS: tuple[str, ...] = ("read_tool_result", "search_tool_result", "query_tool_result")
+
+
+def render(result: ToolReturn) -> ToolCallOutput:
+    if isinstance(result, ToolCallOutput):
+        return result
+    if isinstance(result, str):
+        return ToolCallOutput(content=result)
+    if isinstance(result, BaseModel):
+        return ToolCallOutput(content=result.model_dump_json(exclude_none=True))
+    return ToolCallOutput(content=json.dumps(result, ensure_ascii=False, default=str))
+
+
+async def save_if_large(
+    services: Services,
+    out: ToolCallOutput,
+    *,
+    session_id: str,
+    run_id: str,
+    call_id: str,
+    tool: str,
+    threshold: int,
+    readers: tuple[str, ...] = (),
+    exempt: bool = False,
+) -> ToolCallOutput:
+    """Save an oversized result as an artifact; the model's copy becomes the pointer. Every activity that
+    produces tool results goes through here."""
+    if out.is_error or not should_spill(out.content, threshold, exempt=exempt):
+        return out
+    # Deterministic ref: a retried activity writes the same artifact row instead of a second one.
+    ref = "res_" + uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{run_id}/{call_id}").hex[:16]
+    hint = json_structure_hint(out.content)
+    await services.transcripts.save_artifact(
+        ref=ref, session_id=session_id, run_id=run_id, tool=tool, content=out.content, is_json=hint is not None
+    )
+    pointer = spill_pointer(ref=ref, content=out.content, json_hint=hint, readers=readers or DEFAULT_READERS)
+    return out.model_copy(update={"content": pointer, "artifact_ref": ref})
+
+
+async def spill_if_large(
+    services: Services, inp: ToolCallInput, spec: ToolSpec | None, out: ToolCallOutput
+) -> ToolCallOutput:
+    return await save_if_large(
+        services,
+        out,
+        session_id=inp.session.session_id,
+        run_id=inp.session.run_id,
+        call_id=inp.call_id,
+        tool=inp.name,
+        threshold=inp.session.spill_threshold,
+        readers=tuple(inp.session.readers),
+        exempt=spec.spill_exempt if spec else False,
+    )
+
+
+async def run_tool(services: Services, spec: ToolSpec | None, impl: ToolImpl, inp: ToolCallInput) -> ToolCallOutput:
+    """Validate, run and render one call. Tool-level failures come back to the model, not as exceptions."""
+    args: Any
+    if spec is not None:
+        try:
+            args = spec.validate_arguments(inp.arguments)
+        except ValidationError as exc:
+            return ToolCallOutput(content=spec.invalid_arguments(inp.name, exc), is_error=True)
+    else:
+        args = inp.arguments
+    ctx = ToolContext(services=services, session=inp.session, call_id=inp.call_id, tool=inp.name)
+    try:
+        out = render(await with_heartbeat(impl(args, ctx)))
+    except ToolFailure as exc:
+        return ToolCallOutput(content=str(exc), is_error=True, data=exc.data)
+    return await spill_if_large(services, inp, spec, out)
+
+
+def _user_impl(user_tool: UserTool) -> ToolImpl:
+    async def impl(args: BaseModel, ctx: ToolContext) -> ToolReturn:
+        kwargs = {name: getattr(args, name) for name in type(args).model_fields}
+        if args.model_extra:
+            # Only argument models that allow more than their fields have extras (an MCP tool whose schema
+            # takes additional properties); the user's own tools forbid them.
+            kwargs[EXTRA_ARGUMENTS] = dict(args.model_extra)
+        if user_tool.wants_context:
+            kwargs["context"] = ctx
+        result: ToolReturn = await user_tool.function(**kwargs)
+        return result
+
+    return impl
+
+
+def build_tool_activities(
+    holder: ServicesHolder,
+    implementations: dict[str, ToolImpl],
+    user_tools: Sequence[UserTool] = (),
+) -> list[Callable[..., Any]]:
+    """One activity per tool that runs as an activity."""
+    activities: list[Callable[..., Any]] = []
+
+    def make(name: str, impl: ToolImpl) -> Callable[..., Any]:
+        async def run(inp: ToolCallInput) -> ToolCallOutput:
+            services = await holder.get()
+            return await run_tool(services, services.catalog.get(name), impl, inp)
+
+        run.__name__ = f"tool_{name}"
+        return activity.defn(name=tool_activity_name(name))(run)
+
+    for name, impl in implementations.items():
+        activities.append(make(name, impl))
+    for ut in user_tools:
+        activities.append(make(ut.spec.name, _user_impl(ut)))
+    return activities

@@ -1,0 +1,72 @@
+"""Timeouts and retry policies of the calls a session makes: typed, with the engine's defaults.
+
+A deployment sets them on the plugin (``AgentToolsPlugin(policy=...)``) or in the environment
+(``AGENT_TOOLS_POLICY__MODEL_STEP__START_TO_CLOSE_SECONDS=600``); an agent may override them in its
+definition (``[agents.policy.tool_call]``). ``prepare_session`` resolves them into the session's config, so
+the workflow reads them from its own state: they are part of what continue-as-new carries, and a history
+recorded before a change replays with the values it was recorded with.
+
+Pure: no temporalio import. The workflows turn a :class:`CallPolicy` into Temporal's options.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CallPolicy(BaseModel):
+    """How long one kind of call may take, and how Temporal retries it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    start_to_close_seconds: float = Field(gt=0, le=30 * 86400)
+    # None: the call does not heartbeat (short store look-ups).
+    heartbeat_seconds: float | None = Field(default=None, gt=0, le=86400)
+    initial_interval_seconds: float = Field(default=1.0, gt=0, le=3600)
+    backoff_coefficient: float = Field(default=2.0, ge=1, le=10)
+    maximum_interval_seconds: float = Field(default=30.0, gt=0, le=86400)
+    maximum_attempts: int = Field(default=3, ge=0, le=1000)  # 0: unlimited, Temporal's meaning
+
+
+class ChildPolicy(BaseModel):
+    """Limits of a child session (a sub-agent of any face)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # None: a child may run as long as its parent waits for it; the faces' own bounded waits still apply.
+    execution_timeout_seconds: float | None = Field(default=None, gt=0)
+    # A child that is not this session's own child workflow (after a continue-as-new, or a hand-off) is
+    # awaited by an activity that polls it and heartbeats.
+    await_call: CallPolicy = CallPolicy(
+        start_to_close_seconds=30 * 86400, heartbeat_seconds=60, maximum_interval_seconds=60, maximum_attempts=0
+    )
+
+
+class ExecutionPolicy(BaseModel):
+    """Every call kind a session makes. The defaults are the engine's long-standing values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_step: CallPolicy = CallPolicy(
+        start_to_close_seconds=300, heartbeat_seconds=30, maximum_interval_seconds=60, maximum_attempts=8
+    )
+    tool_call: CallPolicy = CallPolicy(start_to_close_seconds=600, heartbeat_seconds=30)
+    # The small-model call that judges a goal after a turn.
+    goal_judge: CallPolicy = CallPolicy(start_to_close_seconds=120)
+    # The short engine activities: prepare_session, delegation look-ups, event subscriptions and loads.
+    engine: CallPolicy = CallPolicy(start_to_close_seconds=60, maximum_interval_seconds=20, maximum_attempts=10)
+    child_session: ChildPolicy = ChildPolicy()
+
+    def merged(self, override: dict[str, Any] | None) -> ExecutionPolicy:
+        """This policy with the fields of ``override`` (a partial, nested dict) replaced."""
+        if not override:
+            return self
+        data = self.model_dump()
+        for key, value in override.items():
+            if isinstance(value, dict) and isinstance(data.get(key), dict):
+                data[key] = {**data[key], **value}
+            else:
+                data[key] = value
+        return ExecutionPolicy.model_validate(data)

@@ -1,0 +1,55 @@
+"""The worker: settings -> plugin -> client -> worker, until SIGTERM or Ctrl-C.
+
+``agent-tools worker`` and the repository's ``worker.py`` script run :func:`main`; the embedded mode and the
+tests build theirs with :func:`build_worker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from agent_tools.client import unreachable
+from agent_tools.plugin import AgentToolsPlugin
+from agent_tools.settings import Settings
+
+
+def build_worker(
+    client: Client, plugin: AgentToolsPlugin, *, task_queue: str | None = None, **kwargs: object
+) -> Worker:
+    """A worker on ``client`` with everything the plugin registers (the plugin must be on the client)."""
+    return Worker(
+        client,
+        task_queue=task_queue or plugin.settings.task_queue,
+        max_concurrent_activities=int(kwargs.pop("max_concurrent_activities", 200)),  # type: ignore[call-overload]
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def main(settings: Settings | None = None) -> None:
+    settings = settings or Settings()
+    plugin = await AgentToolsPlugin.create(settings)
+    try:
+        client = await Client.connect(
+            settings.temporal_address, namespace=settings.temporal_namespace, plugins=[plugin]
+        )
+    except RuntimeError as exc:
+        raise unreachable(settings, exc) from exc
+    grace = settings.worker_shutdown_grace_seconds
+    worker = build_worker(client, plugin, graceful_shutdown_timeout=timedelta(seconds=grace))
+    # A deploy stops workers with SIGTERM: finish what is in flight instead of dying mid-call, which would
+    # leave each running activity to be noticed only at its heartbeat timeout and to repeat its side effects.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    logging.info("worker on task queue %s at %s", settings.task_queue, settings.temporal_address)
+    async with worker:
+        await stop.wait()
+        logging.info("stopping: no new tasks; in-flight activities have up to %g s to finish", grace)
+    logging.info("worker stopped")

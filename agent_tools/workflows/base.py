@@ -1,0 +1,131 @@
+"""The session's shared state and the hooks capability mixins extend (each calls ``super()``)."""
+
+import json
+import typing
+from collections.abc import Sequence
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RetryPolicy
+from temporalio.contrib.workflow_streams import WorkflowStream
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from agent_tools.activity_io import ProgressKind, SessionRef, ToolCallOutput
+    from agent_tools.policy import CallPolicy
+    from agent_tools.session import SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
+
+
+PROGRESS_KINDS = frozenset(typing.get_args(ProgressKind))
+
+
+def failure_detail(exc: BaseException) -> str:
+    """The innermost application error's message (the provider's, the tool's or the child's own words) of
+    an activity or child-workflow failure."""
+    cause: BaseException | None = getattr(exc, "cause", None)
+    while cause is not None and not isinstance(cause, ApplicationError) and getattr(cause, "cause", None) is not None:
+        cause = cause.cause  # type: ignore[attr-defined]
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+
+
+# Errors no retry can fix: a provider's 4xx and a configuration mistake.
+MODEL_NON_RETRYABLE = ("ProviderRequestError", "ConfigurationError")
+TOOL_NON_RETRYABLE = ("ConfigurationError",)
+
+
+def retry_policy(policy: CallPolicy, non_retryable: Sequence[str] = TOOL_NON_RETRYABLE) -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=policy.initial_interval_seconds),
+        backoff_coefficient=policy.backoff_coefficient,
+        maximum_interval=timedelta(seconds=policy.maximum_interval_seconds),
+        maximum_attempts=policy.maximum_attempts,
+        non_retryable_error_types=list(non_retryable),
+    )
+
+
+def call_options(policy: CallPolicy, non_retryable: Sequence[str] = TOOL_NON_RETRYABLE) -> dict[str, typing.Any]:
+    """``execute_activity`` keyword arguments for a call of this kind."""
+    return {
+        "start_to_close_timeout": timedelta(seconds=policy.start_to_close_seconds),
+        "heartbeat_timeout": timedelta(seconds=policy.heartbeat_seconds) if policy.heartbeat_seconds else None,
+        "retry_policy": retry_policy(policy, non_retryable),
+    }
+
+
+def tool_error(text: str) -> ToolCallOutput:
+    """An error result for the model (a tool that refused or failed; the turn goes on)."""
+    return ToolCallOutput(content=text, is_error=True)
+
+
+class SessionBase:
+    """Attributes every mixin may use, and hook methods with neutral defaults."""
+
+    request: SessionRequest
+    _config: SessionConfig | None
+    state: SessionState
+    stream: WorkflowStream
+    _stop_reason: str | None
+
+    # ---- helpers for mixins -------------------------------------------------------------------------
+
+    @property
+    def config(self) -> SessionConfig:
+        """The resolved config; set by the first activity of the first run, before any turn or tool runs."""
+        assert self._config is not None, "session config is resolved before any handler needs it"
+        return self._config
+
+    @property
+    def session_id(self) -> str:
+        return self.config.session_id
+
+    def session_ref(self) -> SessionRef:
+        return SessionRef.of(self.config, workflow.info().run_id)
+
+    def now_iso(self) -> str:
+        return workflow.now().isoformat()
+
+    def enqueue(self, trigger: Trigger) -> None:
+        self.state.inbox.append(trigger)
+        self.touch()
+
+    def publish(self, kind: str, **data: object) -> None:
+        """Publish a live progress event (a ``ProgressEvent`` on the ``progress`` topic).
+
+        The payload is encoded here as plain JSON, the encoding the pydantic converter reads back, instead of
+        through the workflow's data converter: a step publishes several events, and a converter call inside
+        the sandbox costs more than the JSON itself.
+        """
+        if kind not in PROGRESS_KINDS:
+            raise ValueError(f"unknown progress event kind {kind!r}")
+        body = {"kind": kind, "session_id": self.config.session_id, "data": data}
+        payload = Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(body, default=str).encode())
+        self.stream.topic("progress").publish(payload)
+
+    def touch(self) -> None:
+        self.state.updated_at = self.now_iso()
+
+    def set_status(self, status: SessionStatus) -> None:
+        raise NotImplementedError  # provided by AgentSession
+
+    def refresh_details(self) -> None:
+        raise NotImplementedError  # provided by AgentSession
+
+    # ---- hooks --------------------------------------------------------------------------------------
+
+    def _on_start(self) -> None:
+        """Called once per run after the config is known (start background timers here)."""
+
+    async def _after_turn(self, trigger: Trigger) -> None:
+        """Called after every completed turn (goals judge here)."""
+
+    def _pending_work(self) -> list[str]:
+        """Reasons the session must not finish yet (active loops, goals, running children...)."""
+        return []
+
+    async def _on_stop(self, reason: str) -> None:
+        """Called when the session stops or is cancelled (stop children here)."""
+
+    def _details_sections(self) -> list[str]:
+        """Markdown sections for the Temporal UI's current details."""
+        return []

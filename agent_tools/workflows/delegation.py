@@ -1,0 +1,644 @@
+"""The delegation engine inside the session: start a child ``AgentSession`` with a config derived from the
+parent, then wait for it fully (sync subAgent, spawn_agent), in the background (async subAgent: the parent's
+inbox gets a ``subagent`` trigger when it ends) or for a bounded time (invoke_sub_agent races a timer).
+
+One rule decides who hears about a child's end: a tool call waiting on it receives it as its result;
+otherwise, unless this session asked it to stop, the end arrives as a notification in the inbox. Running
+children are pending work, so a session never finishes before it has been told.
+
+Children are started with ``ParentClosePolicy.ABANDON`` because Temporal applies the close policy when a
+parent *continues-as-new* too, which would kill every child at each continue-as-new. Stopping is explicit
+instead: ``_on_stop`` signals each running child to stop and waits; each child stops its own children first,
+so a tree stops leaf first. A child the current run did not start (after continue-as-new) is awaited through
+an activity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import TypedSearchAttributes
+from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
+
+from agent_tools.workflows.base import SessionBase, call_options, failure_detail, tool_error
+from agent_tools.workflows.native import native_tool
+
+with workflow.unsafe.imports_passed_through():
+    from agent_tools import search_attributes as sa
+    from agent_tools.activity_io import ToolCallOutput
+    from agent_tools.messages import Message, ToolCall, Usage
+    from agent_tools.session import (
+        SessionInput,
+        SessionRequest,
+        SessionResult,
+        SessionStatus,
+        StopRequest,
+        Trigger,
+    )
+    from agent_tools.tools.delegation import (
+        ACT_AWAIT_SESSION,
+        ACT_CHECK_AGENT,
+        ACT_HANDOFF_HISTORY,
+        ACT_LATEST_MESSAGE,
+        ACT_LIST_TREE,
+        ACT_PLAN_SPAWN,
+        ACT_SEND_MESSAGE,
+        ACT_STOP_TREE,
+        COST_CEILING_USD,
+        INVOKE_WAIT_SECONDS,
+        MAX_SUBAGENT_DEPTH,
+        OPT_COST_CEILING,
+        OPT_FANOUT_CAP,
+        OPT_HANDED_OFF_FROM,
+        OPT_INVOKE_WAIT,
+        RESULT_KEEP_CHARS,
+        ROLES,
+        SPAWN_FANOUT_CAP,
+        SPAWN_MAX_TOKENS,
+        STOP_WAIT_SECONDS,
+        AwaitSessionInput,
+        AwaitSessionOutput,
+        Caller,
+        CheckAgentInput,
+        CheckAgentOutput,
+        ChildRecord,
+        Face,
+        HandOffArgs,
+        HandoffHistoryInput,
+        HandoffHistoryOutput,
+        HandoffRecord,
+        HandOffResult,
+        InvokeSubAgentArgs,
+        InvokeSubAgentResult,
+        LatestMessageOutput,
+        NoArgs,
+        PlanSpawnInput,
+        PlanSpawnOutput,
+        PriorMessage,
+        SendMessageArgs,
+        SendOutput,
+        SpawnAgentArgs,
+        StopTreeOutput,
+        SubAgentArgs,
+        SubAgentResult,
+        SubSessionArgs,
+        TargetInput,
+        TreeInput,
+        TreeOutput,
+        WaitMode,
+        child_options,
+        clamp_steps,
+        error_json,
+        handoff_refusal,
+        invoke_refusal,
+        notification_text,
+        spawn_result_text,
+    )
+
+
+class DelegationMixin(SessionBase):
+    """subAgent, listSubAgent, getSubAgentMessage, stopSubAgent, sendMessageToSubAgent, invoke_sub_agent,
+    spawn_agent and hand_off_to_agent: faces of one child-session engine."""
+
+    # Per-run, not state: handles of the children this run started (a continue-as-new run has none).
+    _child_handles: dict[str, Any]
+    # Watcher tasks, referenced so they are not garbage-collected while they wait.
+    _watchers: list[asyncio.Task[None]]
+
+    # ---- hooks --------------------------------------------------------------------------------------
+
+    def _on_start(self) -> None:
+        super()._on_start()
+        self._child_handles = {}
+        self._watchers = []
+        # Children still running when the previous run continued-as-new: wait for them through an activity.
+        for rec in self.state.delegation.running():
+            self._watchers.append(asyncio.create_task(self._watch_by_activity(rec.session_id)))
+
+    def _pending_work(self) -> list[str]:
+        reasons = super()._pending_work()
+        reasons += [f"sub-agent {rec.session_id} is running" for rec in self.state.delegation.running()]
+        return reasons
+
+    async def _on_stop(self, reason: str) -> None:
+        await super()._on_stop(reason)
+        running = self.state.delegation.running()
+        if not running:
+            return
+        for rec in running:
+            rec.stop_requested = True
+        # Every child stops its own children before it ends, so waiting for the children is bottom-up.
+        await asyncio.gather(*(self._signal_stop(rec.session_id, reason) for rec in running))
+        try:
+            await workflow.wait_condition(lambda: not self.state.delegation.running(), timeout=STOP_WAIT_SECONDS)
+        except TimeoutError:
+            workflow.logger.warning(
+                "sub-agents did not confirm their stop in time: %s",
+                [r.session_id for r in self.state.delegation.running()],
+            )
+
+    def _details_sections(self) -> list[str]:
+        sections = super()._details_sections()
+        d = self.state.delegation
+        if d.children:
+            lines = [f"- `{c.session_id}` {c.title} · {c.face} · **{c.status}**" for c in d.children[-20:]]
+            sections.append("**Sub-agents**\n" + "\n".join(lines))
+        if d.handoff:
+            sections.append(f"**Handed off** to `{d.handoff.agent_name}` in `{d.handoff.session_id}`")
+        return sections
+
+    # ---- queries ------------------------------------------------------------------------------------
+
+    @workflow.query(name="subagents")
+    def query_subagents(self) -> list[ChildRecord]:
+        return self.state.delegation.children
+
+    @workflow.query(name="handoff")
+    def query_handoff(self) -> HandoffRecord | None:
+        return self.state.delegation.handoff
+
+    # ---- the engine ---------------------------------------------------------------------------------
+
+    def _caller(self) -> Caller:
+        c = self.config
+        return Caller(session_id=c.session_id, root_id=c.root_id, agent=c.agent, project=c.project, model=c.model)
+
+    async def _start_child(
+        self,
+        *,
+        face: Face,
+        agent: str,
+        title: str,
+        prompt: str,
+        mode: WaitMode,
+        role: str | None = None,
+        model: str | None = None,
+        tools: list[str] | None = None,
+        max_steps: int | None = None,
+        max_tokens: int | None = None,
+        system_prompt: str | None = None,
+        prior: list[PriorMessage] | None = None,
+        child_id: str | None = None,
+    ) -> ChildRecord:
+        """Start one child session and its watcher; returns its record (already finished if the start
+        failed)."""
+        c = self.config
+        d = self.state.delegation
+        child_id = child_id or self._next_child_id()
+        prior = prior or []
+        request = SessionRequest(
+            agent=agent,
+            prompt=prompt,
+            organisation=c.organisation,
+            project=c.project,
+            user=c.user,
+            title=title,
+            model=model,
+            tools=tools,
+            system_prompt=system_prompt,
+            max_steps=max_steps,
+            max_tokens=max_tokens,
+            keep_alive=False,
+            parent_id=c.session_id,
+            root_id=c.root_id,
+            depth=c.depth + 1,
+            chain=[*c.chain, agent],
+            role=role,
+            history=[Message(role=m.role, content=m.content) for m in prior],
+            options=child_options(c.options),
+        )
+        now = self.now_iso()
+        rec = ChildRecord(
+            session_id=child_id,
+            face=face,
+            agent=agent,
+            title=title,
+            role=role,
+            mode=mode,
+            task=prompt[:RESULT_KEEP_CHARS],
+            prior=prior,
+            created_at=now,
+            updated_at=now,
+        )
+        d.children.append(rec)
+        try:
+            handle = await workflow.start_child_workflow(
+                "AgentSession",
+                SessionInput(request=request),
+                id=child_id,
+                result_type=SessionResult,
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                static_summary=f"{agent}: {title}"[:200],
+                search_attributes=self._child_search_attributes(agent, depth=c.depth + 1),
+            )
+        except Exception as exc:  # e.g. the id is taken: the model gets a clear error, the session goes on
+            rec.finished, rec.delivered, rec.status, rec.error = (
+                True,
+                True,
+                "failed",
+                f"could not start: {exc}",
+            )
+            return rec
+        self._child_handles[child_id] = handle
+        self._watchers.append(asyncio.create_task(self._watch_handle(child_id, handle)))
+        self.publish("subagent_started", id=child_id, role=role or face, task=prompt[:200], title=title)
+        self.refresh_details()
+        return rec
+
+    def _child_search_attributes(self, agent: str, *, depth: int) -> TypedSearchAttributes | None:
+        """The tree links from the first moment (the child upserts them again itself): a child listed through
+        visibility right after its start already shows its root and parent."""
+        c = self.config
+        if not c.options.get("search_attributes", True):
+            return None
+        return sa.at_start(agent=agent, root_id=c.root_id, parent_id=c.session_id, depth=depth)
+
+    def _next_child_id(self) -> str:
+        """Deterministic child ids, numbered in call order (taken before any await, so that parallel calls
+        of one step are numbered like the calls, not like the order their look-ups finish)."""
+        d = self.state.delegation
+        d.counter += 1
+        return f"{self.config.session_id}/sub-{d.counter}"
+
+    async def _watch_handle(self, child_id: str, handle: Any) -> None:
+        # Wait for the handle without awaiting it: cancelling an await on a child handle cancels the child.
+        await workflow.wait_condition(handle.done)
+        try:
+            result: SessionResult = handle.result()
+        except ChildWorkflowError as exc:
+            cause = exc.cause
+            if isinstance(cause, CancelledError):
+                self._child_ended(child_id, "stopped", None, "cancelled", Usage())
+            else:
+                self._child_ended(child_id, "failed", None, failure_detail(exc), Usage())
+            return
+        except asyncio.CancelledError:
+            self._child_ended(child_id, "stopped", None, "cancelled", Usage())
+            return
+        self._child_ended(
+            child_id,
+            result.status.value,
+            result.final_message,
+            result.error,
+            result.usage + result.tree_usage,
+        )
+
+    async def _watch_by_activity(self, child_id: str) -> None:
+        out = await workflow.execute_activity(
+            ACT_AWAIT_SESSION,
+            AwaitSessionInput(session_id=child_id),
+            result_type=AwaitSessionOutput,
+            summary=f"await sub-agent {child_id}",
+            **call_options(self.config.policy.child_session.await_call),
+        )
+        self._child_ended(child_id, out.status, out.final_message, out.error, out.usage)
+
+    def _child_ended(self, child_id: str, status: str, final: str | None, error: str | None, usage: Usage) -> None:
+        rec = self.state.delegation.get(child_id)
+        if rec is None or rec.finished:
+            return
+        rec.finished = True
+        rec.status = status
+        rec.final_message = final[:RESULT_KEEP_CHARS] if final is not None else None
+        rec.error = error if status != "completed" else None
+        rec.usage = usage
+        rec.updated_at = self.now_iso()
+        self._child_handles.pop(child_id, None)
+        # Usage flows up the tree: the child's own spend plus its descendants'.
+        self.state.tree_usage = self.state.tree_usage + usage
+        self.publish(
+            "subagent_done",
+            id=child_id,
+            role=rec.role or rec.face,
+            ok=status == "completed",
+            status=status,
+            preview=(final or error or "")[:200],
+        )
+        if rec.waiters == 0 and not rec.delivered and not rec.stop_requested and self._stop_reason is None:
+            rec.delivered = True
+            self.enqueue(
+                Trigger(
+                    kind="subagent",
+                    content=notification_text(rec),
+                    meta={"sub_session_id": child_id, "title": rec.title, "status": status},
+                )
+            )
+        self.touch()
+        self.refresh_details()
+
+    async def _wait_child(self, rec: ChildRecord, timeout: float | None = None) -> bool:
+        """Wait for the child's end (at most ``timeout`` seconds); True when it ended."""
+        if not rec.finished:
+            rec.waiters += 1
+            try:
+                await workflow.wait_condition(lambda: rec.finished, timeout=timeout)
+            except TimeoutError:
+                pass
+            finally:
+                rec.waiters -= 1
+        if rec.finished:
+            rec.delivered = True
+        return rec.finished
+
+    async def _signal_stop(self, child_id: str, reason: str) -> None:
+        try:
+            await workflow.get_external_workflow_handle(child_id).signal(
+                "stop", StopRequest(reason=f"parent stopped: {reason}")
+            )
+        except Exception as exc:  # already closed: nothing to stop
+            workflow.logger.info("stop signal to %s not delivered: %s", child_id, exc)
+
+    async def _lookup(self, name: str, arg: Any, result_type: type[Any], summary: str, *, long: bool = False) -> Any:
+        """Run a delegation activity; raises ``ActivityError`` (callers turn it into a tool error)."""
+        options = call_options(self.config.policy.engine)
+        if long:
+            # Stopping a subtree waits for every session in it to stop.
+            options["start_to_close_timeout"] = timedelta(seconds=STOP_WAIT_SECONDS * 10)
+            options["heartbeat_timeout"] = timedelta(seconds=30)
+        return await workflow.execute_activity(name, arg, result_type=result_type, summary=summary, **options)
+
+    @staticmethod
+    def _activity_error(tool: str, exc: ActivityError) -> ToolCallOutput:
+        return tool_error(f"{tool} failed: {failure_detail(exc)}")
+
+    # ---- RTC faces ----------------------------------------------------------------------------------
+
+    @native_tool("subAgent")
+    async def _tool_sub_agent(self, args: SubAgentArgs, call: ToolCall) -> ToolCallOutput:
+        c = self.config
+        if c.depth + 1 > MAX_SUBAGENT_DEPTH:
+            return tool_error(f"Sub-agents may nest at most {MAX_SUBAGENT_DEPTH} levels deep; do this task yourself.")
+        rec = await self._start_child(
+            face="subAgent",
+            agent=c.agent,
+            title=args.title,
+            prompt=args.instruction,
+            mode=args.mode,
+            model=c.model,
+            tools=list(c.tools),
+        )
+        if args.mode == "async" and not rec.finished:
+            out = SubAgentResult(sub_session_id=rec.session_id, title=rec.title, mode="async", status="running")
+            return ToolCallOutput(
+                content=out.model_dump_json(exclude_none=True)
+                + "\nThe sub-agent runs in the background; you will receive a notification when it ends."
+            )
+        await self._wait_child(rec)
+        out = SubAgentResult(
+            sub_session_id=rec.session_id,
+            title=rec.title,
+            mode=args.mode,
+            status=rec.status,
+            result=rec.final_message,
+            error=rec.error,
+        )
+        return ToolCallOutput(content=out.model_dump_json(exclude_none=True), is_error=rec.status != "completed")
+
+    @native_tool("listSubAgent")
+    async def _tool_list_sub_agent(self, args: NoArgs, call: ToolCall) -> ToolCallOutput:
+        try:
+            out: TreeOutput = await self._lookup(
+                ACT_LIST_TREE, TreeInput(caller=self._caller()), TreeOutput, "listSubAgent"
+            )
+        except ActivityError as exc:
+            return self._activity_error("listSubAgent", exc)
+        return ToolCallOutput(content=json.dumps([s.model_dump() for s in out.sessions], ensure_ascii=False))
+
+    @native_tool("getSubAgentMessage")
+    async def _tool_get_sub_agent_message(self, args: SubSessionArgs, call: ToolCall) -> ToolCallOutput:
+        try:
+            out: LatestMessageOutput = await self._lookup(
+                ACT_LATEST_MESSAGE,
+                TargetInput(caller=self._caller(), target=args.sub_session_id),
+                LatestMessageOutput,
+                f"getSubAgentMessage: {args.sub_session_id}",
+            )
+        except ActivityError as exc:
+            return self._activity_error("getSubAgentMessage", exc)
+        if out.message is None:
+            return tool_error(out.error or "no message")
+        return ToolCallOutput(content=out.message.model_dump_json())
+
+    @native_tool("stopSubAgent")
+    async def _tool_stop_sub_agent(self, args: SubSessionArgs, call: ToolCall) -> ToolCallOutput:
+        own = self.state.delegation.get(args.sub_session_id)
+        was_requested = own.stop_requested if own else False
+        if own is not None:
+            own.stop_requested = True  # the model asked for it: its end is not news to the model
+        try:
+            out: StopTreeOutput = await self._lookup(
+                ACT_STOP_TREE,
+                TargetInput(caller=self._caller(), target=args.sub_session_id, reason=f"stopped by {self.session_id}"),
+                StopTreeOutput,
+                f"stopSubAgent: {args.sub_session_id}",
+                long=True,
+            )
+        except ActivityError as exc:
+            if own is not None:
+                own.stop_requested = was_requested
+            return self._activity_error("stopSubAgent", exc)
+        if out.result is None:
+            if own is not None:
+                own.stop_requested = was_requested
+            return tool_error(out.error or "not stopped")
+        return ToolCallOutput(content=out.result.model_dump_json())
+
+    @native_tool("sendMessageToSubAgent")
+    async def _tool_send_message_to_sub_agent(self, args: SendMessageArgs, call: ToolCall) -> ToolCallOutput:
+        target = TargetInput(
+            caller=self._caller(),
+            target=args.sub_session_id,
+            message=args.message,
+            # The update id makes a retried activity deliver the message once.
+            request_id=f"{self.session_id}/step-{self.state.steps}/{call.id}",
+        )
+        try:
+            out: SendOutput = await self._lookup(
+                ACT_SEND_MESSAGE, target, SendOutput, f"sendMessageToSubAgent: {args.sub_session_id}"
+            )
+        except ActivityError as exc:
+            return self._activity_error("sendMessageToSubAgent", exc)
+        if out.result is None:
+            return tool_error(out.error or "not delivered")
+        return ToolCallOutput(content=out.result.model_dump_json())
+
+    # ---- FYAI: invoke_sub_agent, hand_off_to_agent ----------------------------------------------------
+
+    @native_tool("invoke_sub_agent")
+    async def _tool_invoke_sub_agent(self, args: InvokeSubAgentArgs, call: ToolCall) -> ToolCallOutput:
+        c = self.config
+        if args.resume_execution_id:
+            rec = self.state.delegation.get(args.resume_execution_id)
+            if rec is None or rec.face != "invoke_sub_agent":
+                return tool_error(
+                    f"Unknown execution id {args.resume_execution_id!r}: resume_execution_id must be an id that "
+                    "invoke_sub_agent returned in this session."
+                )
+        else:
+            refusal = invoke_refusal(caller=c.agent, target=args.agent_name, grants=c.subagents, chain=c.chain)
+            if refusal:
+                return tool_error(refusal)
+            child_id = self._next_child_id()
+            try:
+                checked: CheckAgentOutput = await self._lookup(
+                    ACT_CHECK_AGENT,
+                    CheckAgentInput(
+                        project=c.project,
+                        agent_name=args.agent_name,
+                        llm_config_override_id=args.llm_config_override_id,
+                    ),
+                    CheckAgentOutput,
+                    f"check agent {args.agent_name}",
+                )
+            except ActivityError as exc:
+                return self._activity_error("invoke_sub_agent", exc)
+            if checked.error:
+                return tool_error(checked.error)
+            rec = await self._start_child(
+                face="invoke_sub_agent",
+                agent=args.agent_name,
+                title=f"{args.agent_name}: {args.task_input[:60]}",
+                prompt=args.task_input,
+                mode="bounded",
+                model=checked.model,
+                prior=args.prior_messages,
+                child_id=child_id,
+            )
+        wait = float(c.options.get(OPT_INVOKE_WAIT, INVOKE_WAIT_SECONDS))
+        if not await self._wait_child(rec, wait):
+            out = InvokeSubAgentResult(status="running", execution_id=rec.session_id, agent_name=rec.agent)
+            return ToolCallOutput(
+                content=out.model_dump_json(exclude_none=True)
+                + "\nThe sub-agent is still working: call invoke_sub_agent again with "
+                + "resume_execution_id to keep waiting."
+            )
+        status = rec.status if rec.status in ("completed", "stopped") else "failed"
+        messages = [*rec.prior, PriorMessage(role="user", content=rec.task)]
+        if rec.final_message is not None:
+            messages.append(PriorMessage(role="assistant", content=rec.final_message))
+        out = InvokeSubAgentResult(
+            status=status,
+            execution_id=rec.session_id,
+            agent_name=rec.agent,
+            output=rec.final_message,  # type: ignore[arg-type]
+            error=rec.error,
+            messages=messages,
+        )
+        return ToolCallOutput(content=out.model_dump_json(exclude_none=True), is_error=status != "completed")
+
+    @native_tool("hand_off_to_agent")
+    async def _tool_hand_off(self, args: HandOffArgs, call: ToolCall) -> ToolCallOutput:
+        c = self.config
+        refusal = handoff_refusal(
+            caller=c.agent,
+            target=args.agent_name,
+            grants=c.subagents,
+            parent_id=c.parent_id,
+            already=self.state.handed_off_to is not None or bool(c.options.get(OPT_HANDED_OFF_FROM)),
+        )
+        if refusal:
+            return tool_error(refusal)
+        if self.state.delegation.running():
+            return tool_error(
+                "Sub-agents of this conversation are still running; stop them or wait for them before handing off."
+            )
+        try:
+            prep: HandoffHistoryOutput = await self._lookup(
+                ACT_HANDOFF_HISTORY,
+                HandoffHistoryInput(caller=self._caller(), agent_name=args.agent_name),
+                HandoffHistoryOutput,
+                f"hand-off history for {args.agent_name}",
+            )
+        except ActivityError as exc:
+            return self._activity_error("hand_off_to_agent", exc)
+        if prep.error:
+            return tool_error(prep.error)
+        if self.state.handed_off_to is not None:  # a parallel call in the same step won the race
+            return tool_error("This conversation has already been handed off once; it cannot be handed off again.")
+        new_id = f"session-{workflow.uuid4()}"
+        self.state.handed_off_to = new_id  # claim it before the await so a parallel call is refused
+        request = SessionRequest(
+            agent=args.agent_name,
+            prompt=args.message,
+            organisation=c.organisation,
+            project=c.project,
+            user=c.user,
+            title=c.title,
+            keep_alive=c.keep_alive,
+            history=prep.history,
+            options={**child_options(c.options), OPT_HANDED_OFF_FROM: c.session_id},
+        )
+        try:
+            # A child in Temporal's eyes (the UI links them), abandoned so it outlives this session.
+            await workflow.start_child_workflow(
+                "AgentSession",
+                SessionInput(request=request),
+                id=new_id,
+                result_type=SessionResult,
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                static_summary=f"{args.agent_name}: hand-off from {c.agent}"[:200],
+            )
+        except Exception as exc:
+            self.state.handed_off_to = None
+            return tool_error(f"hand_off_to_agent failed: could not start the specialist's session: {exc}")
+        now = self.now_iso()
+        self.state.delegation.handoff = HandoffRecord(
+            agent_name=args.agent_name, session_id=new_id, message=args.message, at=now
+        )
+        notice = f"Handed off to {args.agent_name} (session {new_id})."
+        self.state.last_message = Message(role="assistant", content=notice)
+        self.state.last_message_at = now
+        self.set_status(SessionStatus.handed_off)
+        self.publish("status", status=SessionStatus.handed_off.value, handed_off_to=new_id, agent=args.agent_name)
+        return ToolCallOutput(content=HandOffResult(agent_name=args.agent_name, session_id=new_id).model_dump_json())
+
+    # ---- codai: spawn_agent ---------------------------------------------------------------------------
+
+    @native_tool("spawn_agent")
+    async def _tool_spawn_agent(self, args: SpawnAgentArgs, call: ToolCall) -> ToolCallOutput:
+        c = self.config
+        d = self.state.delegation
+        # Everything up to the first await runs in call order, so the per-message count is deterministic.
+        if d.spawn_step != self.state.steps:
+            d.spawn_step, d.spawn_in_step = self.state.steps, 0
+        cap = int(c.options.get(OPT_FANOUT_CAP, SPAWN_FANOUT_CAP))
+        if d.spawn_in_step >= cap:
+            return tool_error(error_json("delegation_fanout_capped", cap=cap))
+        ceiling = float(c.options.get(OPT_COST_CEILING, COST_CEILING_USD))
+        spent = round(self.state.usage.cost_usd + self.state.tree_usage.cost_usd, 6)
+        if spent >= ceiling:
+            return tool_error(error_json("request_cost_ceiling", ceiling_usd=ceiling, spent_usd=spent))
+        d.spawn_in_step += 1
+        role = ROLES[args.role]
+        child_id = self._next_child_id()
+        try:
+            plan: PlanSpawnOutput = await self._lookup(
+                ACT_PLAN_SPAWN,
+                PlanSpawnInput(session=self._caller(), role=role.name, parent_tools=list(c.tools)),
+                PlanSpawnOutput,
+                f"plan {role.name} sub-agent",
+            )
+        except ActivityError as exc:
+            return tool_error(error_json("sub_agent_failed", detail=str(exc.cause or exc)))
+        rec = await self._start_child(
+            face="spawn_agent",
+            agent=c.agent,
+            title=f"{role.name}: {args.task[:60]}",
+            prompt=args.task,
+            mode="sync",
+            role=role.name,
+            model=plan.model,
+            tools=plan.tools,
+            max_steps=clamp_steps(args.max_steps, role),
+            max_tokens=SPAWN_MAX_TOKENS,
+            system_prompt=args.system,
+            child_id=child_id,
+        )
+        await self._wait_child(rec)
+        if rec.status != "completed":
+            return tool_error(error_json("sub_agent_failed", id=rec.session_id, status=rec.status, detail=rec.error))
+        return ToolCallOutput(content=spawn_result_text(role.name, rec.final_message or ""))

@@ -1,0 +1,190 @@
+"""wait_for_event inside the session: subscribe to the project's router, then wait on a durable timer.
+
+The wait costs no polling: a durable timer (``workflow.wait_condition(..., timeout=)``) races the router's
+``event_arrived`` signal. Only small references cross into the session's history; the event itself is read
+by the session's next activity (``load_event``), which also saves a large payload as an artifact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from agent_tools.workflows.base import SessionBase, call_options, failure_detail
+from agent_tools.workflows.native import native_tool
+
+with workflow.unsafe.imports_passed_through():
+    from agent_tools.activity_io import ToolCallOutput
+    from agent_tools.messages import ToolCall
+    from agent_tools.session import SessionStatus
+    from agent_tools.tools.events import (
+        ACTIVITY_LOAD_EVENT,
+        ACTIVITY_SUBSCRIBE,
+        SIGNAL_EVENT_ARRIVED,
+        EventDelivery,
+        EventWait,
+        EventWaitState,
+        LoadEventInput,
+        SubscribeInput,
+        SubscribeOutput,
+        Subscription,
+        WaitForEventArgs,
+        WaitForEventResult,
+        render_result,
+        timeout_message,
+    )
+
+
+class EventWaitMixin(SessionBase):
+    """wait_for_event, the ``event_arrived`` signal and the ``event_waits``/``event_state`` queries."""
+
+    @native_tool("wait_for_event")
+    async def _tool_wait_for_event(self, args: WaitForEventArgs, call: ToolCall) -> ToolCallOutput:
+        ev = self.state.events
+        started = workflow.now()
+        sub_id = str(workflow.uuid4())
+        wait = EventWait(
+            subscription_id=sub_id,
+            call_id=call.id,
+            kind=args.kind,
+            match=args.match or {},
+            started_at=started,
+            deadline=started + timedelta(seconds=args.timeout_seconds),
+        )
+        ev.waits[sub_id] = wait
+        ev.waits_started += 1
+        self.set_status(SessionStatus.waiting_for_event)
+        self.publish(
+            "event",
+            action="waiting",
+            event_kind=args.kind,
+            match=wait.match,
+            timeout_seconds=args.timeout_seconds,
+        )
+        self.refresh_details()
+        # No ``finally``: when the worker evicts this run from its cache the coroutine is closed, and
+        # workflow calls are not allowed then; a replay rebuilds the wait anyway.
+        try:
+            out = await self._wait_for_event(wait, args)
+        except asyncio.CancelledError:
+            self._end_wait(sub_id)
+            raise
+        self._end_wait(sub_id)
+        return out
+
+    def _end_wait(self, sub_id: str) -> None:
+        ev = self.state.events
+        ev.waits.pop(sub_id, None)
+        if not ev.waits and self.state.status == SessionStatus.waiting_for_event:
+            self.set_status(SessionStatus.running)
+        self.refresh_details()
+
+    async def _wait_for_event(self, wait: EventWait, args: WaitForEventArgs) -> ToolCallOutput:
+        sub = Subscription(
+            subscription_id=wait.subscription_id,
+            session_id=self.session_id,
+            kind=wait.kind,
+            match=wait.match,
+            since=wait.started_at,
+            deadline=wait.deadline,
+            exclude_event_ids=list(self.state.events.delivered_event_ids),
+        )
+        try:
+            subscribed = await workflow.execute_activity(
+                ACTIVITY_SUBSCRIBE,
+                SubscribeInput(organisation=self.config.organisation, project=self.config.project, subscription=sub),
+                result_type=SubscribeOutput,
+                summary=f"subscribe {wait.kind}",
+                **call_options(self.config.policy.engine),
+            )
+        except ActivityError as exc:
+            return ToolCallOutput(content=f"wait_for_event could not subscribe: {failure_detail(exc)}", is_error=True)
+        if subscribed.backlog is not None and wait.arrived is None:
+            wait.arrived = subscribed.backlog
+        remaining = (wait.deadline - workflow.now()).total_seconds()
+        if wait.arrived is None and remaining > 0:
+            try:
+                await workflow.wait_condition(lambda: wait.arrived is not None, timeout=remaining)
+            except TimeoutError:
+                pass
+        waited = (workflow.now() - wait.started_at).total_seconds()
+        if wait.arrived is None:
+            self.state.events.timeouts += 1
+            self.publish("event", action="timeout", event_kind=wait.kind)
+            result = WaitForEventResult(
+                status="timeout",
+                kind=wait.kind,
+                match=wait.match,
+                waited_seconds=round(waited, 3),
+                message=timeout_message(wait.kind, args.timeout_seconds),
+            )
+            return ToolCallOutput(content=render_result(result), data={"status": "timeout"})
+        delivery = wait.arrived
+        self.state.events.events_received += 1
+        self.state.events.remember(delivery.event_id)
+        self.publish("event", action="received", event_kind=delivery.kind, event_id=delivery.event_id)
+        ref = self.session_ref()
+        try:
+            loaded: ToolCallOutput = await workflow.execute_activity(
+                ACTIVITY_LOAD_EVENT,
+                LoadEventInput(
+                    session_id=ref.session_id,
+                    run_id=ref.run_id,
+                    spill_threshold=ref.spill_threshold,
+                    call_id=wait.call_id,
+                    delivery=delivery,
+                    kind=wait.kind,
+                    match=wait.match,
+                    waited_seconds=waited,
+                ),
+                result_type=ToolCallOutput,
+                summary=f"event {delivery.kind}",
+                **call_options(self.config.policy.engine),
+            )
+            return loaded
+        except ActivityError as exc:
+            return ToolCallOutput(
+                content=f"Event {delivery.event_id} ({delivery.kind}) arrived but could not be read: {failure_detail(exc)}",
+                is_error=True,
+            )
+
+    @workflow.signal(name=SIGNAL_EVENT_ARRIVED)
+    def _signal_event_arrived(self, delivery: EventDelivery) -> None:
+        wait = self.state.events.waits.get(delivery.subscription_id)
+        # A late delivery (the wait timed out or was stopped) has nothing to wake; the first delivery wins.
+        if wait is not None and wait.arrived is None:
+            wait.arrived = delivery
+
+    @workflow.query(name="event_waits")
+    def _query_event_waits(self) -> list[EventWait]:
+        return list(self.state.events.waits.values())
+
+    @workflow.query(name="event_state")
+    def _query_event_state(self) -> EventWaitState:
+        return self.state.events
+
+    def _on_start(self) -> None:
+        super()._on_start()
+        # A wait lives inside a tool call, and continue-as-new happens only between turns; waits carried
+        # into a new run are leftovers with no tool call to wake.
+        self.state.events.waits.clear()
+
+    def _pending_work(self) -> list[str]:
+        reasons = super()._pending_work()
+        if self.state.events.waits:
+            reasons.append(f"waiting for {len(self.state.events.waits)} event(s)")
+        return reasons
+
+    def _details_sections(self) -> list[str]:
+        sections = super()._details_sections()
+        waits = self.state.events.waits.values()
+        if waits:
+            lines = [
+                f"- `{w.kind}`" + (f" match `{w.match}`" if w.match else "") + f" until {w.deadline:%H:%M:%S} UTC"
+                for w in waits
+            ]
+            sections.append("**Waiting for events**\n" + "\n".join(lines))
+        return sections

@@ -1,0 +1,174 @@
+"""askUser inside the session: the turn waits durably for the user's answers.
+
+The wait is a ``workflow.wait_condition``: no activity runs and no timer exists unless the agent has a
+timeout policy, so a session may wait for weeks at no cost (the worker may evict it from its cache; it
+replays when the answer arrives). Answers come by the ``answer_questions`` update (refused with a reason
+when they do not fit) or by the ``answer_questions_signal`` signal (a bad answer is recorded as a rejected
+answer instead, since a signal cannot be refused). Both keep unanswered questions pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+
+from agent_tools.workflows.base import SessionBase
+from agent_tools.workflows.native import native_tool
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
+    from agent_tools.activity_io import ToolCallOutput
+    from agent_tools.messages import ToolCall
+    from agent_tools.session import SessionStatus
+    from agent_tools.tools.human import (
+        MAX_ANSWERED_KEPT,
+        MAX_REJECTED_KEPT,
+        AnswerAccepted,
+        AnsweredAsk,
+        AnswerQuestions,
+        AnswerRejected,
+        AnswerVia,
+        AskUserArgs,
+        HumanState,
+        PendingAsk,
+        PendingQuestion,
+        RejectedAnswer,
+        default_answer,
+        format_answers,
+        render_pending,
+        resolve_answers,
+    )
+
+
+class HumanLoopMixin(SessionBase):
+    # ---- the tool -----------------------------------------------------------------------------------
+
+    @native_tool("askUser")
+    async def _tool_ask_user(self, args: AskUserArgs, call: ToolCall) -> ToolCallOutput:
+        human = self.state.human
+        timeout = self._ask_timeout()
+        now = workflow.now()
+        ask = PendingAsk(
+            ask_id=call.id or str(workflow.uuid4()),
+            questions=list(args.questions),
+            asked_at=now.isoformat(),
+            deadline=(now + timeout).isoformat() if timeout else None,
+        )
+        human.pending.append(ask)
+        self.publish(
+            "question",
+            ask_id=ask.ask_id,
+            questions=[q.model_dump() for q in ask.questions],
+            deadline=ask.deadline,
+        )
+        self.set_status(SessionStatus.waiting_for_user)
+        self.refresh_details()
+        timed_out = False
+        try:
+            await workflow.wait_condition(ask.complete, timeout=timeout)
+        except TimeoutError:
+            timed_out = True
+        except asyncio.CancelledError:
+            # The session was stopped while waiting: the question is no longer pending.
+            human.pending = [a for a in human.pending if a.ask_id != ask.ask_id]
+            raise
+        policy = self.config.options.get("ask_user_default")
+        if timed_out:
+            for q in ask.unanswered():
+                default = default_answer(q, str(policy) if policy else None)
+                if default is not None:
+                    default.answered_at = self.now_iso()
+                    ask.answers[q.question] = default
+        human.pending = [a for a in human.pending if a.ask_id != ask.ask_id]
+        answers = [ask.answers[q.question] for q in ask.questions if q.question in ask.answers]
+        human.answered.append(
+            AnsweredAsk(
+                ask_id=ask.ask_id,
+                asked_at=ask.asked_at,
+                finished_at=self.now_iso(),
+                answers=answers,
+                timed_out=timed_out,
+            )
+        )
+        del human.answered[:-MAX_ANSWERED_KEPT]
+        if not human.pending:
+            self.set_status(SessionStatus.running)
+        self.refresh_details()
+        content = format_answers(
+            ask.questions, ask.answers, timeout_seconds=timeout.total_seconds() if timeout else None
+        )
+        return ToolCallOutput(
+            content=content,
+            data={"ask_id": ask.ask_id, "answers": [a.model_dump() for a in answers], "timed_out": timed_out},
+        )
+
+    def _ask_timeout(self) -> timedelta | None:
+        """The agent's optional policy: ``options["ask_user_timeout_seconds"]`` (no timeout by default)."""
+        raw = self.config.options.get("ask_user_timeout_seconds")
+        try:
+            seconds = float(raw) if raw is not None else 0.0
+        except (TypeError, ValueError):
+            seconds = 0.0
+        return timedelta(seconds=seconds) if seconds > 0 else None
+
+    # ---- answers in ---------------------------------------------------------------------------------
+
+    def _apply_answers(self, request: AnswerQuestions, via: AnswerVia) -> AnswerAccepted:
+        resolved = resolve_answers(self.state.human.pending, request)
+        at = self.now_iso()
+        for ask, answer in resolved:
+            answer.via = via
+            answer.answered_at = at
+            ask.answers[answer.question] = answer
+        self.publish("answer", via=via, answers=[a.model_dump() for _, a in resolved])
+        self.touch()
+        self.refresh_details()
+        return AnswerAccepted(
+            accepted=[a.question for _, a in resolved], remaining=len(self.state.human.pending_questions())
+        )
+
+    @workflow.update(name="answer_questions")
+    def update_answer_questions(self, request: AnswerQuestions) -> AnswerAccepted:
+        return self._apply_answers(request, "update")
+
+    @update_answer_questions.validator
+    def _validate_answer_questions(self, request: AnswerQuestions) -> None:
+        # Raising here refuses the update before it reaches history; the caller sees the reason.
+        resolve_answers(self.state.human.pending, request)
+
+    @workflow.signal(name="answer_questions_signal")
+    def signal_answer_questions(self, payload: dict[str, Any]) -> None:
+        # Typed loosely on purpose: a malformed payload must be recorded, not dropped by the converter.
+        try:
+            request = AnswerQuestions.model_validate(payload)
+            self._apply_answers(request, "signal")
+        except (AnswerRejected, ValidationError) as exc:
+            reason = str(exc) if isinstance(exc, AnswerRejected) else f"malformed answers: {exc.errors()[0]['msg']}"
+            self.state.human.rejected.append(RejectedAnswer(at=self.now_iso(), reason=reason, payload=payload))
+            del self.state.human.rejected[:-MAX_REJECTED_KEPT]
+            self.publish("answer", via="signal", rejected=True, reason=reason)
+            self.touch()
+
+    @workflow.query(name="pending_questions")
+    def query_pending_questions(self) -> list[PendingQuestion]:
+        return self.state.human.pending_questions()
+
+    @workflow.query(name="human_state")
+    def query_human_state(self) -> HumanState:
+        return self.state.human
+
+    # ---- hooks --------------------------------------------------------------------------------------
+
+    async def _on_stop(self, reason: str) -> None:
+        self.state.human.pending = []
+        await super()._on_stop(reason)
+
+    def _details_sections(self) -> list[str]:
+        sections = super()._details_sections()
+        if self.state.human.pending:
+            sections.append("**Waiting for the user**\n" + render_pending(self.state.human))
+        return sections

@@ -1,0 +1,407 @@
+"""``AgentSession``: one agent conversation as a durable workflow.
+
+The loop waits on an inbox of triggers (user message, loop tick, goal continuation, sub-agent
+notification, event), runs a turn for each, and waits again; it never polls. A turn is model step ->
+that step's tool calls in parallel -> results -> next step, until the model answers without tool calls or
+the step budget ends. Only new messages cross into history: the transcript lives in the store.
+"""
+
+# No `from __future__ import annotations` in workflow modules: the sandbox re-imports them for every run,
+# and string annotations would be re-evaluated (compiled) each time by the SDK's handler inspection.
+
+import asyncio
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
+from temporalio.contrib.workflow_streams import WorkflowStream
+from temporalio.exceptions import ActivityError
+
+from agent_tools.workflows.base import MODEL_NON_RETRYABLE, call_options, failure_detail
+from agent_tools.workflows.delegation import DelegationMixin
+from agent_tools.workflows.events import EventWaitMixin
+from agent_tools.workflows.human import HumanLoopMixin
+from agent_tools.workflows.native import NATIVE_TOOLS
+from agent_tools.workflows.planning import PlanningMixin
+
+with workflow.unsafe.imports_passed_through():
+    from agent_tools import search_attributes as sa
+    from agent_tools.activity_io import (
+        ACTIVITY_LLM_STEP,
+        ACTIVITY_PREPARE,
+        LlmStepInput,
+        LlmStepOutput,
+        ToolCallInput,
+        ToolCallOutput,
+        tool_activity_name,
+    )
+    from agent_tools.catalog.registry import builtin_specs
+    from agent_tools.messages import Message, ToolCall, message_fingerprint
+    from agent_tools.policy import ExecutionPolicy
+    from agent_tools.prompt import render_trigger
+    from agent_tools.session import (
+        TERMINAL_STATUSES,
+        WORKFLOW_NAME,
+        LatestMessageView,
+        PrepareInput,
+        PrepareOutput,
+        SendMessage,
+        SendMessageAccepted,
+        SessionInput,
+        SessionRequest,
+        SessionResult,
+        SessionState,
+        SessionStatus,
+        StatusView,
+        StopRequest,
+        Trigger,
+    )
+    from agent_tools.stream_state import dump_stream_state, load_stream_state
+
+BUILTIN_SPECS = {s.name: s for s in builtin_specs()}
+# Marks histories whose prepare step ran as a local activity (see ``_prepare``).
+PATCH_LOCAL_PREPARE = "prepare-as-local-activity"
+# Progress items carried across continue-as-new for late subscribers.
+_STREAM_CARRY = 50
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin):
+    @workflow.init
+    def __init__(self, input: SessionInput) -> None:
+        self.request = input.request
+        self._config = input.config
+        self.state = input.state or SessionState()
+        self.stream = WorkflowStream(prior_state=load_stream_state(input.stream_state))
+        self._stop_reason = None
+        self._turn_task: asyncio.Task[None] | None = None
+        self._last_answer: str | None = None
+        if input.state is None and input.request.prompt:
+            self.state.inbox.append(Trigger(kind="user", content=input.request.prompt))
+
+    # ---- main loop ----------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, input: SessionInput) -> SessionResult:
+        if self._config is None:
+            prepared = await self._prepare(input.request)
+            self._config = prepared.config
+            self.state.transcript_len = prepared.transcript_len
+            self.state.created_at = self.now_iso()
+        self._upsert_tree_attributes()
+        self._on_start()
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            # Cancelled from outside (client or parent): stop the subtree first, then let Temporal record it.
+            await self._finish_stop("cancelled")
+            raise
+        # Let in-flight updates (an answer being accepted, a message) finish before the run closes.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._result()
+
+    async def _prepare(self, request: SessionRequest) -> PrepareOutput:
+        args = PrepareInput(session_id=workflow.info().workflow_id, request=request)
+        # Before the config exists the worker's policy is not known yet: prepare runs on the defaults.
+        options = call_options(ExecutionPolicy().engine)
+        out: PrepareOutput
+        if workflow.patched(PATCH_LOCAL_PREPARE):
+            # A local activity: a few milliseconds of store work that would otherwise cost a round trip
+            # through the server (and three history events) before the first model step.
+            out = await workflow.execute_local_activity(
+                ACTIVITY_PREPARE,
+                args,
+                result_type=PrepareOutput,
+                start_to_close_timeout=options["start_to_close_timeout"],
+                retry_policy=options["retry_policy"],
+            )
+        else:
+            # Sessions started before the patch replay their prepare as the activity it was.
+            out = await workflow.execute_activity(
+                ACTIVITY_PREPARE,
+                args,
+                result_type=PrepareOutput,
+                start_to_close_timeout=options["start_to_close_timeout"],
+                retry_policy=options["retry_policy"],
+            )
+        return out
+
+    async def _loop(self) -> None:
+        turns_this_run = 0
+        can_after = int(self.config.options.get("continue_as_new_after_turns", 0))
+        while True:
+            self.set_status(SessionStatus.idle if not self.state.inbox else SessionStatus.running)
+            await workflow.wait_condition(
+                lambda: bool(self.state.inbox) or self._stop_reason is not None or self._may_finish()
+            )
+            if self._stop_reason is not None:
+                await self._finish_stop(self._stop_reason)
+                return
+            if not self.state.inbox:
+                self.set_status(SessionStatus.completed)
+                return
+            trigger = self.state.inbox.pop(0)
+            self._turn_task = asyncio.create_task(self._run_turn(trigger))
+            try:
+                await self._turn_task
+            except asyncio.CancelledError:
+                if self._stop_reason is None:
+                    raise
+            finally:
+                self._turn_task = None
+            if self._stop_reason is not None:
+                continue
+            if self.state.status in TERMINAL_STATUSES:
+                return  # a tool ended the session's part (hand-off)
+            if self.state.error is not None and not self.config.keep_alive:
+                self.set_status(SessionStatus.failed)
+                return
+            await self._after_turn(trigger)
+            turns_this_run += 1
+            if workflow.info().is_continue_as_new_suggested() or (can_after and turns_this_run >= can_after):
+                await self._continue_as_new()
+
+    def _may_finish(self) -> bool:
+        return not self.config.keep_alive and self.state.turns > 0 and not self.state.inbox and not self._pending_work()
+
+    async def _continue_as_new(self) -> None:
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        stream_state = self.stream.get_state()
+        # Late subscribers need only the recent progress; the transcript keeps the rest.
+        drop = max(0, len(stream_state.log) - _STREAM_CARRY)
+        stream_state.base_offset += drop
+        stream_state.log = stream_state.log[drop:]
+        workflow.continue_as_new(
+            SessionInput(
+                request=self.request,
+                config=self._config,
+                state=self.state,
+                stream_state=dump_stream_state(stream_state),
+            )
+        )
+
+    async def _finish_stop(self, reason: str) -> None:
+        await self._on_stop(reason)
+        self.state.error = None
+        self.set_status(SessionStatus.stopped)
+
+    # ---- one turn -----------------------------------------------------------------------------------
+
+    async def _run_turn(self, trigger: Trigger) -> None:
+        self.set_status(SessionStatus.running)
+        self.state.turns += 1
+        self.publish("turn_started", turn=self.state.turns, trigger=trigger.kind)
+        content = render_trigger(trigger.kind, trigger.content, trigger.meta)
+        # Tool results a budget-ended turn could not send go first, so every tool call keeps its result.
+        new_messages = [*self.state.unsent, Message(role="user", content=content)]
+        self.state.unsent = []
+        self.state.error = None
+        for _ in range(self.config.max_steps):
+            try:
+                out = await self._llm_step(new_messages)
+            except ActivityError as exc:
+                # The model call failed for good (a 4xx, or retries exhausted). The session keeps what it has,
+                # says why, and (when kept alive) waits for the next message; the messages stay unsent.
+                self.state.unsent = new_messages
+                self.state.error = f"model call failed: {failure_detail(exc)}"
+                self._remember_message(Message(role="assistant", content=f"({self.state.error})"))
+                self.publish("assistant_message", content=f"({self.state.error})")
+                return
+            message = out.message
+            self._remember_message(message)
+            if message.content:
+                self.publish("assistant_message", content=message.content)
+            if not message.tool_calls:
+                break
+            outputs = await asyncio.gather(*(self._call_tool(call) for call in message.tool_calls))
+            new_messages = [
+                Message(
+                    role="tool", tool_call_id=call.id, name=call.name, content=o.content, artifact_ref=o.artifact_ref
+                )
+                for call, o in zip(message.tool_calls, outputs, strict=True)
+            ]
+            if self.state.status in TERMINAL_STATUSES:
+                self.state.unsent = new_messages
+                return
+        else:
+            self.state.unsent = new_messages
+            notice = f"(stopped after the step budget of {self.config.max_steps} steps for one turn)"
+            self._remember_message(Message(role="assistant", content=notice))
+        self.publish("turn_finished", turn=self.state.turns)
+        self.refresh_details()
+
+    async def _llm_step(self, new_messages: list[Message]) -> LlmStepOutput:
+        self.state.steps += 1
+        # No activity summary here (tool calls keep theirs): the SDK enters the sandbox four times for each
+        # payload a command carries, which measured as a quarter of the workflow's extra CPU per session.
+        # The activity type names the step; the current details name the model.
+        out: LlmStepOutput = await workflow.execute_activity(
+            ACTIVITY_LLM_STEP,
+            LlmStepInput(
+                session=self.session_ref(),
+                position=self.state.transcript_len,
+                new_messages=new_messages,
+                tools=self.config.tools,
+                model=self.config.model,
+                max_tokens=self.config.max_tokens,
+                title=self.config.title,
+                role=self.config.role,
+                last_answer=self._last_answer,
+            ),
+            result_type=LlmStepOutput,
+            **call_options(self.config.policy.model_step, MODEL_NON_RETRYABLE),
+        )
+        self.state.transcript_len = out.position
+        self.state.usage = self.state.usage + out.usage
+        self._last_answer = message_fingerprint(out.message)
+        return out
+
+    def _remember_message(self, message: Message) -> None:
+        self.state.last_message = message
+        self.state.last_message_id = f"{self.config.session_id}:{self.state.transcript_len - 1}"
+        self.state.last_message_at = self.now_iso()
+        self.touch()
+
+    async def _call_tool(self, call: ToolCall) -> ToolCallOutput:
+        if call.name not in self.config.tools:
+            return ToolCallOutput(
+                content=f"Unknown tool {call.name!r}. Available tools: {', '.join(self.config.tools)}", is_error=True
+            )
+        if call.raw_arguments is not None:
+            return ToolCallOutput(
+                content=f"Invalid arguments for {call.name}: arguments must be a JSON object, got {call.raw_arguments[:200]!r}",
+                is_error=True,
+            )
+        spec = BUILTIN_SPECS.get(call.name)
+        self.publish("tool_started", tool=call.name, call_id=call.id, arguments=call.arguments)
+        method = NATIVE_TOOLS.get(call.name)
+        if method is not None and spec is not None:
+            try:
+                args = spec.validate_arguments(call.arguments)
+            except ValidationError as exc:
+                out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
+            else:
+                out = await getattr(self, method)(args, call)
+        else:
+            out = await self._activity_tool(call, spec.summary(call.arguments) if spec else call.name)
+        if out.usage is not None:
+            self.state.tree_usage = self.state.tree_usage + out.usage
+        self.publish("tool_finished", tool=call.name, call_id=call.id, is_error=out.is_error, preview=out.content[:200])
+        return out
+
+    async def _activity_tool(self, call: ToolCall, summary: str) -> ToolCallOutput:
+        try:
+            out: ToolCallOutput = await workflow.execute_activity(
+                tool_activity_name(call.name),
+                ToolCallInput(session=self.session_ref(), call_id=call.id, name=call.name, arguments=call.arguments),
+                result_type=ToolCallOutput,
+                summary=summary,
+                **call_options(self.config.policy.tool_call),
+            )
+        except ActivityError as exc:
+            return ToolCallOutput(content=f"Tool {call.name} failed: {failure_detail(exc)}", is_error=True)
+        return out
+
+    # ---- status, UI ---------------------------------------------------------------------------------
+
+    def set_status(self, status: SessionStatus) -> None:
+        if self.state.status == status:
+            return
+        self.state.status = status
+        self.touch()
+        self.publish("status", status=status.value)
+        if self.config.options.get("search_attributes", True):
+            workflow.upsert_search_attributes([sa.SESSION_STATE.value_set(status.value)])
+        self.refresh_details()
+
+    def _upsert_tree_attributes(self) -> None:
+        if not self.config.options.get("search_attributes", True):
+            return
+        c = self.config
+        updates: list[SearchAttributeUpdate[Any]] = [
+            sa.AGENT_NAME.value_set(c.agent),
+            sa.SESSION_ROOT_ID.value_set(c.root_id),
+            sa.DEPTH.value_set(c.depth),
+            sa.SESSION_STATE.value_set(self.state.status.value),
+        ]
+        if c.parent_id:
+            updates.append(sa.SESSION_PARENT_ID.value_set(c.parent_id))
+        workflow.upsert_search_attributes(updates)
+
+    def refresh_details(self) -> None:
+        c = self.config
+        head = (
+            f"**{c.title}**  \nagent `{c.agent}` · model `{c.model}` · status **{self.state.status.value}**"
+            f" · turns {self.state.turns}"
+            f" · steps {self.state.steps} · tokens {self.state.usage.input_tokens}+{self.state.usage.output_tokens}"
+        )
+        workflow.set_current_details("\n\n".join([head, *self._details_sections()]))
+
+    def _result(self) -> SessionResult:
+        last = self.state.last_message
+        return SessionResult(
+            session_id=self.config.session_id,
+            status=self.state.status,
+            final_message=last.content if last else None,
+            usage=self.state.usage,
+            tree_usage=self.state.tree_usage,
+            error=self.state.error,
+            handed_off_to=self.state.handed_off_to,
+        )
+
+    # ---- messages in --------------------------------------------------------------------------------
+
+    @workflow.signal(name="send_message")
+    def signal_send_message(self, message: SendMessage) -> None:
+        self.enqueue(Trigger(kind=message.kind, content=message.content, meta=message.meta))
+
+    @workflow.update(name="send_message")
+    def update_send_message(self, message: SendMessage) -> SendMessageAccepted:
+        self.enqueue(Trigger(kind=message.kind, content=message.content, meta=message.meta))
+        return SendMessageAccepted(position=len(self.state.inbox) - 1, queued_behind=len(self.state.inbox) - 1)
+
+    @update_send_message.validator
+    def _validate_send_message(self, message: SendMessage) -> None:
+        if self.state.status in TERMINAL_STATUSES or self._stop_reason is not None:
+            raise ValueError(f"session is {self.state.status.value}; it takes no more messages")
+
+    @workflow.signal(name="stop")
+    def signal_stop(self, request: StopRequest) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = request.reason
+            if self._turn_task is not None and not self._turn_task.done():
+                self._turn_task.cancel()
+
+    @workflow.query(name="status")
+    def query_status(self) -> StatusView:
+        c = self._config
+        return StatusView(
+            session_id=workflow.info().workflow_id,
+            agent=c.agent if c else self.request.agent,
+            title=c.title if c else (self.request.title or ""),
+            status=self.state.status,
+            turns=self.state.turns,
+            steps=self.state.steps,
+            usage=self.state.usage,
+            tree_usage=self.state.tree_usage,
+            parent_id=c.parent_id if c else self.request.parent_id,
+            root_id=c.root_id if c else (self.request.root_id or workflow.info().workflow_id),
+            depth=c.depth if c else self.request.depth,
+            pending_inbox=len(self.state.inbox),
+            created_at=self.state.created_at,
+            updated_at=self.state.updated_at,
+            error=self.state.error,
+            handed_off_to=self.state.handed_off_to,
+        )
+
+    @workflow.query(name="latest_message")
+    def query_latest_message(self) -> LatestMessageView:
+        m = self.state.last_message
+        return LatestMessageView(
+            message_id=self.state.last_message_id if m else None,
+            role=m.role if m else None,
+            content=m.content if m else "",
+            created_at=self.state.last_message_at if m else None,
+        )
