@@ -14,17 +14,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools import search_attributes as sa
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.errors import ConfigurationError, SessionError
+from agent_tools.messages import Message
 from agent_tools.session import (
     WORKFLOW_NAME,
     LatestMessageView,
@@ -38,6 +39,13 @@ from agent_tools.session import (
     StopRequest,
 )
 from agent_tools.settings import Settings
+from agent_tools.tools.human import AnswerAccepted, PendingQuestion
+
+if TYPE_CHECKING:
+    from agent_tools.activities.store.transcripts import TranscriptStore
+    from agent_tools.web_client import ResearchClient, ToolsClient
+
+T = TypeVar("T")
 
 
 def new_session_id() -> str:
@@ -105,31 +113,32 @@ class SessionHandle:
 
     async def status(self) -> StatusView:
         """Raises: SessionError: there is no such session."""
-        async with _existing(self.id):
-            status: StatusView = await self.workflow.query("status", result_type=StatusView)
-        return status
+        return await self.query("status", StatusView)
 
     async def latest_message(self) -> LatestMessageView:
-        async with _existing(self.id):
-            latest: LatestMessageView = await self.workflow.query("latest_message", result_type=LatestMessageView)
-        return latest
+        return await self.query("latest_message", LatestMessageView)
 
-    async def query(self, name: str, result_type: type[Any], *args: Any) -> Any:
+    async def query(self, name: str, result_type: type[T], *args: Any) -> T:
+        """Run one of the session's queries (``status``, ``todos``, ``goals``, ``subagents``, ...)."""
         async with _existing(self.id):
-            return await self.workflow.query(name, *args, result_type=result_type)
+            result: T = await self.workflow.query(name, *args, result_type=result_type)
+        return result
 
-    async def update(self, name: str, arg: Any, result_type: type[Any]) -> Any:
-        return await self.workflow.execute_update(name, arg, result_type=result_type)
+    async def update(self, name: str, arg: Any, result_type: type[T]) -> T:
+        """Run one of the session's updates; a refusal raises :class:`SessionError` with the session's reason."""
+        async with _refusals(self.id, name):
+            result: T = await self.workflow.execute_update(name, arg, result_type=result_type)
+        return result
 
     # Capability faces of the handle live with their capability; these delegate so users keep one object.
 
-    async def answer_questions(self, answers: Any, *, by_signal: bool = False) -> Any:
+    async def answer_questions(self, answers: object, *, by_signal: bool = False) -> AnswerAccepted | None:
         """Answer the session's pending askUser questions (see :mod:`agent_tools.human_client`)."""
         from agent_tools.human_client import answer_questions
 
         return await answer_questions(self, answers, by_signal=by_signal)
 
-    async def pending_questions(self) -> Any:
+    async def pending_questions(self) -> list[PendingQuestion]:
         from agent_tools.human_client import pending_questions
 
         return await pending_questions(self)
@@ -139,7 +148,11 @@ class SessionHandle:
             return await self.workflow.result()
 
     async def transcript(self, offset: int = 0, limit: int = 200) -> list[TranscriptEntry]:
-        """The stored transcript (full tool results included), read from the SQL store."""
+        """The stored transcript (full tool results included), read from the SQL store.
+
+        Raises:
+            StoreNotReady: no worker has created the store at ``settings.database_url`` yet.
+        """
         store = await self._client.transcripts()
         page = await store.page(self.id, offset, limit)
         return [
@@ -166,19 +179,48 @@ class SessionHandle:
 
 
 class AgentToolsClient:
-    """Sessions over a Temporal client that carries the pydantic data converter."""
+    """Sessions over a Temporal client.
+
+    Build it on a client you already have (``AgentToolsClient(client)``: its codec, interceptors and
+    connection are used as they are; a client without pydantic's payload converter gets one, codec kept),
+    or let :meth:`connect` open one.
+    """
 
     def __init__(self, temporal: Client, settings: Settings | None = None) -> None:
-        self.temporal = temporal
+        self.temporal = _with_pydantic_payloads(temporal)
         self.settings = settings or Settings()
-        self._transcripts: Any = None
+        self._transcripts: TranscriptStore | None = None
+        self._tools: ToolsClient | None = None
 
     @classmethod
-    async def connect(cls, settings: Settings | None = None) -> AgentToolsClient:
+    async def connect(
+        cls,
+        settings: Settings | None = None,
+        *,
+        client: Client | None = None,
+        data_converter: DataConverter | None = None,
+    ) -> AgentToolsClient:
+        """A client for ``settings.temporal_address``, or over ``client`` when given.
+
+        Args:
+            settings: Address, namespace, task queue; read from the environment when omitted.
+            client: An existing Temporal client to use instead of connecting.
+            data_converter: Your data converter (a payload codec for encryption, say); its payload converter
+                becomes pydantic's, the rest is kept.
+
+        Raises:
+            ConfigurationError: the Temporal server cannot be reached (the message says how to get one).
+        """
         settings = settings or Settings()
+        if client is not None:
+            return cls(client, settings)
+        from agent_tools.plugin import compose_data_converter
+
         try:
             temporal = await Client.connect(
-                settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
+                settings.temporal_address,
+                namespace=settings.temporal_namespace,
+                data_converter=compose_data_converter(data_converter),
             )
         except RuntimeError as exc:
             raise unreachable(settings, exc) from exc
@@ -189,9 +231,69 @@ class AgentToolsClient:
         return f"{base}/namespaces/{self.settings.temporal_namespace}/workflows/{session_id}"
 
     async def start_session(
-        self, prompt: str | None = None, *, session_id: str | None = None, agent: str = "assistant", **fields: Any
+        self,
+        prompt: str | None = None,
+        *,
+        session_id: str | None = None,
+        agent: str = "assistant",
+        organisation: str = "default",
+        project: str = "default",
+        user: str = "default",
+        title: str | None = None,
+        model: str | None = None,
+        tools: list[str] | None = None,
+        exclude_tools: list[str] | None = None,
+        system_prompt: str | None = None,
+        max_steps: int | None = None,
+        max_tokens: int | None = None,
+        keep_alive: bool = False,
+        history: list[Message] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> SessionHandle:
-        request = SessionRequest(agent=agent, prompt=prompt, **fields)
+        """Start a session and return its handle.
+
+        Args:
+            prompt: The first user message; None starts a session that waits for :meth:`SessionHandle.send`.
+            session_id: The workflow id; a new ``session-<uuid>`` when omitted.
+            agent: The agent definition to run (``agents.toml``; ``assistant`` is built in).
+            organisation: Scope of memories and of the organisation's tool switches.
+            project: Scope of memories and agents.
+            user: Scope of memories.
+            title: Shown in the Temporal UI and the CLI; the prompt's start when omitted.
+            model: A model spec (``openai:gpt-4.1-mini``) instead of the agent's.
+            tools: The tool names this session sees instead of the agent's profile.
+            exclude_tools: Tools taken away from what the agent would see.
+            system_prompt: Instead of the agent's.
+            max_steps: Model steps per turn (1-500).
+            max_tokens: Output tokens per model call.
+            keep_alive: Wait for the next message after each answer (a chat) instead of ending when idle.
+            history: Messages that open the conversation before the prompt.
+            options: Session options (``continue_as_new_after_turns``, ``ask_user_timeout_seconds``, ...).
+
+        Raises:
+            pydantic.ValidationError: a field is out of range.
+        """
+        request = SessionRequest(
+            agent=agent,
+            prompt=prompt,
+            organisation=organisation,
+            project=project,
+            user=user,
+            title=title,
+            model=model,
+            tools=tools,
+            exclude_tools=exclude_tools or [],
+            system_prompt=system_prompt,
+            max_steps=max_steps,
+            max_tokens=max_tokens,
+            keep_alive=keep_alive,
+            history=history or [],
+            options=options or {},
+        )
+        return await self.start_request(request, session_id=session_id)
+
+    async def start_request(self, request: SessionRequest, *, session_id: str | None = None) -> SessionHandle:
+        """Start a session from a whole :class:`SessionRequest`."""
         sid = session_id or new_session_id()
         attrs = None
         if self.settings.search_attributes:
@@ -204,24 +306,26 @@ class AgentToolsClient:
             id=sid,
             task_queue=self.settings.task_queue,
             search_attributes=attrs,
-            static_summary=f"{request.agent}: {(request.title or prompt or '')[:80]}",
+            static_summary=f"{request.agent}: {(request.title or request.prompt or '')[:80]}",
         )
         return SessionHandle(self, sid)
 
     async def run(self, prompt: str, **fields: Any) -> SessionResult:
-        """Start a session and wait for its result."""
+        """Start a session (``fields`` as :meth:`start_session` takes them) and wait for its result."""
         handle = await self.start_session(prompt, **fields)
         return await handle.result()
 
     @property
-    def tools(self) -> Any:
-        """Standalone web tools (search, fetch), as the HTTP endpoints offer them."""
-        from agent_tools.web_client import ToolsClient
+    def tools(self) -> ToolsClient:
+        """Standalone web tools (search, fetch), as the HTTP endpoints offer them; closed with the client."""
+        if self._tools is None:
+            from agent_tools.web_client import ToolsClient
 
-        return ToolsClient(self)
+            self._tools = ToolsClient(self)
+        return self._tools
 
     @property
-    def research(self) -> Any:
+    def research(self) -> ResearchClient:
         """deep_research jobs: create, retrieve, wait, run."""
         from agent_tools.web_client import ResearchClient
 
@@ -271,20 +375,45 @@ class AgentToolsClient:
             )
         return out
 
-    async def transcripts(self) -> Any:
+    async def transcripts(self) -> TranscriptStore:
+        """The transcript store, opened read-and-append on an existing database (never created here)."""
         if self._transcripts is None:
             from agent_tools.activities.store.db import Store
             from agent_tools.activities.store.transcripts import TranscriptStore
 
-            store = Store(self.settings.database_url)
-            await store.create_schema()
-            self._transcripts = TranscriptStore(store)
+            # A client never creates or migrates the store: the workers own its schema.
+            self._transcripts = TranscriptStore(await Store.open_existing(self.settings.database_url))
         return self._transcripts
 
     async def close(self) -> None:
+        if self._tools is not None:
+            await self._tools.aclose()
+            self._tools = None
         if self._transcripts is not None:
             await self._transcripts.store.close()
             self._transcripts = None
+
+    async def __aenter__(self) -> AgentToolsClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _with_pydantic_payloads(temporal: Client) -> Client:
+    """``temporal`` itself when it converts pydantic models; else a client on the same connection whose
+    payload converter is pydantic's (codec, failure converter and interceptors kept)."""
+    from temporalio.contrib.pydantic import PydanticPayloadConverter
+
+    if temporal.data_converter.payload_converter_class is PydanticPayloadConverter:
+        return temporal
+    from agent_tools.plugin import compose_data_converter
+
+    config = temporal.config()
+    config["data_converter"] = compose_data_converter(config.get("data_converter"))
+    # The plugins have configured this client already; configuring them again would stack their changes.
+    config["plugins"] = []
+    return Client(**config)
 
 
 def unreachable(settings: Settings, exc: Exception) -> ConfigurationError:

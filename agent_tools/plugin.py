@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DataConverter, DefaultPayloadConverter
 from temporalio.plugin import SimplePlugin
@@ -191,6 +192,7 @@ class AgentToolsPlugin(SimplePlugin):
         self._agents = agents
         self._services = services
         self._holder: ServicesHolder | None = None
+        self._attributes_checked: set[tuple[str, str]] = set()
         super().__init__(
             "durable-agent-tools",
             data_converter=compose_data_converter,
@@ -236,18 +238,40 @@ class AgentToolsPlugin(SimplePlugin):
         if not self.serves(worker.task_queue):
             await next(worker)
             return
-        async with self._serving():
+        async with self._serving(worker):
             await next(worker)
 
     @asynccontextmanager
-    async def _serving(self) -> AsyncIterator[None]:
+    async def _serving(self, worker: Worker) -> AsyncIterator[None]:
         if self.register_workflows:
+            if self.settings.search_attributes:
+                await self.ensure_search_attributes(worker.client)
             ensure_workflow_bytecode()
+        if self.register_activities:
+            # Open the services (and create or migrate the store) before the first task: clients never
+            # create the store, so it must exist once a worker runs; a bad database URL fails here, once.
+            await self.holder.get()
         try:
             yield
         finally:
             if self._holder is not None:
                 await self._holder.close()
+
+    async def ensure_search_attributes(self, client: Client) -> None:
+        """Register the session search attributes on ``client``'s namespace if it lacks them (once).
+
+        Raises:
+            ConfigurationError: they are missing and cannot be created; the message has the commands.
+        """
+        key = (client.service_client.config.target_host, client.namespace)
+        if key in self._attributes_checked:
+            return
+        from agent_tools import search_attributes as sa
+
+        added = await sa.ensure_registered(client)
+        if added:
+            log.info("registered search attributes %s on namespace %s", ", ".join(added), client.namespace)
+        self._attributes_checked.add(key)
 
     @classmethod
     async def create(

@@ -1,24 +1,32 @@
 """The user's own tools: a typed async function becomes a tool with a schema derived from its signature.
 
     @tool(description="Look up the weather")
-    async def weather(city: str, days: int = 3) -> str: ...
+    async def weather(city: str, days: int = 3, *, context: ToolContext) -> str:
+        context.logger.info("looking up %s", city)
+        r = await context.http.get(f"https://weather.example/{city}")
+        ...
 
     plugin = AgentToolsPlugin(tools=[weather])
 
-Each runs as its own activity (``tool:weather``), side by side with the built-ins.
+Each runs as its own activity (``tool:weather``), side by side with the built-ins. A parameter named
+``context`` receives a :class:`ToolContext`; it is not part of the schema the model sees.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, create_model
 
 from agent_tools.catalog.spec import ToolLevel, ToolSpec
 from agent_tools.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import httpx
 
 UserFunction = Callable[..., Awaitable[Any]]
 # The keyword that carries the arguments an argument model allowed beyond its fields (see MCP tools).
@@ -26,11 +34,67 @@ EXTRA_ARGUMENTS = "extra_arguments"
 
 
 @dataclass(frozen=True)
+class ToolContext:
+    """What a user tool may know about the call it serves, and the worker's shared means to do its work.
+
+    Attributes:
+        session_id: The calling session (a Temporal workflow id).
+        run_id: The session's current run (continue-as-new starts a new one).
+        call_id: The model's id for this call; stable across retries of the activity, so a tool can use it
+            as an idempotency key.
+        tool: The tool's name.
+        agent: The agent the session runs.
+        organisation: The session's organisation.
+        project: The session's project.
+        user: The session's user.
+        attempt: The activity attempt (1 on the first try).
+        http: The worker's shared HTTP client (no retries of its own: Temporal retries the activity).
+        logger: Logs with the session and call in every record.
+    """
+
+    session_id: str
+    run_id: str
+    call_id: str
+    tool: str
+    agent: str
+    organisation: str
+    project: str
+    user: str
+    attempt: int
+    http: httpx.AsyncClient
+    logger: logging.LoggerAdapter[logging.Logger]
+
+    def heartbeat(self, *details: Any) -> None:
+        """Tell Temporal the call is alive (long tools should call it at least every few seconds)."""
+        from temporalio import activity
+
+        if activity.in_activity():
+            activity.heartbeat(*details)
+
+
+@dataclass(frozen=True)
 class UserTool:
     spec: ToolSpec
     function: UserFunction
-    # Whether the function takes a ``context`` keyword (the :class:`agent_tools.activities.tools.base.ToolContext`).
+    # Whether the function takes a ``context`` keyword (a :class:`ToolContext`).
     wants_context: bool = False
+    # Engine-made tools (MCP servers' tools) get the worker's whole services instead (an
+    # ``agent_tools.activities.tools.base.BuiltinContext``); the user's own tools never do.
+    builtin_context: bool = False
+
+
+@overload
+def tool(fn: UserFunction, /) -> UserTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    level: ToolLevel = ToolLevel.none,
+    spill_exempt: bool = False,
+) -> Callable[[UserFunction], UserTool]: ...
 
 
 def tool(
@@ -40,8 +104,16 @@ def tool(
     description: str | None = None,
     level: ToolLevel = ToolLevel.none,
     spill_exempt: bool = False,
-) -> Any:
-    """Decorator (with or without arguments) turning an async function into a :class:`UserTool`."""
+) -> UserTool | Callable[[UserFunction], UserTool]:
+    """Decorator (with or without arguments) turning an async function into a :class:`UserTool`.
+
+    Args:
+        fn: The function (when used as ``@tool`` without arguments).
+        name: The tool's name for the model; the function's name when omitted.
+        description: What the model reads; the docstring when omitted.
+        level: The tool level an agent needs to be offered it.
+        spill_exempt: Never save the result as an artifact, however large.
+    """
 
     def wrap(f: UserFunction) -> UserTool:
         return make_user_tool(f, name=name, description=description, level=level, spill_exempt=spill_exempt)

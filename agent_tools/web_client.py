@@ -15,10 +15,11 @@ Temporal round trip: they are single requests). Research jobs are ``DeepResearch
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from agent_tools.errors import AgentToolsError
+from agent_tools.errors import AgentToolsError, StoreNotReady
 from agent_tools.settings import Settings
 from agent_tools.web.models import (
     RESEARCH_WORKFLOW,
@@ -31,7 +32,11 @@ from agent_tools.web.models import (
 )
 
 if TYPE_CHECKING:
+    from agent_tools.activities.store.db import Store
+    from agent_tools.activities.web.service import WebService
     from agent_tools.client import AgentToolsClient
+
+log = logging.getLogger(__name__)
 
 
 class WebToolError(AgentToolsError):
@@ -45,29 +50,52 @@ class WebToolError(AgentToolsError):
 
 
 class ToolsClient:
-    """``search`` and ``fetch`` with the ``/v1/tools`` request and response shapes."""
+    """``search`` and ``fetch`` with the ``/v1/tools`` request and response shapes.
+
+    The engine (its HTTP client and the store that holds the shared cache) opens on the first call and stays
+    open until :meth:`aclose`; ``AgentToolsClient.close`` closes the one it hands out. A client never creates
+    or migrates the store: when no worker (or ``agent-tools migrate``) has created it yet, search and fetch
+    run without the shared cache (``cache_available`` is then False).
+    """
 
     def __init__(self, client: AgentToolsClient | None = None, *, settings: Settings | None = None) -> None:
-        if client is None and settings is None:
-            raise ValueError("ToolsClient needs a client or settings")
-        self.settings: Settings = settings or client.settings  # type: ignore[union-attr]
+        if settings is None:
+            if client is None:
+                raise ValueError("ToolsClient needs a client or settings")
+            settings = client.settings
+        self.settings: Settings = settings
+        self._web: WebService | None = None
+        self._lock = asyncio.Lock()
+        self.cache_available: bool | None = None
+
+    async def _service(self) -> WebService:
+        if self._web is None:
+            async with self._lock:
+                if self._web is None:
+                    from agent_tools.activities.store.db import Store
+                    from agent_tools.activities.web.service import WebService
+                    from agent_tools.web.config import WebConfig
+
+                    store: Store | None
+                    try:
+                        store = await Store.open_existing(self.settings.database_url)
+                    except StoreNotReady as exc:
+                        log.warning("web tools run without the shared cache: %s", exc)
+                        store = None
+                    self.cache_available = store is not None
+                    self._web = WebService(
+                        WebConfig(), store, allow_loopback=self.settings.web_allow_loopback, owns_store=True
+                    )
+        return self._web
 
     async def _run(self, fn: str, args: Any) -> Any:
-        from agent_tools.activities.store.db import Store
-        from agent_tools.activities.web.service import WebError, WebService
-        from agent_tools.web.config import WebConfig
+        from agent_tools.activities.web.service import WebError
 
-        settings = self.settings
-        store = Store(settings.database_url)
-        await store.create_schema()
-        web = WebService(WebConfig(), store, allow_loopback=settings.web_allow_loopback)
+        web = await self._service()
         try:
             return await getattr(web, fn)(args)
         except WebError as exc:
             raise WebToolError(exc.code, exc.message, status=exc.http_status, details=exc.details) from exc
-        finally:
-            await web.aclose()
-            await store.close()
 
     async def search(self, request: WebSearchArgs | dict[str, Any]) -> SearchResponse:
         from agent_tools.web.render import search_response
@@ -80,6 +108,17 @@ class ToolsClient:
         args = request if isinstance(request, WebFetchArgs) else WebFetchArgs.model_validate(request)
         result: FetchResponse = await self._run("web_fetch", args)
         return result
+
+    async def aclose(self) -> None:
+        if self._web is not None:
+            web, self._web = self._web, None
+            await web.aclose()
+
+    async def __aenter__(self) -> ToolsClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def validate_output_schema(schema: dict[str, Any] | None) -> None:

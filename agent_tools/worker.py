@@ -40,6 +40,9 @@ async def main(settings: Settings | None = None) -> None:
         )
     except RuntimeError as exc:
         raise unreachable(settings, exc) from exc
+    if settings.search_attributes:
+        # Before the worker starts, so that a server that lacks them and cannot take them is one clear line.
+        await plugin.ensure_search_attributes(client)
     grace = settings.worker_shutdown_grace_seconds
     worker = build_worker(client, plugin, graceful_shutdown_timeout=timedelta(seconds=grace))
     # A deploy stops workers with SIGTERM: finish what is in flight instead of dying mid-call, which would

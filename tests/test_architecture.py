@@ -42,8 +42,7 @@ def _prefixes(module: str) -> set[str]:
 
 def test_workflows_do_no_io() -> None:
     offenders = {
-        str(p.relative_to(ROOT)): sorted(_imports(p) & (IO_MODULES | NONDETERMINISTIC))
-        for p in WORKFLOWS.rglob("*.py")
+        str(p.relative_to(ROOT)): sorted(_imports(p) & (IO_MODULES | NONDETERMINISTIC)) for p in WORKFLOWS.rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
@@ -84,9 +83,7 @@ def _nondeterministic_calls(path: Path) -> list[str]:
 
 def test_workflow_code_makes_no_nondeterministic_calls() -> None:
     offenders = {
-        str(p.relative_to(ROOT)): calls
-        for p in WORKFLOWS.rglob("*.py")
-        if (calls := _nondeterministic_calls(p))
+        str(p.relative_to(ROOT)): calls for p in WORKFLOWS.rglob("*.py") if (calls := _nondeterministic_calls(p))
     }
     assert offenders == {}
 
@@ -143,7 +140,5 @@ def test_the_package_imports_only_itself_of_the_repository() -> None:
     """One installed name: nothing in agent_tools imports the repository's worker.py, tests or benches, nor
     the old top-level layer packages."""
     foreign = {"worker", "workflows", "activities", "tests", "bench", "examples"}
-    offenders = {
-        str(p.relative_to(ROOT)): sorted(_imports(p) & foreign) for p in (ROOT / "agent_tools").rglob("*.py")
-    }
+    offenders = {str(p.relative_to(ROOT)): sorted(_imports(p) & foreign) for p in (ROOT / "agent_tools").rglob("*.py")}
     assert {k: v for k, v in offenders.items() if v} == {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -112,3 +113,29 @@ async def test_workers_starting_together_create_the_schema_once(empty_engine: As
     stores = [Store(str(empty_engine.url), engine=empty_engine) for _ in range(4)]
     done = await asyncio.gather(*(s.create_schema() for s in stores))
     assert sorted(done) == ["created", "current", "current", "current"]
+
+
+def test_processes_starting_together_on_a_new_sqlite_file_create_it_once(tmp_path: Path) -> None:
+    """Two worker processes (and a CLI) on one new SQLite file: one creates the tables, the others find them.
+
+    Without the lock file one of them failed with "table sessions already exists"."""
+    import subprocess
+    import sys
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/new.sqlite"
+    code = (
+        "import asyncio, sys\n"
+        "from agent_tools.activities.store.db import Store\n"
+        "async def main():\n"
+        "    s = Store(sys.argv[1])\n"
+        "    print(await s.create_schema())\n"
+        "    await s.close()\n"
+        "asyncio.run(main())\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in results]
+    assert sorted(out.strip() for out, _ in results) == ["created", "current", "current"]

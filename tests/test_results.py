@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from agent_tools.activities.services import Services
 from agent_tools.activities.tool_runner import run_tool
-from agent_tools.activities.tools.base import ToolContext
+from agent_tools.activities.tools.base import BuiltinContext
 from agent_tools.activity_io import SessionRef, ToolCallInput
 from agent_tools.catalog.spec import ToolSpec
 from agent_tools.memory import readers
@@ -188,7 +188,7 @@ async def test_refs_live_for_the_current_run_and_session_only(services: Services
 async def test_spilled_result_round_trip_and_readers_never_spill(services: Services) -> None:
     r = ref(spill_threshold=500)
 
-    async def big(args: Any, ctx: ToolContext) -> str:
+    async def big(args: Any, ctx: BuiltinContext) -> str:
         return TEXT
 
     spec = ToolSpec(name="big_tool", description="big", args_model=NoArgs, capability="user")

@@ -8,23 +8,24 @@ from typing import Any, cast
 
 import pytest
 
-from agent_tools.activities.tools.base import ToolContext, ToolFailure
+from agent_tools.activities.tools.base import BuiltinContext
 from agent_tools.activities.tools.skills import SkillsSettings, load_skills, use_skill
 from agent_tools.activity_io import SessionRef
 from agent_tools.agents import AgentDefinition
+from agent_tools.errors import ToolFailure
 from agent_tools.session import SessionStatus
 from agent_tools.tools.skills import TOOLS, SkillError, UseSkillArgs, parse_skill, render_skill
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"
 
 
-def ctx(agent: str = "assistant", directory: Path = SKILLS) -> ToolContext:
+def ctx(agent: str = "assistant", directory: Path = SKILLS) -> BuiltinContext:
     # use_skill only reads ``services.engines`` (its settings); a namespace stands in for the worker's services.
     services = SimpleNamespace(engines={"skills.settings": SkillsSettings(dir=directory)})
     ref = SessionRef(
         session_id="s1", run_id="r1", agent=agent, organisation="o", project="p", user="u", root_id="s1", model="m"
     )
-    return ToolContext(services=cast(Any, services), session=ref, call_id="c1", tool="use_skill")
+    return BuiltinContext(services=cast(Any, services), session=ref, call_id="c1", tool="use_skill")
 
 
 def test_parse_front_matter_and_defaults() -> None:

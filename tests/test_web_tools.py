@@ -249,6 +249,12 @@ def test_cli_fetch_and_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", '["searxng"]')
         monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", srv.url("/searx"))
         runner = CliRunner()
+        # No store yet (no worker has run): the tools work, uncached, and the CLI creates no store.
+        uncached = runner.invoke(app, ["web", "fetch", srv.url("/code"), "--json"])
+        assert uncached.exit_code == 0, uncached.output
+        assert json.loads(uncached.stdout)["cached"] is False
+        assert not (tmp_path / "cli.sqlite").exists()
+        assert runner.invoke(app, ["migrate"]).exit_code == 0
         fetched = runner.invoke(app, ["web", "fetch", srv.url("/code"), "--focus", "subcommand enum"])
         searched = runner.invoke(app, ["web", "search", "clap derive", "-n", "2"])
         as_json = runner.invoke(app, ["web", "fetch", srv.url("/code"), "--json"])

@@ -7,6 +7,7 @@ sets (``webSearch: "query"``).
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,11 +17,12 @@ from temporalio import activity
 
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.services import Services, ServicesHolder
-from agent_tools.activities.tools.base import ToolContext, ToolFailure, ToolImpl, ToolReturn
+from agent_tools.activities.tools.base import BuiltinContext, ToolImpl, ToolReturn
 from agent_tools.activity_io import ToolCallInput, ToolCallOutput, tool_activity_name
 from agent_tools.catalog.spec import ToolSpec
+from agent_tools.errors import ToolFailure
 from agent_tools.spill import json_structure_hint, should_spill, spill_pointer
-from agent_tools.user_tools import EXTRA_ARGUMENTS, UserTool
+from agent_tools.user_tools import EXTRA_ARGUMENTS, ToolContext, UserTool
 
 # Readers a pointer names when the agent has none of them (it then cannot open the result, but is told so).
 DEFAULT_READERS: tuple[str, ...] = ("read_tool_result", "search_tool_result", "query_tool_result")
@@ -88,7 +90,7 @@ async def run_tool(services: Services, spec: ToolSpec | None, impl: ToolImpl, in
             return ToolCallOutput(content=spec.invalid_arguments(inp.name, exc), is_error=True)
     else:
         args = inp.arguments
-    ctx = ToolContext(services=services, session=inp.session, call_id=inp.call_id, tool=inp.name)
+    ctx = BuiltinContext(services=services, session=inp.session, call_id=inp.call_id, tool=inp.name)
     try:
         out = render(await with_heartbeat(impl(args, ctx)))
     except ToolFailure as exc:
@@ -96,15 +98,37 @@ async def run_tool(services: Services, spec: ToolSpec | None, impl: ToolImpl, in
     return await spill_if_large(services, inp, spec, out)
 
 
+def public_context(ctx: BuiltinContext) -> ToolContext:
+    """The narrow context a user's tool sees: who calls, and the worker's HTTP client; not its stores."""
+    session = ctx.session
+    attempt = activity.info().attempt if activity.in_activity() else 1
+    logger = logging.LoggerAdapter(
+        logging.getLogger(f"agent_tools.tools.{ctx.tool}"), {"session_id": session.session_id, "call_id": ctx.call_id}
+    )
+    return ToolContext(
+        session_id=session.session_id,
+        run_id=session.run_id,
+        call_id=ctx.call_id,
+        tool=ctx.tool,
+        agent=session.agent,
+        organisation=session.organisation,
+        project=session.project,
+        user=session.user,
+        attempt=attempt,
+        http=ctx.services.http,
+        logger=logger,
+    )
+
+
 def _user_impl(user_tool: UserTool) -> ToolImpl:
-    async def impl(args: BaseModel, ctx: ToolContext) -> ToolReturn:
+    async def impl(args: BaseModel, ctx: BuiltinContext) -> ToolReturn:
         kwargs = {name: getattr(args, name) for name in type(args).model_fields}
         if args.model_extra:
             # Only argument models that allow more than their fields have extras (an MCP tool whose schema
             # takes additional properties); the user's own tools forbid them.
             kwargs[EXTRA_ARGUMENTS] = dict(args.model_extra)
         if user_tool.wants_context:
-            kwargs["context"] = ctx
+            kwargs["context"] = ctx if user_tool.builtin_context else public_context(ctx)
         result: ToolReturn = await user_tool.function(**kwargs)
         return result
 

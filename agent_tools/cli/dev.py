@@ -42,7 +42,27 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def worker() -> None:
         """Run a worker against AGENT_TOOLS_TEMPORAL_ADDRESS."""
+        import logging
+
         from agent_tools.worker import main
 
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         with contextlib.suppress(KeyboardInterrupt):
             run_or_explain(main())
+
+    @app.command()
+    def migrate() -> None:
+        """Create the store at AGENT_TOOLS_DATABASE_URL, or bring its schema to this version (workers do it too)."""
+
+        async def go() -> str:
+            from agent_tools.activities.store.db import Store
+
+            settings = Settings()
+            store = Store(settings.database_url)
+            try:
+                return await store.create_schema()
+            finally:
+                await store.close()
+
+        done = run_or_explain(go())
+        typer.echo(f"store {done}: {Settings().database_url}")

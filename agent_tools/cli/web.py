@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, NoReturn
 
@@ -26,16 +25,11 @@ def search(
     """Search the web with the configured engines (failover, cache) and print [S1].. lines."""
     from agent_tools.web.models import SearchHit
     from agent_tools.web.render import render_search
-    from agent_tools.web_client import ToolsClient, WebToolError
 
-    settings = Settings()
     request: dict[str, Any] = {"query": query, "max_results": max_results, "include_domains": include or None}
     if freshness:
         request["freshness"] = freshness
-    try:
-        res = asyncio.run(ToolsClient(settings=settings).search(request))
-    except WebToolError as exc:
-        _print_refusal(exc)
+    res = _run_tool("search", request)
     if as_json:
         typer.echo(res.model_dump_json(indent=2))
         return
@@ -57,14 +51,8 @@ def fetch(
     as_json: bool = typer.Option(False, "--json", help="Print the /v1/tools/fetch response body"),
 ) -> None:
     """Fetch one page through the SSRF guard and print its main content as Markdown."""
-    from agent_tools.web_client import ToolsClient, WebToolError
-
-    settings = Settings()
     request = {"url": url, "focus": focus, "max_chars": max_chars, "format": "text" if text else "markdown"}
-    try:
-        page = asyncio.run(ToolsClient(settings=settings).fetch(request))
-    except WebToolError as exc:
-        _print_refusal(exc)
+    page = _run_tool("fetch", request)
     if as_json:
         typer.echo(page.model_dump_json(indent=2))
         return
@@ -100,6 +88,23 @@ def research(
         typer.echo(json.dumps(job.model_dump(), indent=2, default=str))
         raise typer.Exit(0 if job.status == "running" else 1)
     typer.echo(job.report if job.report is not None else json.dumps(job.answer, indent=2, ensure_ascii=False))
+
+
+def _run_tool(name: str, request: dict[str, Any]) -> Any:
+    """Run ``ToolsClient.<name>(request)`` in this process; a refusal is printed with its code and exits 1."""
+    from agent_tools.web_client import ToolsClient, WebToolError
+
+    async def go() -> Any:
+        async with ToolsClient(settings=Settings()) as tools:
+            try:
+                return await getattr(tools, name)(request)
+            except WebToolError as exc:
+                return exc  # printed with its code and details, not as a bare error line
+
+    result = run_or_explain(go())
+    if isinstance(result, WebToolError):
+        _print_refusal(result)
+    return result
 
 
 def _print_refusal(exc: Exception) -> NoReturn:

@@ -111,8 +111,7 @@ class _Ingress:
                     if store is None:
                         from agent_tools.activities.store.db import Store
 
-                        store = Store(self.settings.database_url)
-                        await store.create_schema()
+                        store = await Store.open_existing(self.settings.database_url)
                         self._owned.append(store)
                     self._store = store
         return self._store

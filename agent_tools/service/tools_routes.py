@@ -173,9 +173,8 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
                 from agent_tools.activities.store.db import Store
                 from agent_tools.activities.web.service import WebService
 
-                store = Store(settings.database_url)
-                await store.create_schema()
-                state.web = WebService(config, store, allow_loopback=settings.web_allow_loopback)
+                store = await Store.open_existing(settings.database_url)
+                state.web = WebService(config, store, allow_loopback=settings.web_allow_loopback, owns_store=True)
         return state.web
 
     async def research_client() -> Any:

@@ -1,18 +1,17 @@
 """The session's shared state and the hooks capability mixins extend (each calls ``super()``)."""
 
-import json
+import asyncio
 import typing
 from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.api.common.v1 import Payload
 from temporalio.common import RetryPolicy
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from agent_tools.activity_io import ProgressKind, SessionRef, ToolCallOutput
+    from agent_tools.activity_io import ProgressEvent, ProgressKind, SessionRef, ToolCallOutput
     from agent_tools.policy import CallPolicy
     from agent_tools.session import SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
 
@@ -92,15 +91,23 @@ class SessionBase:
     def publish(self, kind: str, **data: object) -> None:
         """Publish a live progress event (a ``ProgressEvent`` on the ``progress`` topic).
 
-        The payload is encoded here as plain JSON, the encoding the pydantic converter reads back, instead of
-        through the workflow's data converter: a step publishes several events, and a converter call inside
-        the sandbox costs more than the JSON itself.
+        It goes through the workflow's payload converter, and the poll that delivers it through the whole
+        data converter, so the host's codec covers progress as it covers everything else.
         """
         if kind not in PROGRESS_KINDS:
             raise ValueError(f"unknown progress event kind {kind!r}")
-        body = {"kind": kind, "session_id": self.config.session_id, "data": data}
-        payload = Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(body, default=str).encode())
-        self.stream.topic("progress").publish(payload)
+        self.stream.topic("progress").publish(ProgressEvent(kind=kind, session_id=self.config.session_id, data=data))  # type: ignore[arg-type]
+
+    async def wait_until(self, done: typing.Callable[[], bool], timeout: float | timedelta | None = None) -> None:
+        """``workflow.wait_condition`` for a tool's durable wait, which also ends when the session stops.
+
+        A stop cancels the running turn, but an activity that completes in the same activation absorbs that
+        cancellation (Temporal hands back its result), and the turn goes on into its wait. So the waits check
+        the stop themselves. Raises ``asyncio.CancelledError`` when stopped first, ``TimeoutError`` on timeout.
+        """
+        await workflow.wait_condition(lambda: done() or self._stop_reason is not None, timeout=timeout)
+        if self._stop_reason is not None and not done():
+            raise asyncio.CancelledError(f"session stopped: {self._stop_reason}")
 
     def touch(self) -> None:
         self.state.updated_at = self.now_iso()

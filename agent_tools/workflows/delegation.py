@@ -335,7 +335,7 @@ class DelegationMixin(SessionBase):
         if not rec.finished:
             rec.waiters += 1
             try:
-                await workflow.wait_condition(lambda: rec.finished, timeout=timeout)
+                await self.wait_until(lambda: rec.finished, timeout=timeout)
             except TimeoutError:
                 pass
             finally:

@@ -107,7 +107,7 @@ class EventWaitMixin(SessionBase):
         remaining = (wait.deadline - workflow.now()).total_seconds()
         if wait.arrived is None and remaining > 0:
             try:
-                await workflow.wait_condition(lambda: wait.arrived is not None, timeout=remaining)
+                await self.wait_until(lambda: wait.arrived is not None, timeout=remaining)
             except TimeoutError:
                 pass
         waited = (workflow.now() - wait.started_at).total_seconds()

@@ -69,7 +69,7 @@ class HumanLoopMixin(SessionBase):
         self.refresh_details()
         timed_out = False
         try:
-            await workflow.wait_condition(ask.complete, timeout=timeout)
+            await self.wait_until(ask.complete, timeout=timeout)
         except TimeoutError:
             timed_out = True
         except asyncio.CancelledError:

@@ -27,9 +27,9 @@ from agent_tools.activities.mcp.client import (
     make_client,
     render_result,
 )
-from agent_tools.activities.tools.base import ToolContext, ToolFailure
+from agent_tools.activities.tools.base import BuiltinContext
 from agent_tools.catalog.spec import ToolSpec
-from agent_tools.errors import ConfigurationError
+from agent_tools.errors import ConfigurationError, ToolFailure
 from agent_tools.mcp.config import McpConfig, McpServerConfig
 from agent_tools.mcp.naming import catalog_tool_name
 from agent_tools.user_tools import UserTool
@@ -100,7 +100,7 @@ def args_model_for(name: str, schema: dict[str, Any]) -> type[McpArgsBase]:
     return model
 
 
-def _connections(ctx: ToolContext) -> McpConnections:
+def _connections(ctx: BuiltinContext) -> McpConnections:
     conns = ctx.services.engines.get(ENGINE_KEY)
     if not isinstance(conns, McpConnections):
         conns = ctx.services.engines[ENGINE_KEY] = McpConnections()
@@ -116,7 +116,7 @@ def user_tool_for(server: McpServerConfig, tool: Any) -> UserTool:
     if len(description) > MAX_DESCRIPTION:
         description = description[: MAX_DESCRIPTION - 3] + "..."
 
-    async def call(context: ToolContext, extra_arguments: dict[str, Any] | None = None, **kwargs: Any) -> str:
+    async def call(context: BuiltinContext, extra_arguments: dict[str, Any] | None = None, **kwargs: Any) -> str:
         from mcp.shared.exceptions import MCPError
 
         # Already validated against the schema by the tool runner: only map field names back to argument names.
@@ -155,7 +155,7 @@ def user_tool_for(server: McpServerConfig, tool: Any) -> UserTool:
         level=server.level,
         summary_arg=model.mcp_fields.get(first_str) if first_str else None,
     )
-    return UserTool(spec=spec, function=call, wants_context=True)
+    return UserTool(spec=spec, function=call, wants_context=True, builtin_context=True)
 
 
 async def discover_server(server: McpServerConfig) -> list[UserTool]:

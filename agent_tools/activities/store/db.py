@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import NullPool
 
 from agent_tools.activities.store.tables import metadata
+from agent_tools.errors import StoreNotReady
 from agent_tools.modules import present_modules
 
 # Capability modules that add tables to ``metadata``; imported before create_all so one call makes all.
@@ -73,9 +74,67 @@ class Store:
         """
         from agent_tools.activities.store.migrations import migrate
 
+        if self._sync is not None:
+            # SQLite has no advisory lock: processes starting together on a new file take a lock file
+            # beside it, so one creates the tables and the others then find them ("table sessions already
+            # exists" otherwise).
+            assert self._threads is not None
+            return await asyncio.get_running_loop().run_in_executor(self._threads, self._create_schema_locked)
         async with self.engine.begin() as conn:
             done: str = await conn.run_sync(migrate, create_all_tables)
         return done
+
+    def _create_schema_locked(self) -> str:
+        import fcntl
+
+        from agent_tools.activities.store.migrations import migrate
+
+        assert self._sync is not None
+        database = make_url(self.url).database
+        with open(f"{database}-migrate.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                with self._sync.begin() as conn:
+                    return migrate(conn, create_all_tables)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    async def check_schema(self) -> None:
+        """Raise :class:`StoreNotReady` unless the schema is at the revision this code expects.
+
+        Clients (the Python client, the CLI, the HTTP service) read and write an existing store but never
+        create or migrate it: that is the workers' job, or ``agent-tools migrate``'s.
+        """
+        from agent_tools.activities.store.migrations import HEAD, current_revision
+
+        async with self.engine.connect() as conn:
+            revision = await conn.run_sync(current_revision)
+        if revision != HEAD:
+            state = "has no schema yet" if revision is None else f"is at revision {revision}, this version needs {HEAD}"
+            raise StoreNotReady(
+                f"the store at {_safe_url(self.url)} {state}: start a worker (`agent-tools worker`), "
+                "or run `agent-tools migrate`"
+            )
+
+    @classmethod
+    async def open_existing(cls, url: str) -> Store:
+        """A store a worker has already created: never creates a file, a table or a migration."""
+        if _is_sqlite_file(url):
+            import os
+
+            database = make_url(url).database
+            if database and not await asyncio.to_thread(os.path.exists, database):
+                raise StoreNotReady(
+                    f"the store at {_safe_url(url)} does not exist yet: start a worker (`agent-tools worker`), "
+                    "or run `agent-tools migrate`"
+                )
+        store = cls(url)
+        try:
+            await store.check_schema()
+        except BaseException:
+            await store.close()
+            raise
+        return store
 
     async def drop_schema(self) -> None:
         async with self.engine.begin() as conn:
@@ -88,6 +147,11 @@ class Store:
             self._sync.dispose()
         if self._threads is not None:
             self._threads.shutdown(wait=True)
+
+
+def _safe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    return make_url(url).render_as_string(hide_password=True)
 
 
 def _make_engine(url: str) -> AsyncEngine:

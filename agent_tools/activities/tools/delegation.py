@@ -9,14 +9,14 @@ from temporalio import activity
 
 from agent_tools.activities.delegation import allowed_models, resolve_model
 from agent_tools.activities.model_calls import UsageAccount, complete
-from agent_tools.activities.tools.base import ToolContext, ToolFailure, ToolImpl
+from agent_tools.activities.tools.base import BuiltinContext, ToolImpl
 from agent_tools.activity_io import ToolCallOutput
-from agent_tools.errors import ConfigurationError, ProviderRequestError
+from agent_tools.errors import ConfigurationError, ProviderRequestError, ToolFailure
 from agent_tools.messages import Message
 from agent_tools.tools.delegation import DelegateToModelArgs, DelegateToModelResult
 
 
-async def delegate_to_model(args: DelegateToModelArgs, ctx: ToolContext) -> ToolCallOutput:
+async def delegate_to_model(args: DelegateToModelArgs, ctx: BuiltinContext) -> ToolCallOutput:
     """One completion, no tools, on a model the deployment allows (a tier name or a configured spec).
 
     Provider rate limits and server errors propagate and Temporal retries the activity; a refused request
@@ -59,7 +59,7 @@ async def delegate_to_model(args: DelegateToModelArgs, ctx: ToolContext) -> Tool
     return ToolCallOutput(content=result.model_dump_json(), usage=used)
 
 
-def _activity_id(ctx: ToolContext) -> str:
+def _activity_id(ctx: BuiltinContext) -> str:
     return activity.info().activity_id if activity.in_activity() else ctx.call_id
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import and_, func, select
 
 from agent_tools.activities.store.tables import transcript
-from agent_tools.activities.tools.base import ToolContext, ToolImpl
+from agent_tools.activities.tools.base import BuiltinContext, ToolImpl
 from agent_tools.memory.format import aware
 from agent_tools.tools.history import (
     SNIPPET_CHARS,
@@ -29,7 +29,7 @@ def snippet(content: str, needles: list[str], width: int = SNIPPET_CHARS) -> str
     return ("..." if start > 0 else "") + text + ("..." if end < len(content) else "")
 
 
-async def _all_words(ctx: ToolContext, words: list[str], role: str | None, limit: int) -> list[Any]:
+async def _all_words(ctx: BuiltinContext, words: list[str], role: str | None, limit: int) -> list[Any]:
     """Messages holding every word of the query (any order), newest first."""
     conds = [func.lower(transcript.c.content).contains(w.lower(), autoescape=True) for w in words]
     stmt = select(transcript).where(transcript.c.session_id == ctx.session.session_id, and_(*conds))
@@ -41,7 +41,7 @@ async def _all_words(ctx: ToolContext, words: list[str], role: str | None, limit
 
 
 async def search_conversation_history(
-    args: SearchConversationHistoryArgs, ctx: ToolContext
+    args: SearchConversationHistoryArgs, ctx: BuiltinContext
 ) -> SearchConversationHistoryResult:
     query = args.query.strip()
     exact = await ctx.services.transcripts.search(ctx.session.session_id, query, role=args.role, limit=args.limit)

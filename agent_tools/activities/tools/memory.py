@@ -23,8 +23,9 @@ from sqlalchemy.sql.elements import ColumnElement
 from agent_tools.activities.services import ContextHook, Services
 from agent_tools.activities.store.db import Store, upsert
 from agent_tools.activities.store.memory_tables import memories
-from agent_tools.activities.tools.base import ToolContext, ToolFailure, ToolImpl
+from agent_tools.activities.tools.base import BuiltinContext, ToolImpl
 from agent_tools.activity_io import SessionRef
+from agent_tools.errors import ToolFailure
 from agent_tools.memory import scoring
 from agent_tools.memory.format import DATA_NOTE, MemoryLine, aware, human_age, render_context_block, render_recall
 from agent_tools.messages import Message
@@ -487,13 +488,13 @@ def memory_enabled(services: Services, ref: SessionRef) -> bool:
     return ref.memory
 
 
-def _require(ctx: ToolContext) -> tuple[MemoryEngine, Scope, str]:
+def _require(ctx: BuiltinContext) -> tuple[MemoryEngine, Scope, str]:
     if not memory_enabled(ctx.services, ctx.session):
         raise ToolFailure(f"Memory is off for agent {ctx.session.agent!r}; nothing was read or saved. Carry on.")
     return engine_of(ctx.services), Scope.of(ctx.session), f"{ctx.session.session_id}/{ctx.call_id}"
 
 
-async def _save(ctx: ToolContext, content: str, tier: Tier, tags: list[str]) -> tuple[str, Memory]:
+async def _save(ctx: BuiltinContext, content: str, tier: Tier, tags: list[str]) -> tuple[str, Memory]:
     engine, scope, call_key = _require(ctx)
     memory_id = memory_id_for(ctx.session.session_id, ctx.call_id)
     return await engine.save(scope, content.strip(), tier=tier, tags=tags, call_key=call_key, memory_id=memory_id)
@@ -511,33 +512,33 @@ def _saved_text(status: str, m: Memory) -> str:
 # ---- RTC ----------------------------------------------------------------------------------------------
 
 
-async def save_memory(args: SaveMemoryArgs, ctx: ToolContext) -> SaveMemoryResult:
+async def save_memory(args: SaveMemoryArgs, ctx: BuiltinContext) -> SaveMemoryResult:
     status, m = await _save(ctx, args.content, args.tier, args.tags)
     return SaveMemoryResult(status=status, memory=m.item(_now()))  # type: ignore[arg-type]
 
 
-async def update_memory(args: UpdateMemoryArgs, ctx: ToolContext) -> MemoryItem:
+async def update_memory(args: UpdateMemoryArgs, ctx: BuiltinContext) -> MemoryItem:
     engine, scope, _ = _require(ctx)
     content = args.content.strip() if args.content is not None else None
     m = await engine.update(scope, args.memory_id.strip(), content=content, tags=args.tags, tier=args.tier)
     return m.item(_now())
 
 
-async def delete_memory(args: DeleteMemoryArgs, ctx: ToolContext) -> DeleteMemoryResult:
+async def delete_memory(args: DeleteMemoryArgs, ctx: BuiltinContext) -> DeleteMemoryResult:
     engine, scope, _ = _require(ctx)
     if not await engine.delete(scope, args.memory_id.strip()):
         raise ToolFailure(f"No memory {args.memory_id!r} for this agent and user.")
     return DeleteMemoryResult(memory_id=args.memory_id.strip(), deleted=True)
 
 
-async def list_memories(args: ListMemoriesArgs, ctx: ToolContext) -> ListMemoriesResult:
+async def list_memories(args: ListMemoriesArgs, ctx: BuiltinContext) -> ListMemoriesResult:
     engine, scope, _ = _require(ctx)
     found, total = await engine.list_memories(scope, tier=args.tier, tag=args.tag, limit=args.limit, offset=args.offset)
     now = _now()
     return ListMemoriesResult(memories=[m.item(now) for m in found], total=total, offset=args.offset)
 
 
-async def search_memory(args: SearchMemoryArgs, ctx: ToolContext) -> SearchMemoryResult:
+async def search_memory(args: SearchMemoryArgs, ctx: BuiltinContext) -> SearchMemoryResult:
     engine, scope, call_key = _require(ctx)
     found = await engine.search(scope, args.query, limit=args.limit, tier=args.tier, use_call=call_key)
     now = _now()
@@ -547,12 +548,12 @@ async def search_memory(args: SearchMemoryArgs, ctx: ToolContext) -> SearchMemor
 # ---- FYAI ---------------------------------------------------------------------------------------------
 
 
-async def remember(args: RememberArgs, ctx: ToolContext) -> str:
+async def remember(args: RememberArgs, ctx: BuiltinContext) -> str:
     status, m = await _save(ctx, args.fact, args.tier, [])
     return _saved_text(status, m)
 
 
-async def recall(args: RecallArgs, ctx: ToolContext) -> str:
+async def recall(args: RecallArgs, ctx: BuiltinContext) -> str:
     engine, scope, call_key = _require(ctx)
     found = await engine.search(scope, args.query, limit=args.limit, use_call=call_key)
     return render_recall(args.query, [m.line() for m in found], _now())
@@ -561,12 +562,12 @@ async def recall(args: RecallArgs, ctx: ToolContext) -> str:
 # ---- codai --------------------------------------------------------------------------------------------
 
 
-async def memory_remember(args: MemoryRememberArgs, ctx: ToolContext) -> str:
+async def memory_remember(args: MemoryRememberArgs, ctx: BuiltinContext) -> str:
     status, m = await _save(ctx, args.content, "long_term", args.tags)
     return _saved_text(status, m)
 
 
-async def memory_recall(args: MemoryRecallArgs, ctx: ToolContext) -> str:
+async def memory_recall(args: MemoryRecallArgs, ctx: BuiltinContext) -> str:
     engine, scope, call_key = _require(ctx)
     found = await engine.search(scope, args.query, limit=args.limit, use_call=call_key)
     return render_recall(args.query, [m.line() for m in found], _now())

@@ -12,7 +12,8 @@ import json
 from collections import OrderedDict
 from typing import Any
 
-from agent_tools.activities.tools.base import ToolContext, ToolFailure, ToolImpl
+from agent_tools.activities.tools.base import BuiltinContext, ToolImpl
+from agent_tools.errors import ToolFailure
 from agent_tools.memory import readers
 from agent_tools.memory.jsonpath import PathError
 from agent_tools.tools.results import (
@@ -38,7 +39,7 @@ class Artifact:
         self.is_json: bool = bool(row.is_json)
 
 
-async def load(ctx: ToolContext, ref: str) -> Artifact:
+async def load(ctx: BuiltinContext, ref: str) -> Artifact:
     """The artifact behind ``ref`` if this session's current run saved it; else a failure the model reads."""
     ref = ref.strip()
     row = await ctx.services.transcripts.load_artifact(ref)
@@ -55,7 +56,7 @@ async def load(ctx: ToolContext, ref: str) -> Artifact:
     return Artifact(row)
 
 
-async def _view(ctx: ToolContext, art: Artifact) -> readers.LineView:
+async def _view(ctx: BuiltinContext, art: Artifact) -> readers.LineView:
     """The line view, from the cache or built in a thread (pretty-printing 10 MB of JSON takes a moment).
 
     The cache is only touched on the event loop, never from the worker thread.
@@ -72,13 +73,13 @@ async def _view(ctx: ToolContext, art: Artifact) -> readers.LineView:
     return view
 
 
-async def read_tool_result(args: ReadToolResultArgs, ctx: ToolContext) -> str:
+async def read_tool_result(args: ReadToolResultArgs, ctx: BuiltinContext) -> str:
     art = await load(ctx, args.ref)
     view = await _view(ctx, art)
     return readers.render_page(art.ref, readers.read_lines(view, args.offset, args.limit))
 
 
-async def search_tool_result(args: SearchToolResultArgs, ctx: ToolContext) -> SearchToolResultResult:
+async def search_tool_result(args: SearchToolResultArgs, ctx: BuiltinContext) -> SearchToolResultResult:
     art = await load(ctx, args.ref)
     view = await _view(ctx, art)
     try:
@@ -99,7 +100,7 @@ async def search_tool_result(args: SearchToolResultArgs, ctx: ToolContext) -> Se
     )
 
 
-async def query_tool_result(args: QueryToolResultArgs, ctx: ToolContext) -> str:
+async def query_tool_result(args: QueryToolResultArgs, ctx: BuiltinContext) -> str:
     art = await load(ctx, args.ref)
     try:
         document = await asyncio.to_thread(json.loads, art.content)
@@ -114,7 +115,7 @@ async def query_tool_result(args: QueryToolResultArgs, ctx: ToolContext) -> str:
         raise ToolFailure(f"Path {args.path!r} does not fit the saved result: {exc}") from exc
 
 
-async def read_artifact(args: ReadArtifactArgs, ctx: ToolContext) -> ReadArtifactResult:
+async def read_artifact(args: ReadArtifactArgs, ctx: BuiltinContext) -> ReadArtifactResult:
     art = await load(ctx, args.ref)
     total = len(art.content)
     if args.offset > total:

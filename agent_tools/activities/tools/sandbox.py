@@ -55,7 +55,7 @@ from typing import Any
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from agent_tools.activities.tools.base import ToolContext, ToolImpl
+from agent_tools.activities.tools.base import BuiltinContext, ToolImpl
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.settings import Settings
 from agent_tools.tools.sandbox import (
@@ -644,7 +644,7 @@ def deployment_secrets(settings: Settings) -> list[str]:
     return paths
 
 
-def engine_of(ctx: ToolContext) -> SandboxEngine:
+def engine_of(ctx: BuiltinContext) -> SandboxEngine:
     """The worker's sandbox engine (created on first use, shared by every call)."""
     engine = ctx.services.engines.get(_ENGINE_KEY)
     if engine is None:
@@ -653,7 +653,7 @@ def engine_of(ctx: ToolContext) -> SandboxEngine:
     return engine
 
 
-async def exec_python(args: ExecPythonArgs, ctx: ToolContext) -> ToolCallOutput:
+async def exec_python(args: ExecPythonArgs, ctx: BuiltinContext) -> ToolCallOutput:
     result = await engine_of(ctx).run(args)
     # A failing script is an error result for the model (and is never spilled: its traceback matters).
     return ToolCallOutput(content=result.model_dump_json(exclude_none=True), is_error=not result.ok)

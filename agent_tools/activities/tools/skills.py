@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent_tools.activities.tools.base import ToolContext, ToolFailure, ToolImpl
+from agent_tools.activities.tools.base import BuiltinContext, ToolImpl
+from agent_tools.errors import ToolFailure
 from agent_tools.tools.skills import Skill, SkillError, UseSkillArgs, parse_skill, render_catalog, render_skill
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def load_skills(directory: Path) -> list[Skill]:
     return sorted(skills.values(), key=lambda s: s.name)
 
 
-def skills_dir(ctx: ToolContext) -> Path:
+def skills_dir(ctx: BuiltinContext) -> Path:
     settings = ctx.services.engines.get(_ENGINE_KEY)
     if not isinstance(settings, SkillsSettings):
         settings = ctx.services.engines[_ENGINE_KEY] = SkillsSettings()
@@ -71,7 +72,7 @@ async def visible_skills(directory: Path, agent: str) -> list[Skill]:
     return [s for s in await asyncio.to_thread(load_skills, directory) if s.visible_to(agent)]
 
 
-async def use_skill(args: UseSkillArgs, ctx: ToolContext) -> str:
+async def use_skill(args: UseSkillArgs, ctx: BuiltinContext) -> str:
     skills = await visible_skills(skills_dir(ctx), ctx.session.agent)
     wanted = args.name.strip().lower()
     for skill in skills:

@@ -6,11 +6,11 @@ import json
 from typing import Any, Literal
 
 from agent_tools.activities.model_calls import UsageAccount, complete
-from agent_tools.activities.tools.base import ToolContext, ToolFailure, ToolImpl
+from agent_tools.activities.tools.base import BuiltinContext, ToolImpl
 from agent_tools.activities.web import get_web
 from agent_tools.activities.web.service import WebError
 from agent_tools.activity_io import ToolCallOutput
-from agent_tools.errors import ProviderRequestError
+from agent_tools.errors import ProviderRequestError, ToolFailure
 from agent_tools.messages import Message, Usage
 from agent_tools.web.jsonquery import JsonQueryError, json_query
 from agent_tools.web.models import (
@@ -41,7 +41,7 @@ def _fail(exc: WebError) -> ToolFailure:
     )
 
 
-async def web_search_rtc(args: WebSearchRtcArgs, ctx: ToolContext) -> ToolCallOutput:
+async def web_search_rtc(args: WebSearchRtcArgs, ctx: BuiltinContext) -> ToolCallOutput:
     web = get_web(ctx.services)
     try:
         outcome = await web.search_rtc(args.query, max_results=args.max_results, time_range=args.time_range)
@@ -65,7 +65,7 @@ async def web_search_rtc(args: WebSearchRtcArgs, ctx: ToolContext) -> ToolCallOu
     )
 
 
-async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: ToolContext) -> ToolCallOutput:
+async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallOutput:
     """webFetch: the page as Markdown; over the threshold, the small model answers the prompt from it."""
     services = ctx.services
     web = get_web(services)
@@ -160,7 +160,7 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: ToolContext) -> ToolCallOutp
     return ToolCallOutput(content=result.content, usage=usage, data=result.model_dump(exclude={"content"}))
 
 
-async def web_search(args: WebSearchArgs, ctx: ToolContext) -> ToolCallOutput:
+async def web_search(args: WebSearchArgs, ctx: BuiltinContext) -> ToolCallOutput:
     web = get_web(ctx.services)
     try:
         outcome = await web.web_search(args)
@@ -185,7 +185,7 @@ async def web_search(args: WebSearchArgs, ctx: ToolContext) -> ToolCallOutput:
     )
 
 
-async def web_fetch(args: WebFetchArgs, ctx: ToolContext) -> ToolCallOutput:
+async def web_fetch(args: WebFetchArgs, ctx: BuiltinContext) -> ToolCallOutput:
     web = get_web(ctx.services)
     try:
         page = await web.web_fetch(args)
@@ -194,7 +194,7 @@ async def web_fetch(args: WebFetchArgs, ctx: ToolContext) -> ToolCallOutput:
     return ToolCallOutput(content=render_fetch(page), data=page.model_dump(exclude={"content"}))
 
 
-async def http_fetch(args: HttpFetchArgs, ctx: ToolContext) -> ToolCallOutput:
+async def http_fetch(args: HttpFetchArgs, ctx: BuiltinContext) -> ToolCallOutput:
     web = get_web(ctx.services)
     try:
         result = await web.http_fetch(args)
@@ -211,7 +211,7 @@ async def http_fetch(args: HttpFetchArgs, ctx: ToolContext) -> ToolCallOutput:
     return ToolCallOutput(content=text, data=meta)
 
 
-async def json_query_tool(args: JsonQueryArgs, ctx: ToolContext) -> str:
+async def json_query_tool(args: JsonQueryArgs, ctx: BuiltinContext) -> str:
     try:
         value: Any = json_query(args.document, args.query)
     except JsonQueryError as exc:

@@ -23,12 +23,17 @@ def cache_key(kind: str, subject: str, extra: dict[str, Any] | None = None) -> s
 
 
 class WebCache:
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
+    """Without a store (a client whose store no worker has created yet) every lookup misses and nothing is
+    kept: the tools still work, uncached."""
+
+    def __init__(self, store: Store | None, *, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.clock = clock
         self._last_sweep = 0.0
 
     async def get(self, kind: str, subject: str, extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        if self.store is None:
+            return None
         key = cache_key(kind, subject, extra)
         async with self.store.engine.connect() as conn:
             row = (
@@ -49,6 +54,8 @@ class WebCache:
         ttl_s: float,
         extra: dict[str, Any] | None = None,
     ) -> None:
+        if self.store is None:
+            return
         now = self.clock()
         row = {
             "key": cache_key(kind, subject, extra),
@@ -65,5 +72,7 @@ class WebCache:
                 await conn.execute(delete(web_cache).where(web_cache.c.expires_at <= now))
 
     async def count(self) -> int:
+        if self.store is None:
+            return 0
         async with self.store.engine.connect() as conn:
             return len((await conn.execute(select(web_cache.c.key))).all())

@@ -123,15 +123,18 @@ class WebService:
     def __init__(
         self,
         config: WebConfig,
-        store: Store,
+        store: Store | None,
         *,
         allow_loopback: bool = False,
         resolver: Resolver | None = None,
         clock: Callable[[], float] = time.time,
         profiles: dict[str, FetchLimits] | None = None,
         verify: ssl.SSLContext | bool = True,
+        owns_store: bool = False,
     ) -> None:
         self.config = config
+        # A service opened for a client (not a worker's, whose store the worker closes) closes its store too.
+        self._store = store if owns_store else None
         self.clock = clock
         self.fetcher = GuardedFetcher(
             allow_loopback=allow_loopback, resolver=resolver, user_agent=config.web_user_agent, verify=verify
@@ -151,6 +154,8 @@ class WebService:
     async def aclose(self) -> None:
         await self.fetcher.aclose()
         await self.engine_client.aclose()
+        if self._store is not None:
+            await self._store.close()
 
     # ----- fetch pipeline ---------------------------------------------------------------------------
 

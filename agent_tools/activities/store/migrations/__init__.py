@@ -49,6 +49,14 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return cfg
 
 
+def current_revision(conn: Connection) -> str | None:
+    """The database's revision, or None when it has none (a new or pre-migrations database)."""
+    if "alembic_version" not in set(inspect(conn).get_table_names()):
+        return None
+    revision: str | None = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    return revision
+
+
 def migrate(conn: Connection, create_new: Callable[[Connection], None]) -> str:
     """Bring the schema behind ``conn`` to the newest revision, inside the caller's transaction.
 
