@@ -16,6 +16,20 @@ if TYPE_CHECKING:
     # theirs, so a runtime import here would be circular.
     from agent_tools.session import SessionConfig
 
+__all__ = [
+    "ACTIVITY_LLM_STEP",
+    "ACTIVITY_PREPARE",
+    "RESULT_READERS",
+    "TOOL_ACTIVITY_PREFIX",
+    "LlmStepInput",
+    "LlmStepOutput",
+    "ProgressEvent",
+    "SessionRef",
+    "ToolCallInput",
+    "ToolCallOutput",
+    "tool_activity_name",
+]
+
 ACTIVITY_PREPARE = "agent_tools.prepare_session"
 ACTIVITY_LLM_STEP = "agent_tools.llm_step"
 TOOL_ACTIVITY_PREFIX = "tool:"
@@ -63,7 +77,7 @@ class SessionRef(BaseModel):
             depth=config.depth,
             model=config.model,
             spill_threshold=config.spill_threshold,
-            memory=bool(config.options.get("memory", True)),
+            memory=config.options.memory is not False,
             readers=[t for t in config.tools if t in RESULT_READERS],
         )
 
@@ -103,7 +117,9 @@ class ToolCallOutput(BaseModel):
     is_error: bool = False
     artifact_ref: str | None = None
     usage: Usage | None = None
-    data: dict[str, Any] | None = None
+    # Structured form of the result for in-process callers (tests, the tool's own code). Never serialized:
+    # the engine reads ``content`` only, so ``data`` would cost history bytes for nothing.
+    data: dict[str, Any] | None = Field(default=None, exclude=True)
 
 
 ProgressKind = Literal[

@@ -25,6 +25,14 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from agent_tools.catalog.spec import ToolLevel
 from agent_tools.errors import ConfigurationError
 from agent_tools.policy import ExecutionPolicy
+from agent_tools.session import SessionOptions
+
+__all__ = [
+    "DEFAULT_AGENT",
+    "DEFAULT_SYSTEM_PROMPT",
+    "AgentDefinition",
+    "AgentRegistry",
+]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a capable assistant running as a durable agent session. Use the tools you have when they "
@@ -33,7 +41,27 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 class AgentDefinition(BaseModel):
-    """One agent."""
+    """One agent: who it is, which model it runs on, and which tools it is offered.
+
+    Attributes:
+        name: Unique within its project; what sessions and delegation tools name.
+        project: The project it belongs to (``default`` serves every project).
+        description: Shown to other agents that may delegate to it.
+        system_prompt: The system message of its sessions.
+        model: A model spec (``openai:gpt-4.1-mini``); the deployment's default when omitted.
+        profile: Which platform's tool faces it gets: ``rtc``, ``fyai``, ``codai``, ``all`` or None.
+        tools: Tools assigned on top of the profile (by name).
+        exclude_tools: Tools taken away from the profile.
+        subagents: Agents it may invoke or hand off to (FYAI's grants).
+        active: An inactive agent cannot start sessions.
+        tool_level: The highest tool level it may use (codai: ``none`` offers no executed tool).
+        max_steps: Model steps per turn.
+        memory: FYAI's Memory switch: memory tools and the Memory Context block.
+        spill_threshold_chars: Results longer than this are saved as artifacts (default 2,000).
+        options: Session options its sessions start with; a request's own options win.
+        policy: Overrides of the deployment's :class:`~agent_tools.policy.ExecutionPolicy`, e.g.
+            ``{"tool_call": {"start_to_close_seconds": 1800}}``.
+    """
 
     name: str = Field(min_length=1, max_length=100)
     project: str = "default"
@@ -50,7 +78,7 @@ class AgentDefinition(BaseModel):
     memory: bool = True
     spill_threshold_chars: int | None = Field(default=None, ge=200)
     # Per-agent session options (e.g. ask_user_timeout_seconds); a request's own options win.
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: SessionOptions = Field(default_factory=SessionOptions)
     # Overrides of the deployment's ExecutionPolicy for this agent's sessions, e.g.
     # {"tool_call": {"start_to_close_seconds": 1800}}.
     policy: dict[str, Any] = Field(default_factory=dict)

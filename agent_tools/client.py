@@ -24,6 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools import search_attributes as sa
 from agent_tools.activity_io import ProgressEvent
+from agent_tools.contracts.human import AnswerAccepted, PendingQuestion
 from agent_tools.errors import ConfigurationError, SessionError
 from agent_tools.messages import Message
 from agent_tools.session import (
@@ -32,6 +33,7 @@ from agent_tools.session import (
     SendMessage,
     SendMessageAccepted,
     SessionInput,
+    SessionOptions,
     SessionRequest,
     SessionResult,
     SessionStatus,
@@ -39,11 +41,19 @@ from agent_tools.session import (
     StopRequest,
 )
 from agent_tools.settings import Settings
-from agent_tools.tools.human import AnswerAccepted, PendingQuestion
 
 if TYPE_CHECKING:
     from agent_tools.activities.store.transcripts import TranscriptStore
     from agent_tools.web_client import ResearchClient, ToolsClient
+
+__all__ = [
+    "AgentToolsClient",
+    "SessionHandle",
+    "SessionSummary",
+    "TranscriptEntry",
+    "new_session_id",
+    "unreachable",
+]
 
 T = TypeVar("T")
 
@@ -248,7 +258,7 @@ class AgentToolsClient:
         max_tokens: int | None = None,
         keep_alive: bool = False,
         history: list[Message] | None = None,
-        options: dict[str, Any] | None = None,
+        options: SessionOptions | dict[str, Any] | None = None,
     ) -> SessionHandle:
         """Start a session and return its handle.
 
@@ -288,7 +298,7 @@ class AgentToolsClient:
             max_tokens=max_tokens,
             keep_alive=keep_alive,
             history=history or [],
-            options=options or {},
+            options=SessionOptions.model_validate(options or {}),
         )
         return await self.start_request(request, session_id=session_id)
 
@@ -298,7 +308,11 @@ class AgentToolsClient:
         attrs = None
         if self.settings.search_attributes:
             attrs = sa.at_start(
-                agent=request.agent, root_id=request.root_id or sid, parent_id=request.parent_id, depth=request.depth
+                agent=request.agent,
+                root_id=request.root_id or sid,
+                parent_id=request.parent_id,
+                depth=request.depth,
+                title=request.title or (request.prompt or request.agent)[:60],
             )
         await self.temporal.start_workflow(
             WORKFLOW_NAME,
@@ -354,7 +368,7 @@ class AgentToolsClient:
         clauses = [f"WorkflowType = '{WORKFLOW_NAME}'"]
         for key, value in (("AgentName", agent), ("SessionRootId", root_id), ("SessionState", state)):
             if value is not None:
-                clauses.append(f"{key} = '{_quote(value)}'")
+                clauses.append(f"{key} = {sa.quote(value)}")
         if running_only:
             clauses.append("ExecutionStatus = 'Running'")
         out: list[SessionSummary] = []
@@ -448,7 +462,3 @@ async def _existing(session_id: str) -> AsyncIterator[None]:
         if exc.status == RPCStatusCode.NOT_FOUND:
             raise SessionError(f"no session {session_id!r} ({exc.message})") from exc
         raise
-
-
-def _quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("'", "\\'")

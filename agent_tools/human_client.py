@@ -4,8 +4,8 @@
     await answer_questions(handle, {"Which date library?": "date-fns"})
     await answer_questions(handle, {"Which extras?": ["a", "b"]}, by_signal=True)
 
-``answers`` may be an :class:`~agent_tools.tools.human.AnswerQuestions`, or the friendly JSON shapes of
-:func:`~agent_tools.tools.human.parse_answer_payload` (question text or header -> label, list of labels, or
+``answers`` may be an :class:`~agent_tools.contracts.human.AnswerQuestions`, or the friendly JSON shapes of
+:func:`~agent_tools.contracts.human.parse_answer_payload` (question text or header -> label, list of labels, or
 ``{"other": "free text"}``).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_tools.tools.human import (
+from agent_tools.contracts.human import (
     AnswerAccepted,
     AnswerQuestions,
     HumanState,
@@ -34,7 +34,7 @@ async def answer_questions(handle: SessionHandle, answers: Any, *, by_signal: bo
     and the questions stay pending; returns None.
 
     Raises:
-        agent_tools.tools.human.AnswerRejected: the answers have none of the accepted shapes (local check).
+        agent_tools.contracts.human.AnswerRejected: the answers have none of the accepted shapes (local check).
     """
     request = parse_answer_payload(answers)
     if by_signal:

@@ -41,6 +41,16 @@ from agent_tools.user_tools import UserTool, make_user_tool
 if TYPE_CHECKING:
     from agent_tools.activities.services import Services, ServicesHolder
 
+__all__ = [
+    "PASSTHROUGH_MODULES",
+    "WORKFLOW_HELPER_MODULES",
+    "AgentToolsPlugin",
+    "compose_data_converter",
+    "compose_workflow_runner",
+    "ensure_workflow_bytecode",
+    "workflow_runner",
+]
+
 log = logging.getLogger(__name__)
 
 # The session's capability mixins and their helpers: deterministic workflow code that defines no workflow
@@ -287,7 +297,7 @@ class AgentToolsPlugin(SimplePlugin):
         A server that cannot be reached is logged and skipped: the worker starts without its tools.
         """
         from agent_tools.activities.mcp.discovery import mcp_user_tools
-        from agent_tools.mcp.config import McpConfig
+        from agent_tools.contracts.mcp.config import McpConfig
 
         settings = settings or Settings()
         mcp_tools = await mcp_user_tools(McpConfig.from_file(settings.mcp_config_file))

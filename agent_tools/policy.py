@@ -15,6 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+__all__ = [
+    "CallPolicy",
+    "ChildPolicy",
+    "ExecutionPolicy",
+]
+
 
 class CallPolicy(BaseModel):
     """How long one kind of call may take, and how Temporal retries it."""

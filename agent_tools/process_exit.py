@@ -28,8 +28,21 @@ def exit_status(code: object) -> int:
     return 1
 
 
+def core_runtime_started() -> bool:
+    """Whether this process started the Temporal core runtime (a client or a worker), whose threads are what
+    can abort finalization. Unknown (a changed SDK) counts as started."""
+    runtime = sys.modules.get("temporalio.runtime")
+    if runtime is None:
+        return False
+    ref = getattr(runtime, "_runtime_ref", None)
+    return ref is None or getattr(ref, "_default_runtime", True) is not None
+
+
 def exit_now(status: int) -> NoReturn:
-    """Flush what Python would flush at exit (streams, logging handlers), then leave at once."""
+    """Leave with ``status``: a normal exit when no Temporal core runtime runs (finalizers, atexit hooks and
+    SQLite's last checkpoint run as usual), else flush and leave at once, skipping finalization."""
+    if not core_runtime_started():
+        sys.exit(status)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

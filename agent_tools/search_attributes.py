@@ -12,14 +12,27 @@ SESSION_ROOT_ID = SearchAttributeKey.for_keyword("SessionRootId")
 SESSION_PARENT_ID = SearchAttributeKey.for_keyword("SessionParentId")
 SESSION_STATE = SearchAttributeKey.for_keyword("SessionState")
 DEPTH = SearchAttributeKey.for_int("Depth")
+# What the session tree lists without asking each session (one visibility query on SessionRootId).
+SESSION_TITLE = SearchAttributeKey.for_keyword("SessionTitle")
+SESSION_UPDATED_AT = SearchAttributeKey.for_datetime("SessionUpdatedAt")
 
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-ALL: tuple[SearchAttributeKey[Any], ...] = (AGENT_NAME, SESSION_ROOT_ID, SESSION_PARENT_ID, SESSION_STATE, DEPTH)
+ALL: tuple[SearchAttributeKey[Any], ...] = (
+    AGENT_NAME,
+    SESSION_ROOT_ID,
+    SESSION_PARENT_ID,
+    SESSION_STATE,
+    DEPTH,
+    SESSION_TITLE,
+    SESSION_UPDATED_AT,
+)
 
 
-def at_start(*, agent: str, root_id: str, parent_id: str | None, depth: int) -> TypedSearchAttributes:
+def at_start(
+    *, agent: str, root_id: str, parent_id: str | None, depth: int, title: str | None = None
+) -> TypedSearchAttributes:
     """The attributes a session starts with (client or parent session), so the tree is listable at once."""
     pairs: list[SearchAttributePair[Any]] = [
         SearchAttributePair(AGENT_NAME, agent),
@@ -27,29 +40,41 @@ def at_start(*, agent: str, root_id: str, parent_id: str | None, depth: int) -> 
         SearchAttributePair(DEPTH, depth),
         SearchAttributePair(SESSION_STATE, "starting"),
     ]
+    if title:
+        pairs.append(SearchAttributePair(SESSION_TITLE, title_value(title)))
     if parent_id:
         pairs.append(SearchAttributePair(SESSION_PARENT_ID, parent_id))
     return TypedSearchAttributes(pairs)
 
 
+def quote(value: str) -> str:
+    """A string literal for a visibility query (``SessionRootId = '...'``)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def title_value(title: str) -> str:
+    """A title as a Keyword value: keywords are indexed whole, and long ones cost the visibility store."""
+    return title[:200]
+
+
+def cli_type(key: SearchAttributeKey[Any]) -> str:
+    """The type's name as the ``temporal`` CLI spells it (``Keyword``, ``Int``, ``Datetime``)."""
+    kinds = {"KEYWORD": "Keyword", "INT": "Int", "DATETIME": "Datetime"}
+    return kinds[key.indexed_value_type.name.removeprefix("INDEXED_VALUE_TYPE_")]
+
+
 def dev_server_flags() -> list[str]:
     """``--search-attribute`` flags registering them on ``temporal server start-dev``."""
-    kinds = {"KEYWORD": "Keyword", "INT": "Int"}
     flags: list[str] = []
     for key in ALL:
-        flags += [
-            "--search-attribute",
-            f"{key.name}={kinds[key.indexed_value_type.name.removeprefix('INDEXED_VALUE_TYPE_')]}",
-        ]
+        flags += ["--search-attribute", f"{key.name}={cli_type(key)}"]
     return flags
 
 
 def create_commands(namespace: str, keys: Sequence[SearchAttributeKey[Any]] = ALL) -> str:
     """The ``temporal`` CLI lines that create ``keys`` on ``namespace``."""
-    kinds = {"KEYWORD": "Keyword", "INT": "Int"}
     return " && ".join(
-        f"temporal operator search-attribute create --namespace {namespace} --name {key.name} "
-        f"--type {kinds[key.indexed_value_type.name.removeprefix('INDEXED_VALUE_TYPE_')]}"
+        f"temporal operator search-attribute create --namespace {namespace} --name {key.name} --type {cli_type(key)}"
         for key in keys
     )
 

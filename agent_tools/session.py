@@ -9,14 +9,34 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from agent_tools.contracts.delegation import DelegationState
+from agent_tools.contracts.events import EventWaitState
+from agent_tools.contracts.human import HumanState
+from agent_tools.contracts.planning import PlanningState
 from agent_tools.messages import Message, Usage
 from agent_tools.policy import ExecutionPolicy
-from agent_tools.tools.delegation import DelegationState
-from agent_tools.tools.events import EventWaitState
-from agent_tools.tools.human import HumanState
-from agent_tools.tools.planning import PlanningState
+
+__all__ = [
+    "TERMINAL_STATUSES",
+    "WORKFLOW_NAME",
+    "LatestMessageView",
+    "PrepareInput",
+    "PrepareOutput",
+    "SendMessage",
+    "SendMessageAccepted",
+    "SessionConfig",
+    "SessionInput",
+    "SessionOptions",
+    "SessionRequest",
+    "SessionResult",
+    "SessionState",
+    "SessionStatus",
+    "StatusView",
+    "StopRequest",
+    "Trigger",
+]
 
 WORKFLOW_NAME = "AgentSession"
 
@@ -48,6 +68,57 @@ class Trigger(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
+class SessionOptions(BaseModel):
+    """Per-session switches and limits. An agent's definition sets defaults; a request's own win.
+
+    Durable: sessions carry these in their state, so unknown keys are kept (``extra="allow"``) and only set
+    keys are serialized, exactly as the plain dict they replace was.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    continue_as_new_after_turns: int | None = Field(
+        default=None, ge=1, le=100_000, description="Continue-as-new after this many turns of one run"
+    )
+    heartbeat_timeout_seconds: float | None = Field(
+        default=None, gt=0, le=3600, description="Heartbeat timeout of model steps and tool calls"
+    )
+    ask_user_timeout_seconds: float | None = Field(
+        default=None, ge=0, le=366 * 86400, description="askUser waits this long at most (0 or unset: no limit)"
+    )
+    ask_user_default: str | None = Field(
+        default=None, max_length=200, description='On an askUser timeout: "first" option, a named label, or none'
+    )
+    memory: bool | None = Field(default=None, description="The agent's Memory switch, for this session")
+    search_attributes: bool | None = Field(default=None, description="Set the session search attributes")
+    delegation_fanout_cap: int | None = Field(default=None, ge=1, le=100, description="spawn_agent calls per message")
+    delegation_cost_ceiling_usd: float | None = Field(
+        default=None, ge=0, description="spawn_agent refuses once the tree has spent this much"
+    )
+    delegation_invoke_wait_seconds: float | None = Field(
+        default=None, gt=0, le=3600, description="How long one invoke_sub_agent call waits"
+    )
+    handed_off_from: str | None = Field(default=None, description="Set on a session a hand-off started")
+
+    @model_serializer(mode="wrap")
+    def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None}
+
+    def merged(self, other: SessionOptions | dict[str, Any] | None) -> SessionOptions:
+        """These options with ``other``'s set ones on top."""
+        if not other:
+            return self
+        top = other if isinstance(other, SessionOptions) else SessionOptions.model_validate(other)
+        return SessionOptions.model_validate({**self.model_dump(), **top.model_dump()})
+
+    def delegation_only(self) -> SessionOptions:
+        """What a child inherits: the delegation limits of its tree."""
+        return SessionOptions.model_validate(
+            {k: v for k, v in self.model_dump().items() if k.startswith("delegation_")}
+        )
+
+
 class SessionRequest(BaseModel):
     """What a client (or a parent session) asks for when starting a session."""
 
@@ -74,7 +145,7 @@ class SessionRequest(BaseModel):
     role: str | None = None
     # Messages that open the conversation before the prompt (hand-off, prior_messages).
     history: list[Message] = Field(default_factory=list)
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: SessionOptions = Field(default_factory=SessionOptions)
 
 
 class SessionConfig(BaseModel):
@@ -98,9 +169,28 @@ class SessionConfig(BaseModel):
     role: str | None = None
     spill_threshold: int = 2000
     subagents: list[str] = Field(default_factory=list)
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: SessionOptions = Field(default_factory=SessionOptions)
     # Timeouts and retries of this session's calls (the worker's settings and the agent's overrides).
     policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
+
+    def scoped_request(self, agent: str, prompt: str, **fields: Any) -> SessionRequest:
+        """A request for another session in this one's organisation, project and user scope."""
+        return SessionRequest(
+            agent=agent, prompt=prompt, organisation=self.organisation, project=self.project, user=self.user, **fields
+        )
+
+    def child_request(self, agent: str, prompt: str, **fields: Any) -> SessionRequest:
+        """A request for a child session: this scope, and the tree links (parent, root, depth, chain)."""
+        return self.scoped_request(
+            agent,
+            prompt,
+            parent_id=self.session_id,
+            root_id=self.root_id,
+            depth=self.depth + 1,
+            chain=[*self.chain, agent],
+            options=self.options.delegation_only(),
+            **fields,
+        )
 
 
 class SessionState(BaseModel):

@@ -10,6 +10,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent_tools.policy import ExecutionPolicy
 
+__all__ = [
+    "DEFAULT_PRICES",
+    "DEMO_SCRIPT",
+    "Price",
+    "ProviderEndpoint",
+    "Settings",
+]
+
 DEMO_SCRIPT = Path(__file__).parent / "demo" / "demo_script.yaml"
 
 

@@ -33,6 +33,17 @@ from pydantic import BaseModel, Field
 
 from agent_tools.messages import Message, ToolCall
 
+__all__ = [
+    "SCRIPT_FINISHED",
+    "Conversation",
+    "Script",
+    "ScriptMatch",
+    "ScriptedCall",
+    "ScriptedTurn",
+    "script_spec",
+    "write_script",
+]
+
 SCRIPT_FINISHED = "(script finished)"
 
 

@@ -28,6 +28,14 @@ from agent_tools.errors import ConfigurationError
 if TYPE_CHECKING:
     import httpx
 
+__all__ = [
+    "EXTRA_ARGUMENTS",
+    "ToolContext",
+    "UserTool",
+    "make_user_tool",
+    "tool",
+]
+
 UserFunction = Callable[..., Awaitable[Any]]
 # The keyword that carries the arguments an argument model allowed beyond its fields (see MCP tools).
 EXTRA_ARGUMENTS = "extra_arguments"
@@ -79,7 +87,7 @@ class UserTool:
     # Whether the function takes a ``context`` keyword (a :class:`ToolContext`).
     wants_context: bool = False
     # Engine-made tools (MCP servers' tools) get the worker's whole services instead (an
-    # ``agent_tools.activities.tools.base.BuiltinContext``); the user's own tools never do.
+    # ``agent_tools.activities.context.BuiltinContext``); the user's own tools never do.
     builtin_context: bool = False
 
 

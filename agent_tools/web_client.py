@@ -19,9 +19,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from agent_tools.errors import AgentToolsError, StoreNotReady
-from agent_tools.settings import Settings
-from agent_tools.web.models import (
+from agent_tools.contracts.web.models import (
     RESEARCH_WORKFLOW,
     FetchResponse,
     ResearchJob,
@@ -30,11 +28,20 @@ from agent_tools.web.models import (
     WebFetchArgs,
     WebSearchArgs,
 )
+from agent_tools.errors import AgentToolsError, StoreNotReady
+from agent_tools.settings import Settings
 
 if TYPE_CHECKING:
     from agent_tools.activities.store.db import Store
     from agent_tools.activities.web.service import WebService
     from agent_tools.client import AgentToolsClient
+
+__all__ = [
+    "ResearchClient",
+    "ToolsClient",
+    "WebToolError",
+    "validate_output_schema",
+]
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +81,7 @@ class ToolsClient:
                 if self._web is None:
                     from agent_tools.activities.store.db import Store
                     from agent_tools.activities.web.service import WebService
-                    from agent_tools.web.config import WebConfig
+                    from agent_tools.contracts.web.config import WebConfig
 
                     store: Store | None
                     try:
@@ -89,7 +96,7 @@ class ToolsClient:
         return self._web
 
     async def _run(self, fn: str, args: Any) -> Any:
-        from agent_tools.activities.web.service import WebError
+        from agent_tools.errors import WebError
 
         web = await self._service()
         try:
@@ -98,7 +105,7 @@ class ToolsClient:
             raise WebToolError(exc.code, exc.message, status=exc.http_status, details=exc.details) from exc
 
     async def search(self, request: WebSearchArgs | dict[str, Any]) -> SearchResponse:
-        from agent_tools.web.render import search_response
+        from agent_tools.contracts.web.render import search_response
 
         args = request if isinstance(request, WebSearchArgs) else WebSearchArgs.model_validate(request)
         outcome = await self._run("web_search", args)

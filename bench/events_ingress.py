@@ -1,5 +1,5 @@
 """Bench: events per second through the ingress to waiting sessions, and the latency from the POST to
-the session's next activity (``agent_tools.events.load_event``, scheduled when the router's signal wakes it).
+the session's next activity (``agent_tools.contracts.events.load_event``, scheduled when the router's signal wakes it).
 
     python bench/events_ingress.py --sessions 200 --concurrency 32
 
@@ -30,11 +30,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools.contracts.events import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED, RouterView, router_workflow_id
 from agent_tools.devserver import start_dev_server
 from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
-from agent_tools.tools.events import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED, RouterView, router_workflow_id
 from agent_tools.worker import build_worker
 
 TOKEN = "bench-token-0123456789"

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 from agent_tools.activities.store.db import Store  # noqa: E402
 from agent_tools.activities.web.extractor import extract_html, whole_page_markdown  # noqa: E402
 from agent_tools.activities.web.service import WebService  # noqa: E402
-from agent_tools.web.config import WebConfig  # noqa: E402
-from agent_tools.web.text import markdown_to_text, word_f1  # noqa: E402
+from agent_tools.contracts.web.config import WebConfig  # noqa: E402
+from agent_tools.contracts.web.text import markdown_to_text, word_f1  # noqa: E402
 
 PAGES = ROOT / "tests" / "fixtures" / "pages"
 

@@ -22,10 +22,10 @@ from typing import Any
 
 from sqlalchemy import delete
 
+from agent_tools.activities.memory import MemoryEngine, Scope
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.memory_tables import memories
-from agent_tools.activities.tools.memory import MemoryEngine, Scope
-from agent_tools.memory import scoring
+from agent_tools.contracts.memory import scoring
 
 DEFAULT_URLS = [None, "postgresql+asyncpg://postgres@127.0.0.1:5432/test"]
 

@@ -142,3 +142,31 @@ def test_the_package_imports_only_itself_of_the_repository() -> None:
     foreign = {"worker", "workflows", "activities", "tests", "bench", "examples"}
     offenders = {str(p.relative_to(ROOT)): sorted(_imports(p) & foreign) for p in (ROOT / "agent_tools").rglob("*.py")}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_every_exception_of_the_package_is_an_agent_tools_error() -> None:
+    """One error tree: callers can catch AgentToolsError for anything the package raises."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from agent_tools.errors import AgentToolsError
+
+    outside: list[str] = []
+    for info in pkgutil.walk_packages(agent_tools.__path__, "agent_tools."):
+        if info.name.startswith("agent_tools.activities.store.migrations.") or info.name.endswith("__main__"):
+            # Alembic loads these itself (env.py needs its context); __main__ runs the CLI.
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == info.name:
+                if not issubclass(obj, AgentToolsError):
+                    outside.append(f"{info.name}.{name}")
+    assert outside == []
+
+
+def test_retry_policies_name_error_classes_that_exist() -> None:
+    from agent_tools import errors
+
+    for name in (*errors.NON_RETRYABLE_MODEL_ERRORS, *errors.NON_RETRYABLE_TOOL_ERRORS):
+        assert issubclass(getattr(errors, name), errors.AgentToolsError)

@@ -15,9 +15,9 @@ from typer.main import get_command
 
 from agent_tools.activities.tools.sandbox import SandboxSettings
 from agent_tools.cli import app
-from agent_tools.events.settings import EventSettings
+from agent_tools.contracts.events.settings import EventSettings
+from agent_tools.contracts.web.config import WebConfig
 from agent_tools.settings import Settings
-from agent_tools.web.config import WebConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 # compose_spec.json from the docker-compose 1.29.2 wheel on PyPI (Apache-2.0), kept here for offline tests.

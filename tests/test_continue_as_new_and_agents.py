@@ -39,7 +39,7 @@ async def test_continue_as_new_keeps_transcript_todos_and_usage(settings: Any, s
             await asyncio.sleep(0.05)
         status = await handle.status()
         assert status.turns == 3 and status.usage.calls == 4
-        from agent_tools.tools.planning import TodoItem
+        from agent_tools.contracts.planning import TodoItem
 
         todos = await handle.query("todos", list[TodoItem])
         assert [t.content for t in todos] == ["keep me"]
@@ -122,5 +122,5 @@ async def test_agent_options_reach_the_session_and_the_request_wins(settings: An
         )
     finally:
         await services.close()
-    assert out.config.options["ask_user_timeout_seconds"] == 60
-    assert out.config.options["ask_user_default"] == "Budget"
+    assert out.config.options.ask_user_timeout_seconds == 60
+    assert out.config.options.ask_user_default == "Budget"

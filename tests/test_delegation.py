@@ -15,9 +15,9 @@ from temporalio.worker import Replayer
 
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools.contracts.delegation import ChildRecord
 from agent_tools.plugin import workflow_runner
 from agent_tools.session import SessionStatus
-from agent_tools.tools.delegation import ChildRecord
 from agent_tools.workflows.registry import all_workflows
 
 

@@ -12,9 +12,9 @@ from temporalio.api.enums.v1 import EventType
 
 from agent_tools.activities.delegation import plan_spawn
 from agent_tools.catalog.registry import ToolCatalog
+from agent_tools.contracts.delegation import Caller, PlanSpawnInput
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Price
-from agent_tools.tools.delegation import Caller, PlanSpawnInput
 from tests.test_delegation import collect_progress, tool_results
 
 

@@ -10,8 +10,8 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 
 from agent_tools.agents import AgentDefinition
+from agent_tools.contracts.delegation import HandoffRecord
 from agent_tools.session import SessionStatus
-from agent_tools.tools.delegation import HandoffRecord
 from tests.test_delegation import _turns, children, collect_progress, tool_results, wait_until
 
 

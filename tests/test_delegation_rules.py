@@ -11,9 +11,7 @@ from agent_tools.activities.delegation import allowed_models, conversation_for_h
 from agent_tools.catalog.profiles import PROFILES
 from agent_tools.catalog.registry import ToolCatalog
 from agent_tools.catalog.spec import ToolLevel
-from agent_tools.messages import Message, ToolCall
-from agent_tools.settings import Settings
-from agent_tools.tools.delegation import (
+from agent_tools.contracts.delegation import (
     COST_CEILING_USD,
     INVOKE_WAIT_SECONDS,
     MAX_CHAIN_DEPTH,
@@ -22,13 +20,14 @@ from agent_tools.tools.delegation import (
     SPAWN_MAX_TOKENS,
     ChildRecord,
     InvokeSubAgentArgs,
-    child_options,
     clamp_steps,
     handoff_refusal,
     invoke_refusal,
     notification_text,
     spawn_result_text,
 )
+from agent_tools.messages import Message, ToolCall
+from agent_tools.settings import Settings
 
 FACES = [
     "subAgent", "listSubAgent", "getSubAgentMessage", "stopSubAgent", "sendMessageToSubAgent",
@@ -143,7 +142,10 @@ def test_model_resolution() -> None:
 
 
 def test_children_inherit_only_delegation_options_and_notifications_read_well() -> None:
-    assert child_options({"delegation_fanout_cap": 2, "continue_as_new_after_turns": 1}) == {"delegation_fanout_cap": 2}
+    from agent_tools.session import SessionOptions
+
+    opts = SessionOptions.model_validate({"delegation_fanout_cap": 2, "continue_as_new_after_turns": 1})
+    assert opts.delegation_only().model_dump() == {"delegation_fanout_cap": 2}
     rec = ChildRecord(session_id="p/sub-1", face="subAgent", agent="a", title="T", created_at="", updated_at="")
     rec.status, rec.final_message = "completed", "42"
     assert notification_text(rec) == "Sub-agent 'T' (p/sub-1) completed. Its final message:\n42"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from agent_tools.contracts.events import MAX_TIMEOUT_SECONDS, router_workflow_id
 from agent_tools.session import SessionResult, SessionStatus
-from agent_tools.tools.events import MAX_TIMEOUT_SECONDS, router_workflow_id
 from tests.conftest import running_worker
 from tests.test_events_e2e import TOKEN, eventually, final_event, ingress, router_state, subscribed, wait_script
 
@@ -250,7 +250,7 @@ async def test_router_drops_expired_subscriptions_and_keeps_routing(
 async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new_event(
     settings: Any, script: Any, worker_for: Any
 ) -> None:
-    from agent_tools.tools.events import EventWaitState
+    from agent_tools.contracts.events import EventWaitState
 
     project = f"p-{uuid.uuid4().hex[:8]}"
     wait = {"name": "wait_for_event", "arguments": {"kind": "job", "timeout_seconds": 60}}
@@ -297,7 +297,7 @@ async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new
 
 
 async def test_router_continues_as_new_before_large_payloads_fill_its_history(settings: Any, worker_for: Any) -> None:
-    from agent_tools.tools.events import RouterInput
+    from agent_tools.contracts.events import RouterInput
 
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):

@@ -18,11 +18,12 @@ from temporalio.client import Client
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.event_tables import count_events
 from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.events import EventSettings, EventSource, sign_github, sign_standard_webhook
+from agent_tools.contracts.events import RouterView, router_workflow_id
+from agent_tools.contracts.events.settings import EventSettings, EventSource
+from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
 from agent_tools.service.app import create_app
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
-from agent_tools.tools.events import RouterView, router_workflow_id
 
 TOKEN = "token-acme-" + "x" * 16
 GH_SECRET = "gh-secret-0123456789"

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from agent_tools.activities.store.event_tables import count_events
-from agent_tools.events import sign_github, sign_standard_webhook
+from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
 from tests.test_events_e2e import GH_SECRET, HMAC_SECRET, TOKEN, github_headers, ingress, router_state
 
 

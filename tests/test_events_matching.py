@@ -10,15 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_tools.catalog.registry import ToolCatalog
-from agent_tools.events import (
-    EventSettings,
-    SignatureError,
-    sign_github,
-    sign_standard_webhook,
-    verify_github,
-    verify_standard_webhook,
-)
-from agent_tools.tools.events import (
+from agent_tools.contracts.events import (
     EventWaitState,
     Subscription,
     WaitForEventArgs,
@@ -28,6 +20,14 @@ from agent_tools.tools.events import (
     payload_matches,
     router_workflow_id,
     subscription_matches,
+)
+from agent_tools.contracts.events.settings import EventSettings
+from agent_tools.contracts.events.signatures import (
+    SignatureError,
+    sign_github,
+    sign_standard_webhook,
+    verify_github,
+    verify_standard_webhook,
 )
 
 PR_PAYLOAD: dict[str, Any] = {

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.event_tables import count_events, event_id_for, find_matching, get_event, store_event
-from agent_tools.tools.events import EventRecord
+from agent_tools.contracts.events import EventRecord
 
 
 def record(project: str, delivery: str, kind: str, payload: dict[str, object], at: datetime) -> EventRecord:

@@ -34,9 +34,15 @@ pytestmark = pytest.mark.slow
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The distribution's wheel, built from this checkout."""
     out = tmp_path_factory.mktemp("wheel")
+    # From a copy of the sources: setuptools keeps a build/ folder in the tree it builds, and files it
+    # left there by an earlier build (of an older layout) would end up in the wheel.
+    source = tmp_path_factory.mktemp("source") / "src"
+    shutil.copytree(
+        ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", "tests")
+    )
     # No build isolation: setuptools is in the test environment, and nothing may download here.
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
         timeout=300,

@@ -10,9 +10,9 @@ import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowUpdateFailedError
 
+from agent_tools.contracts.human import PendingQuestion
 from agent_tools.human_client import answer_questions, human_state, pending_questions
 from agent_tools.session import SessionResult, SessionStatus
-from agent_tools.tools.human import PendingQuestion
 from tests.conftest import running_worker
 
 Q_LIB = "Which date formatting library should we use?"

@@ -19,15 +19,15 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
+from agent_tools.activities.context import BuiltinContext
 from agent_tools.activities.mcp import McpConnections, McpUnavailable, mcp_user_tools
 from agent_tools.activities.mcp.client import ENGINE_KEY, render_result
 from agent_tools.activities.mcp.discovery import user_tool_for
 from agent_tools.activities.tool_runner import _user_impl
-from agent_tools.activities.tools.base import BuiltinContext
 from agent_tools.agents import AgentDefinition
 from agent_tools.catalog.spec import ToolLevel
+from agent_tools.contracts.mcp import McpConfig, McpServerConfig, catalog_tool_name
 from agent_tools.errors import ConfigurationError
-from agent_tools.mcp import McpConfig, McpServerConfig, catalog_tool_name
 from agent_tools.session import SessionStatus
 from agent_tools.user_tools import UserTool
 

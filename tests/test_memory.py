@@ -12,11 +12,11 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import func, select, update
 
+from agent_tools.activities.memory import MemoryEngine, Scope, engine_of, memory_context
 from agent_tools.activities.services import Services
 from agent_tools.activities.store.memory_tables import memories
-from agent_tools.activities.tools.memory import MemoryEngine, Scope, engine_of, memory_context
 from agent_tools.agents import AgentDefinition
-from agent_tools.memory.format import FENCE_CLOSE
+from agent_tools.contracts.memory.format import FENCE_CLOSE
 from agent_tools.messages import Message
 from tests.test_memory_helpers import call, open_services, ref
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agent_tools.memory import scoring
-from agent_tools.memory.format import MemoryLine, human_age, render_context_block, render_recall
+from agent_tools.contracts.memory import scoring
+from agent_tools.contracts.memory.format import MemoryLine, human_age, render_context_block, render_recall
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -72,7 +72,7 @@ async def test_memory_context_reaches_the_model(
         )
         # memory_remember refuses when memory is off; put the fact in directly so only the block differs.
         if not memory_on:
-            from agent_tools.activities.tools.memory import Scope, engine_of
+            from agent_tools.activities.memory import Scope, engine_of
 
             await engine_of(services).save(
                 Scope.of(r),
@@ -97,9 +97,9 @@ async def test_activity_retry_after_the_write_saves_once(
     """The first attempt writes the memory and then crashes; Temporal retries; one memory, answered 'created'."""
     from sqlalchemy import func, select
 
+    from agent_tools.activities.memory import MemoryEngine
     from agent_tools.activities.store.db import Store
     from agent_tools.activities.store.memory_tables import memories
-    from agent_tools.activities.tools.memory import MemoryEngine
 
     attempts: list[str] = []
     original = MemoryEngine.save

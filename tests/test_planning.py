@@ -10,8 +10,8 @@ from typing import Any
 
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
+from agent_tools.contracts.planning import Goal, Loop, TodoItem
 from agent_tools.session import SessionResult, SessionStatus
-from agent_tools.tools.planning import Goal, Loop, TodoItem
 from tests.conftest import running_worker
 
 

@@ -9,8 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_tools.catalog.registry import builtin_specs
-from agent_tools.messages import Message, ToolCall
-from agent_tools.tools.human import (
+from agent_tools.contracts.human import (
     AnswerQuestions,
     AnswerRejected,
     AskUserArgs,
@@ -23,7 +22,7 @@ from agent_tools.tools.human import (
     render_pending,
     resolve_answers,
 )
-from agent_tools.tools.planning import (
+from agent_tools.contracts.planning import (
     MAX_LOOP_TURNS,
     MIN_LOOP_INTERVAL_SECONDS,
     CreateGoalArgs,
@@ -36,6 +35,7 @@ from agent_tools.tools.planning import (
     next_after,
     parse_verdict,
 )
+from agent_tools.messages import Message, ToolCall
 
 
 def option(label: str, **extra: Any) -> dict[str, Any]:

@@ -35,8 +35,17 @@ def test_exit_status_prints_a_message_and_gives_one(capsys: pytest.CaptureFixtur
         ("run_and_exit(lambda: sys.exit('bad input'))", 1, "", "bad input\n"),
         ("def boom():\n    raise ValueError('kaput')\nrun_and_exit(boom)", 1, "", "ValueError: kaput"),
         ("def stop():\n    raise KeyboardInterrupt\nrun_and_exit(stop)", 130, "", ""),
-        # Finalization (where atexit handlers and the core runtime's late callbacks run) is skipped.
-        ("import atexit\natexit.register(print, 'finalized')\nrun_and_exit(lambda: None)", 0, "", ""),
+        # Without a Temporal core runtime the exit is a normal one: atexit handlers (and SQLite's last
+        # checkpoint when a store closes at exit) run.
+        ("import atexit\natexit.register(print, 'finalized')\nrun_and_exit(lambda: None)", 0, "finalized\n", ""),
+        # With one, finalization (where the core runtime's late callbacks run) is skipped.
+        (
+            "import atexit\nfrom temporalio.runtime import Runtime\nRuntime.default()\n"
+            "atexit.register(print, 'finalized')\nrun_and_exit(lambda: None)",
+            0,
+            "",
+            "",
+        ),
         # Logging handlers are flushed and closed as at a normal exit.
         (
             "import logging\nlogging.basicConfig(stream=sys.stdout)\n"

@@ -10,12 +10,12 @@ import pytest
 import pytest_asyncio
 from pydantic import BaseModel
 
+from agent_tools.activities.context import BuiltinContext
 from agent_tools.activities.services import Services
 from agent_tools.activities.tool_runner import run_tool
-from agent_tools.activities.tools.base import BuiltinContext
 from agent_tools.activity_io import SessionRef, ToolCallInput
 from agent_tools.catalog.spec import ToolSpec
-from agent_tools.memory import readers
+from agent_tools.contracts.results import readers
 from tests.test_memory_helpers import call, open_services, ref
 
 TEXT = "\n".join(f"row {i}: " + ("lorem ipsum " * 8) + f"value={i * 7}" for i in range(5000))

@@ -18,9 +18,9 @@ import pytest_asyncio
 from agent_tools.activities.tools.sandbox import SandboxEngine, SandboxSettings, deployment_secrets, run_python
 from agent_tools.agents import AgentDefinition
 from agent_tools.catalog.spec import ToolLevel
+from agent_tools.contracts.sandbox import TOOLS, ExecPythonArgs, SandboxLimits
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
-from agent_tools.tools.sandbox import TOOLS, ExecPythonArgs, SandboxLimits
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="network/PID namespaces and privilege drop need root")
@@ -261,13 +261,14 @@ def test_contract() -> None:
 
 
 def test_codai_profile_gets_them_by_level() -> None:
-    """Once both modules are in the catalog, the codai face lists them, exec_python only from l3_sandbox."""
+    """The codai face lists both, exec_python only from l3_sandbox."""
     from agent_tools.catalog.registry import ToolCatalog
-    from agent_tools.tools import sandbox, skills
 
-    catalog = ToolCatalog([*sandbox.TOOLS, *skills.TOOLS])
-    assert catalog.resolve(profile="codai", level=ToolLevel.l3_sandbox) == ["exec_python", "use_skill"]
-    assert catalog.resolve(profile="codai", level=ToolLevel.l1_http) == ["use_skill"]
+    catalog = ToolCatalog.builtin()
+    at_l3 = catalog.resolve(profile="codai", level=ToolLevel.l3_sandbox)
+    at_l1 = catalog.resolve(profile="codai", level=ToolLevel.l1_http)
+    assert "exec_python" in at_l3 and "use_skill" in at_l3
+    assert "exec_python" not in at_l1 and "use_skill" in at_l1
 
 
 async def test_exec_python_in_a_session(settings: Any, script: Any, worker_for: Any) -> None:

@@ -8,13 +8,13 @@ from typing import Any, cast
 
 import pytest
 
-from agent_tools.activities.tools.base import BuiltinContext
-from agent_tools.activities.tools.skills import SkillsSettings, load_skills, use_skill
+from agent_tools.activities.context import BuiltinContext
+from agent_tools.activities.skills import SkillsSettings, load_skills, use_skill
 from agent_tools.activity_io import SessionRef
 from agent_tools.agents import AgentDefinition
+from agent_tools.contracts.skills import TOOLS, SkillError, UseSkillArgs, parse_skill, render_skill
 from agent_tools.errors import ToolFailure
 from agent_tools.session import SessionStatus
-from agent_tools.tools.skills import TOOLS, SkillError, UseSkillArgs, parse_skill, render_skill
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"
 

@@ -17,6 +17,7 @@ from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.tables import sessions
 from agent_tools.activities.store.transcripts import TranscriptStore
 from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
+from agent_tools.session import SessionConfig
 
 
 @pytest_asyncio.fixture
@@ -35,18 +36,19 @@ def _answer(text_: str, call: str | None = None) -> Message:
 
 
 async def _open(t: TranscriptStore, sid: str) -> int:
-    return await t.open_session(
+    config = SessionConfig(
         session_id=sid,
         agent="assistant",
         organisation="org",
         project="proj",
         user="u",
         title="t",
+        model="scripted:x",
+        tools=[],
+        max_steps=5,
         root_id=sid,
-        parent_id=None,
-        depth=0,
-        opening=[Message(role="system", content="be brief")],
     )
+    return await t.open_session(config, [Message(role="system", content="be brief")])
 
 
 async def test_a_session_written_step_by_step_reads_back_whole(store: Store) -> None:

@@ -126,8 +126,14 @@ async def test_fetch_shapes_and_errors(api: Any, server: WebServer) -> None:
         "message": f"{server.url('/404')} answered HTTP 404",
         "details": {"status": 404, "url": server.url("/404")},
     }
-    invalid = await http.post("/v1/tools/fetch", json={"url": "x", "max_chars": 10}, headers=KEY)
+    # A request with a bad body counts against the key's limits too, and says where the key stands.
+    invalid = await http.post(
+        "/v1/tools/fetch", json={"url": "x", "max_chars": 10}, headers={"Authorization": "Bearer key-2"}
+    )
     assert invalid.status_code == 400 and "max_chars" in invalid.json()["error"]["message"]
+    assert invalid.headers["X-RateLimit-Remaining"] == "2"
+    # Without a key the body is not even looked at.
+    assert (await http.post("/v1/tools/fetch", json={"url": "x", "max_chars": 10})).status_code == 401
 
 
 async def test_search_unavailable_is_503(api: Any, server: WebServer) -> None:

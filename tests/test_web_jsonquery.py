@@ -1,4 +1,4 @@
-"""json_query's language, as documented in agent_tools.web.jsonquery and docs/web.md."""
+"""json_query's language, as documented in agent_tools.contracts.web.jsonquery and docs/web.md."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent_tools.web.jsonquery import JsonQueryError, json_query
+from agent_tools.contracts.web.jsonquery import JsonQueryError, json_query
 
 DOC: dict[str, Any] = {
     "store": {

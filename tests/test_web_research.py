@@ -10,9 +10,9 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from agent_tools.contracts.web.models import ResearchCandidate, ResearchSearchOutput
 from agent_tools.plugin import workflow_runner
 from agent_tools.settings import Settings
-from agent_tools.web.models import ResearchCandidate, ResearchSearchOutput
 from agent_tools.workflows.registry import all_workflows
 from agent_tools.workflows.research import pick_sources
 from tests.test_web_support import WebServer, json_reply
@@ -139,7 +139,7 @@ async def test_no_sources_fails_cleanly(settings: Settings, script: Any, worker_
 def test_request_limits() -> None:
     from pydantic import ValidationError
 
-    from agent_tools.web.models import ResearchRequest
+    from agent_tools.contracts.web.models import ResearchRequest
 
     for bad in (
         {"question": "x" * 2001},

@@ -11,10 +11,11 @@ from urllib.parse import quote
 
 import pytest
 
-from agent_tools.activities.web.service import WebError, snippet_on_page
-from agent_tools.web.models import EngineFailure, SearchHit, WebSearchArgs
-from agent_tools.web.render import render_search
-from agent_tools.web.urls import domain_rule_matches, normalize_url, unwrap_redirect
+from agent_tools.activities.web.service import snippet_on_page
+from agent_tools.contracts.web.models import EngineFailure, SearchHit, WebSearchArgs
+from agent_tools.contracts.web.render import render_search
+from agent_tools.contracts.web.urls import domain_rule_matches, normalize_url, unwrap_redirect
+from agent_tools.errors import WebError
 from tests.test_web_support import Reply, Request, WebServer, close_web, json_reply, make_web, searxng_results
 
 ALL = ["searxng", "duckduckgo", "bing", "tavily", "brave"]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_tools.activities.web.service import WebError
+from agent_tools.contracts.web.models import WebFetchArgs
+from agent_tools.contracts.web.ssrf import UrlRefused, address_problem, check_addresses, check_url, ensure_scheme
+from agent_tools.errors import WebError
 from agent_tools.settings import Settings
-from agent_tools.web.models import WebFetchArgs
-from agent_tools.web.ssrf import UrlRefused, address_problem, check_addresses, check_url, ensure_scheme
 from tests.test_web_support import Reply, WebServer, close_web, make_web
 
 REFUSED = [

@@ -140,7 +140,7 @@ async def make_web(tmp_path: Path, *, allow_loopback: bool = True, store_url: st
     (``resolver``, ``clock``, ``profiles``)."""
     from agent_tools.activities.store.db import Store
     from agent_tools.activities.web.service import WebService
-    from agent_tools.web.config import WebConfig
+    from agent_tools.contracts.web.config import WebConfig
 
     service_keys = {"resolver", "clock", "profiles", "verify"}
     config_kwargs = {k: v for k, v in kwargs.items() if k not in service_keys}

@@ -13,7 +13,7 @@ import pytest_asyncio
 
 from agent_tools.activities.services import Services
 from agent_tools.activities.tool_runner import run_tool
-from agent_tools.activities.tools.web import IMPLEMENTATIONS
+from agent_tools.activities.web.tools import IMPLEMENTATIONS
 from agent_tools.activity_io import SessionRef, ToolCallInput, ToolCallOutput
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings

@@ -27,7 +27,7 @@ from agent_tools.devserver import temporal_cli_path
 from agent_tools.errors import ConfigurationError, StoreNotReady
 from agent_tools.plugin import AgentToolsPlugin, compose_data_converter
 from agent_tools.policy import ExecutionPolicy
-from agent_tools.session import SessionStatus
+from agent_tools.session import SessionOptions, SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
 from agent_tools.web_client import WebToolError
@@ -200,11 +200,11 @@ def test_policy_flows_from_settings_plugin_and_agent() -> None:
     base = ExecutionPolicy().merged({"tool_call": {"start_to_close_seconds": 42}})
     plugin = AgentToolsPlugin(Settings(agents_file=None), policy=base)
     assert plugin.settings.policy.tool_call.start_to_close_seconds == 42
-    resolved = session_policy(plugin.settings.policy, {"model_step": {"maximum_attempts": 2}}, {})
+    resolved = session_policy(plugin.settings.policy, {"model_step": {"maximum_attempts": 2}}, SessionOptions())
     assert resolved.tool_call.start_to_close_seconds == 42
     assert resolved.model_step.maximum_attempts == 2
     assert resolved.model_step.start_to_close_seconds == ExecutionPolicy().model_step.start_to_close_seconds
-    legacy = session_policy(ExecutionPolicy(), {}, {"heartbeat_timeout_seconds": 5})
+    legacy = session_policy(ExecutionPolicy(), {}, SessionOptions(heartbeat_timeout_seconds=5))
     assert legacy.tool_call.heartbeat_seconds == legacy.model_step.heartbeat_seconds == 5
     with pytest.raises(ValueError, match="start_to_close_seconds"):
         ExecutionPolicy().merged({"tool_call": {"start_to_close_seconds": -1}})

@@ -1,4 +1,4 @@
-"""Delegation look-ups that touch the world: model and agent resolution, walking the session tree with
+"""Delegation's side effects: ``delegate_to_model`` (an activity tool), and the look-ups that touch the world: model and agent resolution, walking the session tree with
 queries, stopping a subtree leaf first, messaging a sub-agent, loading a transcript for a hand-off, and
 waiting on a child's result after the parent continued-as-new.
 
@@ -17,21 +17,14 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from agent_tools import search_attributes as sa
+from agent_tools.activities.context import BuiltinContext, ToolImpl
 from agent_tools.activities.heartbeat import with_heartbeat
+from agent_tools.activities.model_calls import UsageAccount, complete
 from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activity_io import ToolCallOutput
 from agent_tools.catalog.spec import ToolLevel
-from agent_tools.messages import Message
-from agent_tools.session import (
-    TERMINAL_STATUSES,
-    LatestMessageView,
-    SendMessage,
-    SendMessageAccepted,
-    SessionResult,
-    StatusView,
-    StopRequest,
-)
-from agent_tools.settings import Settings
-from agent_tools.tools.delegation import (
+from agent_tools.contracts.delegation import (
     ACT_AWAIT_SESSION,
     ACT_CHECK_AGENT,
     ACT_HANDOFF_HISTORY,
@@ -48,6 +41,8 @@ from agent_tools.tools.delegation import (
     CheckAgentInput,
     CheckAgentOutput,
     ChildRecord,
+    DelegateToModelArgs,
+    DelegateToModelResult,
     HandoffHistoryInput,
     HandoffHistoryOutput,
     LatestMessageOutput,
@@ -64,6 +59,19 @@ from agent_tools.tools.delegation import (
     TreeInput,
     TreeOutput,
 )
+from agent_tools.errors import ConfigurationError, ProviderRequestError, ToolFailure
+from agent_tools.messages import Message
+from agent_tools.session import (
+    TERMINAL_STATUSES,
+    WORKFLOW_NAME,
+    LatestMessageView,
+    SendMessage,
+    SendMessageAccepted,
+    SessionResult,
+    StatusView,
+    StopRequest,
+)
+from agent_tools.settings import Settings
 
 _TERMINAL = {s.value for s in TERMINAL_STATUSES}
 
@@ -151,36 +159,32 @@ async def _children(client: Client, session_id: str) -> list[ChildRecord]:
 
 
 async def list_tree(client: Client, inp: TreeInput) -> TreeOutput:
-    """Every active session below the root of the caller's tree (neither the root nor the caller itself)."""
-    out: list[SubAgentInfo] = []
-    frontier = [inp.caller.root_id]
-    seen: set[str] = set()
-    while frontier:
-        sid = frontier.pop(0)
-        if sid in seen:
+    """Every active session below the root of the caller's tree (neither the root nor the caller itself).
+
+    One visibility query on ``SessionRootId`` finds them all; the caller's own running children come with
+    the input, since visibility can lag a child started a moment ago.
+    """
+    root = inp.caller.root_id
+    query = f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running' AND SessionRootId = {sa.quote(root)}"
+    found: dict[str, SubAgentInfo] = {}
+    async for wf in client.list_workflows(query, limit=500):
+        attrs = wf.typed_search_attributes
+        state = attrs.get(sa.SESSION_STATE) or "running"
+        if wf.id in (root, inp.caller.session_id) or state in _TERMINAL:
             continue
-        seen.add(sid)
-        for rec in await _children(client, sid):
-            if rec.finished:
-                continue
-            status = await _status(client, rec.session_id)
-            if status is None or status.status.value in _TERMINAL:
-                continue
-            frontier.append(rec.session_id)
-            if rec.session_id == inp.caller.session_id:
-                continue
-            out.append(
-                SubAgentInfo(
-                    sub_session_id=rec.session_id,
-                    title=status.title,
-                    status=status.status.value,
-                    created_at=status.created_at,
-                    updated_at=status.updated_at,
-                    parent_id=status.parent_id,
-                    agent=status.agent,
-                )
-            )
-    return TreeOutput(sessions=out)
+        updated = attrs.get(sa.SESSION_UPDATED_AT)
+        found[wf.id] = SubAgentInfo(
+            sub_session_id=wf.id,
+            title=attrs.get(sa.SESSION_TITLE) or wf.id,
+            status=state,
+            created_at=wf.start_time.isoformat() if wf.start_time else None,
+            updated_at=updated.isoformat() if updated else None,
+            parent_id=attrs.get(sa.SESSION_PARENT_ID),
+            agent=attrs.get(sa.AGENT_NAME),
+        )
+    for child in inp.own_children:
+        found.setdefault(child.sub_session_id, child)
+    return TreeOutput(sessions=sorted(found.values(), key=lambda s: s.created_at or ""))
 
 
 async def _target_status(client: Client, caller: Caller, target: str) -> tuple[StatusView | None, str | None]:
@@ -217,43 +221,43 @@ async def latest_message(client: Client, inp: TargetInput) -> LatestMessageOutpu
 
 
 async def stop_tree(client: Client, inp: TargetInput) -> StopTreeOutput:
-    """Stop the target and every running descendant, leaf first; each is awaited before its parent."""
+    """Stop the target and every running descendant.
+
+    One stop mechanism serves the whole tree: the target gets the ``stop`` signal, and every session that is
+    stopped stops its own children first and waits for them (``DelegationMixin._on_stop``), so the subtree
+    ends leaf first and no session in it runs a turn for a child that ended because of the stop. This
+    activity checks the target, lists what is running under it, signals it and waits for it to end.
+    """
     status, error = await _target_status(client, inp.caller, inp.target)
     if status is None:
         return StopTreeOutput(error=error)
     if status.status.value in _TERMINAL:
         return StopTreeOutput(error=f"Sub-agent {inp.target!r} has already finished ({status.status.value}).")
-    order: list[tuple[str, str]] = []
+    running: list[tuple[str, str]] = []  # leaf first, as they stop
 
     async def visit(session_id: str, title: str) -> None:
         for rec in await _children(client, session_id):
             if not rec.finished:
                 await visit(rec.session_id, rec.title)
-        order.append((session_id, title))
+        running.append((session_id, title))
 
     await visit(inp.target, status.title)
-    if any(sid == inp.caller.session_id for sid, _ in order):
+    if any(sid == inp.caller.session_id for sid, _ in running):
         return StopTreeOutput(
             error=f"Session {inp.target!r} contains the current session; it cannot stop its own ancestor."
         )
-    stopped: list[StoppedSession] = []
-    reason = inp.reason or f"stopped by {inp.caller.session_id}"
-    for sid, title in order:
-        handle = client.get_workflow_handle(sid, result_type=SessionResult)
-        current = await _status(client, sid)
-        if current is None or current.status.value in _TERMINAL:
-            continue
-        try:
-            await handle.signal("stop", StopRequest(reason=reason))
-        except RPCError as exc:
-            if exc.status == RPCStatusCode.NOT_FOUND:
-                continue  # it ended between the query and the signal
-            raise
-        try:
-            await asyncio.wait_for(handle.result(), timeout=STOP_WAIT_SECONDS)
-        except (WorkflowFailureError, TimeoutError):
-            pass  # it ended anyway (cancelled, failed) or will: the stop signal is durable
-        stopped.append(StoppedSession(sub_session_id=sid, title=current.title or title))
+    handle = client.get_workflow_handle(inp.target, result_type=SessionResult)
+    try:
+        await handle.signal("stop", StopRequest(reason=inp.reason or f"stopped by {inp.caller.session_id}"))
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise  # NOT_FOUND: it ended between the query and the signal
+    try:
+        # The target answers once its whole subtree has stopped (each level waits STOP_WAIT_SECONDS at most).
+        await asyncio.wait_for(handle.result(), timeout=STOP_WAIT_SECONDS * 2)
+    except (WorkflowFailureError, TimeoutError):
+        pass  # it ended anyway (cancelled, failed) or will: the stop signal is durable
+    stopped = [StoppedSession(sub_session_id=sid, title=title) for sid, title in running]
     return StopTreeOutput(result=StopSubAgentResult(stopped_sessions=stopped, total_stopped=len(stopped)))
 
 
@@ -342,6 +346,59 @@ async def await_session(client: Client, inp: AwaitSessionInput) -> AwaitSessionO
         error=result.error,
         usage=result.usage + result.tree_usage,
     )
+
+
+# ---- delegate_to_model (codai): one completion on another allowed model, an activity tool ------------
+
+
+async def delegate_to_model(args: DelegateToModelArgs, ctx: BuiltinContext) -> ToolCallOutput:
+    """One completion, no tools, on a model the deployment allows (a tier name or a configured spec).
+
+    Provider rate limits and server errors propagate and Temporal retries the activity; a refused request
+    comes back to the model as an error result.
+    """
+    services = ctx.services
+    spec = resolve_model(services.settings, args.model, ctx.session.model)
+    if spec is None:
+        known = sorted(allowed_models(services.settings, ctx.session.model))
+        raise ToolFailure(f"Model {args.model!r} is not one you may call; allowed: {known}")
+    messages = [Message(role="system", content=args.system)] if args.system else []
+    messages.append(Message(role="user", content=args.prompt))
+    try:
+        response, used = await complete(
+            services,
+            spec,
+            messages,
+            max_tokens=args.max_tokens or services.settings.default_max_tokens,
+            meta={
+                "agent": ctx.session.agent,
+                "session_id": ctx.session.session_id,
+                "title": "delegate_to_model",
+                "role": "delegate",
+                "assistant_count": 0,
+            },
+            # One usage row per completion, like the session's own calls; activity ids are stable across
+            # retries, so a retry overwrites its row.
+            account=UsageAccount(
+                f"{ctx.session.session_id}:{ctx.session.run_id}:{_activity_id(ctx)}:delegate",
+                ctx.session.session_id,
+                ctx.session.root_id,
+            ),
+        )
+    except ConfigurationError as exc:
+        raise ToolFailure(f"Model {args.model!r} is not usable: {exc}") from exc
+    except ProviderRequestError as exc:
+        raise ToolFailure(f"delegate_to_model: {exc}") from exc
+    result = DelegateToModelResult(model=spec, content=response.message.content, usage=used)
+    # ``usage`` on the output: the session adds it to its tree usage (spend visible on the session).
+    return ToolCallOutput(content=result.model_dump_json(), usage=used)
+
+
+def _activity_id(ctx: BuiltinContext) -> str:
+    return activity.info().activity_id if activity.in_activity() else ctx.call_id
+
+
+IMPLEMENTATIONS: dict[str, ToolImpl] = {"delegate_to_model": delegate_to_model}
 
 
 def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:

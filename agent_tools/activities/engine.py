@@ -17,18 +17,18 @@ from agent_tools.activity_io import (
     LlmStepInput,
     LlmStepOutput,
 )
-from agent_tools.errors import ConfigurationError, ProviderRequestError
+from agent_tools.errors import ConfigurationError, ProviderRequestError, error_type
 from agent_tools.messages import Message
 from agent_tools.policy import ExecutionPolicy
 from agent_tools.prompt import build_context
-from agent_tools.session import PrepareInput, PrepareOutput, SessionConfig
+from agent_tools.session import PrepareInput, PrepareOutput, SessionConfig, SessionOptions
 
 
-def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], options: dict[str, Any]) -> ExecutionPolicy:
+def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], options: SessionOptions) -> ExecutionPolicy:
     """The deployment's policy with the agent's overrides and the legacy ``heartbeat_timeout_seconds`` option."""
     try:
         policy = base.merged(agent_override)
-        heartbeat = options.get("heartbeat_timeout_seconds")
+        heartbeat = options.heartbeat_timeout_seconds
         if heartbeat is not None:
             policy = policy.merged(
                 {
@@ -37,7 +37,9 @@ def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], option
                 }
             )
     except (ValueError, TypeError) as exc:
-        raise ApplicationError(f"invalid session policy: {exc}", type="ConfigurationError", non_retryable=True) from exc
+        raise ApplicationError(
+            f"invalid session policy: {exc}", type=error_type(ConfigurationError), non_retryable=True
+        ) from exc
     return policy
 
 
@@ -48,9 +50,11 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
     try:
         agent = services.agents.get(req.agent, req.project)
     except ConfigurationError as exc:
-        raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
+        raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
     if not agent.active:
-        raise ApplicationError(f"agent {agent.name!r} is not active", type="ConfigurationError", non_retryable=True)
+        raise ApplicationError(
+            f"agent {agent.name!r} is not active", type=error_type(ConfigurationError), non_retryable=True
+        )
     try:
         if req.tools is not None:
             tools = services.catalog.resolve(
@@ -69,16 +73,21 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
                 disabled=s.disabled_for(req.organisation),
             )
     except ConfigurationError as exc:
-        raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
-    if not agent.memory or req.options.get("memory") is False:
+        raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
+    if not agent.memory or req.options.memory is False:
         # FYAI: memory tools exist only for agents with Memory ticked.
         tools = [t for t in tools if (spec := services.catalog.get(t)) is None or spec.capability != "memory"]
     if "use_skill" in tools:
         # codai: use_skill is offered only when at least one skill is visible to the agent.
-        from agent_tools.activities.tools.skills import SkillsSettings, visible_skills
+        from agent_tools.activities.skills import SkillsSettings, visible_skills
 
         if not await visible_skills(SkillsSettings().dir, agent.name):
             tools = [t for t in tools if t != "use_skill"]
+    options = (
+        SessionOptions(search_attributes=s.search_attributes, memory=agent.memory)
+        .merged(agent.options)
+        .merged(req.options)
+    )
     model = req.model or agent.model or s.default_model()
     title = req.title or (req.prompt or agent.name)[:60]
     config = SessionConfig(
@@ -100,22 +109,11 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         role=req.role,
         spill_threshold=agent.spill_threshold_chars or s.spill_threshold_chars,
         subagents=agent.subagents,
-        options={"search_attributes": s.search_attributes, "memory": agent.memory, **agent.options, **req.options},
-        policy=session_policy(s.policy, agent.policy, {**agent.options, **req.options}),
+        options=options,
+        policy=session_policy(s.policy, agent.policy, options),
     )
     system = req.system_prompt or agent.system_prompt
-    position = await services.transcripts.open_session(
-        session_id=config.session_id,
-        agent=config.agent,
-        organisation=config.organisation,
-        project=config.project,
-        user=config.user,
-        title=config.title,
-        root_id=config.root_id,
-        parent_id=config.parent_id,
-        depth=config.depth,
-        opening=[Message(role="system", content=system), *req.history],
-    )
+    position = await services.transcripts.open_session(config, [Message(role="system", content=system), *req.history])
     return PrepareOutput(config=config, transcript_len=position)
 
 

@@ -17,8 +17,7 @@ from agent_tools.activities.services import Services, ServicesHolder
 from agent_tools.activities.store.event_tables import find_matching, get_event
 from agent_tools.activities.tool_runner import save_if_large
 from agent_tools.activity_io import ToolCallOutput
-from agent_tools.events.settings import EventSettings
-from agent_tools.tools.events import (
+from agent_tools.contracts.events import (
     ACTIVITY_LOAD_EVENT,
     ACTIVITY_SUBSCRIBE,
     ROUTER_WORKFLOW,
@@ -32,6 +31,7 @@ from agent_tools.tools.events import (
     render_result,
     router_workflow_id,
 )
+from agent_tools.contracts.events.settings import EventSettings
 
 
 def event_settings(services: Services) -> EventSettings:

@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.providers.base import ModelRequest, ModelResponse, ToolSchema
 from agent_tools.activities.services import Services
-from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError
+from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError, error_type
 from agent_tools.messages import Message, Usage
 
 
@@ -39,7 +39,7 @@ def cost_of(services: Services, model_spec: str, input_tokens: int, output_token
 
 def non_retryable(exc: ProviderRequestError | ConfigurationError) -> ApplicationError:
     """A refused request or an unusable model: retrying cannot help, the message says why."""
-    return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)
+    return ApplicationError(str(exc), type=error_type(type(exc)), non_retryable=True)
 
 
 async def complete(
@@ -68,7 +68,7 @@ async def complete(
         response = await with_heartbeat(provider.complete(request))
     except ProviderRetryableError as exc:
         delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
-        raise ApplicationError(str(exc), type="ProviderRetryableError", next_retry_delay=delay) from exc
+        raise ApplicationError(str(exc), type=error_type(ProviderRetryableError), next_retry_delay=delay) from exc
     used = Usage(
         calls=1,
         input_tokens=response.input_tokens,

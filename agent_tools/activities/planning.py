@@ -14,14 +14,14 @@ from temporalio import activity
 
 from agent_tools.activities.model_calls import UsageAccount, complete, non_retryable
 from agent_tools.activities.services import Services, ServicesHolder
-from agent_tools.errors import ConfigurationError, ProviderRequestError
-from agent_tools.tools.planning import (
+from agent_tools.contracts.planning import (
     ACTIVITY_JUDGE_GOAL,
     GoalVerdict,
     JudgeGoalInput,
     judge_messages,
     parse_verdict,
 )
+from agent_tools.errors import ConfigurationError, ProviderRequestError
 
 JUDGE_AGENT = "goal-judge"
 JUDGE_TIER = "small"

@@ -17,10 +17,7 @@ from temporalio.exceptions import ApplicationError
 from agent_tools.activities.model_calls import UsageAccount, complete, non_retryable
 from agent_tools.activities.services import Services, ServicesHolder
 from agent_tools.activities.web import get_web
-from agent_tools.activities.web.service import WebError
-from agent_tools.errors import ConfigurationError, ProviderRequestError
-from agent_tools.messages import Message, Usage
-from agent_tools.web.models import (
+from agent_tools.contracts.web.models import (
     ResearchCandidate,
     ResearchPlan,
     ResearchPlanInput,
@@ -32,8 +29,10 @@ from agent_tools.web.models import (
     ResearchWriteOutput,
     WebSearchArgs,
 )
-from agent_tools.web.render import fence_untrusted
-from agent_tools.web.text import focus_window
+from agent_tools.contracts.web.render import fence_untrusted
+from agent_tools.contracts.web.text import focus_window
+from agent_tools.errors import ConfigurationError, ProviderRequestError, WebError
+from agent_tools.messages import Message, Usage
 
 PLAN_SYSTEM = (
     "You plan web searches for a research question. Answer with a JSON array of 2 to {n} short, distinct "

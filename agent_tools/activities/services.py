@@ -44,18 +44,25 @@ class Services:
         agents: AgentRegistry | None = None,
         create_schema: bool = True,
     ) -> Services:
+        # Agents first: a bad agents.toml fails before anything is opened that would then leak.
+        agents = agents or AgentRegistry.from_file(settings.agents_file)
+        catalog = catalog or ToolCatalog.builtin()
+        # Imported here: the capability modules the registry names import this module.
+        from agent_tools.activities.registry import builtin_context_hooks
+
         store = Store(settings.database_url)
-        if create_schema:
-            await store.create_schema()
+        try:
+            if create_schema:
+                await store.create_schema()
+        except BaseException:
+            await store.close()
+            raise
         # Temporal's retry policy is the only retry layer: the HTTP client retries nothing itself.
         http = httpx.AsyncClient(
             timeout=httpx.Timeout(settings.llm_timeout_seconds, connect=10.0),
             transport=httpx.AsyncHTTPTransport(retries=0),
             follow_redirects=False,
         )
-        catalog = catalog or ToolCatalog.builtin()
-        from agent_tools.activities.tools.registry import builtin_context_hooks
-
         return cls(
             settings=settings,
             store=store,
@@ -63,7 +70,7 @@ class Services:
             http=http,
             providers=ProviderRegistry(settings, http),
             catalog=catalog,
-            agents=agents or AgentRegistry.from_file(settings.agents_file),
+            agents=agents,
             context_hooks=builtin_context_hooks(),
         )
 

@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
+from agent_tools.activities.context import BuiltinContext, ToolImpl, ToolReturn
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.services import Services, ServicesHolder
-from agent_tools.activities.tools.base import BuiltinContext, ToolImpl, ToolReturn
 from agent_tools.activity_io import ToolCallInput, ToolCallOutput, tool_activity_name
 from agent_tools.catalog.spec import ToolSpec
 from agent_tools.errors import ToolFailure
@@ -103,7 +103,8 @@ def public_context(ctx: BuiltinContext) -> ToolContext:
     session = ctx.session
     attempt = activity.info().attempt if activity.in_activity() else 1
     logger = logging.LoggerAdapter(
-        logging.getLogger(f"agent_tools.tools.{ctx.tool}"), {"session_id": session.session_id, "call_id": ctx.call_id}
+        logging.getLogger(f"agent_tools.contracts.{ctx.tool}"),
+        {"session_id": session.session_id, "call_id": ctx.call_id},
     )
     return ToolContext(
         session_id=session.session_id,

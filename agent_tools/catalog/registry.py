@@ -1,7 +1,7 @@
 """The tool catalog: every built-in tool contract plus the user's own tools, and who gets which.
 
-Built-in contracts are declared in the pure modules of :mod:`agent_tools.tools` (one per capability) and
-collected here. User tools join through :class:`agent_tools.AgentToolsPlugin`.
+Built-in contracts are declared in the pure modules of :mod:`agent_tools.contracts` (one per capability) and
+imported here by name: a missing module is an import error, never a silently smaller catalog. User tools join through :class:`agent_tools.AgentToolsPlugin`.
 """
 
 from __future__ import annotations
@@ -10,22 +10,22 @@ from collections.abc import Iterable, Mapping
 
 from agent_tools.catalog.profiles import PROFILES
 from agent_tools.catalog.spec import ToolLevel, ToolSpec
-from agent_tools.errors import ConfigurationError
-from agent_tools.modules import present_modules
-
-# Capability modules of agent_tools.tools that declare built-in contracts in a module-level ``TOOLS``.
-BUILTIN_MODULES: tuple[str, ...] = (
-    "agent_tools.tools.planning",
-    "agent_tools.tools.human",
-    "agent_tools.tools.delegation",
-    "agent_tools.tools.web",
-    "agent_tools.tools.memory",
-    "agent_tools.tools.results",
-    "agent_tools.tools.history",
-    "agent_tools.tools.events",
-    "agent_tools.tools.sandbox",
-    "agent_tools.tools.skills",
+from agent_tools.contracts import (
+    delegation,
+    events,
+    history,
+    human,
+    memory,
+    planning,
+    results,
+    sandbox,
+    skills,
+    web,
 )
+from agent_tools.errors import ConfigurationError
+
+# Every capability's contracts, in the order the catalog lists them. A capability joins by being imported here.
+BUILTIN_MODULES = (planning, human, delegation, web, memory, results, history, events, sandbox, skills)
 
 
 # Profiles that include every discovered MCP tool.
@@ -33,11 +33,8 @@ MCP_PROFILES: frozenset[str] = frozenset({"codai", "all"})
 
 
 def builtin_specs() -> list[ToolSpec]:
-    """Every built-in contract, from every capability module that exists."""
-    specs: list[ToolSpec] = []
-    for module in present_modules(BUILTIN_MODULES):
-        specs.extend(getattr(module, "TOOLS", ()))
-    return specs
+    """Every built-in contract (each capability module's ``TOOLS``)."""
+    return [spec for module in BUILTIN_MODULES for spec in module.TOOLS]
 
 
 class ToolCatalog:
@@ -95,7 +92,7 @@ class ToolCatalog:
                 # codai: the tools of the deployment's MCP servers come with any level above none.
                 wanted.extend(n for n, s in self._specs.items() if s.capability == "mcp")
         wanted.extend(tools)
-        unknown = [n for n in wanted if n not in self._specs and n not in _PENDING_NAMES]
+        unknown = [n for n in wanted if n not in self._specs]
         if unknown:
             raise ConfigurationError(f"unknown tools {unknown}; known: {self.names()}")
         blocked = set(exclude) | set(disabled)
@@ -108,8 +105,3 @@ class ToolCatalog:
             seen.add(name)
             result.append(name)
         return result
-
-
-# Profiles name every face of the three contracts; a capability that is not built yet must not make the
-# profile unusable, so its names are tolerated (and skipped) until its module lands.
-_PENDING_NAMES: frozenset[str] = frozenset(name for names in PROFILES.values() for name in names)

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from agent_tools.boundaries import describe_validation_error
+
 
 class ToolLevel(StrEnum):
     """codai's tool levels, ordered: an agent gets the tools at or below its own level."""
@@ -33,8 +35,7 @@ RunsIn = Literal["activity", "workflow"]
 
 
 def _default_invalid_message(tool: str, error: ValidationError) -> str:
-    problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in error.errors())
-    return f"Invalid arguments for {tool}: {problems}"
+    return f"Invalid arguments for {tool}: {describe_validation_error(error)}"
 
 
 @dataclass(frozen=True)

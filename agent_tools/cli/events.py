@@ -27,7 +27,7 @@ def send(
     """POST one event to /v1/events and print the ingress's answer."""
     import httpx
 
-    from agent_tools.events.settings import EventSettings
+    from agent_tools.contracts.events.settings import EventSettings
 
     cfg = EventSettings()
     try:
@@ -68,7 +68,7 @@ def serve(
     """Run the HTTP service (event ingress and webhooks, plus the other mounted routes) with uvicorn."""
     import uvicorn
 
-    from agent_tools.events.settings import EventSettings
+    from agent_tools.contracts.events.settings import EventSettings
     from agent_tools.service.app import create_app
     from agent_tools.settings import Settings
 

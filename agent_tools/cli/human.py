@@ -20,9 +20,7 @@ from pydantic import BaseModel
 from temporalio.client import WorkflowUpdateFailedError
 
 from agent_tools.cli.running import run_or_explain
-from agent_tools.errors import AnswerInputClosed
-from agent_tools.human_client import answer_questions, pending_questions
-from agent_tools.tools.human import (
+from agent_tools.contracts.human import (
     OTHER_LABEL,
     AnswerAccepted,
     AnswerQuestions,
@@ -30,6 +28,8 @@ from agent_tools.tools.human import (
     QuestionAnswer,
     parse_answer_payload,
 )
+from agent_tools.errors import AnswerInputClosed
+from agent_tools.human_client import answer_questions, pending_questions
 
 
 class _Question(BaseModel):

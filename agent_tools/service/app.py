@@ -1,4 +1,4 @@
-"""ASGI app factory. Capability modules contribute routers; the app mounts every one that exists.
+"""ASGI app factory: the events ingress and the web tools' endpoints, each a router of its capability.
 
 uvicorn --factory agent_tools.service.app:create_app
 """
@@ -11,14 +11,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from agent_tools.modules import present_modules
+from agent_tools.service import events_routes, tools_routes
 from agent_tools.settings import Settings
 
 # Modules exporting ``build_router(settings, state) -> fastapi.APIRouter``.
-ROUTER_MODULES: tuple[str, ...] = (
-    "agent_tools.service.events_routes",
-    "agent_tools.service.tools_routes",
-)
+ROUTER_MODULES = (events_routes, tools_routes)
 
 
 # app.state attributes that routers create on first use and the app must close at shutdown.
@@ -42,7 +39,7 @@ def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
     app.state.settings = settings
     for key, value in state.items():
         setattr(app.state, key, value)
-    for module in present_modules(ROUTER_MODULES):
+    for module in ROUTER_MODULES:
         app.include_router(module.build_router(settings, app.state))
 
     @app.get("/healthz")

@@ -30,11 +30,8 @@ from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
-from agent_tools.events.settings import EventSettings, EventSource
-from agent_tools.events.signatures import SignatureError, verify_github, verify_standard_webhook
-from agent_tools.service.auth import bearer_token
-from agent_tools.settings import Settings
-from agent_tools.tools.events import (
+from agent_tools.boundaries import describe_validation_error
+from agent_tools.contracts.events import (
     KIND_PATTERN,
     ROUTER_WORKFLOW,
     SIGNAL_EVENT,
@@ -45,6 +42,10 @@ from agent_tools.tools.events import (
     router_workflow_id,
     valid_kind,
 )
+from agent_tools.contracts.events.settings import EventSettings, EventSource
+from agent_tools.contracts.events.signatures import SignatureError, verify_github, verify_standard_webhook
+from agent_tools.service.auth import bearer_token
+from agent_tools.settings import Settings
 
 
 class EventIn(BaseModel):
@@ -281,8 +282,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         try:
             event = EventIn.model_validate(_json_object(raw))
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise HTTPException(422, problems) from None
+            raise HTTPException(422, describe_validation_error(exc, whole="(body)")) from None
         organisation = event.organisation or (scope[0] if scope else "default")
         project = event.project or (scope[1] if scope else "default")
         if scope is not None and scope != (organisation, project):

@@ -1,7 +1,7 @@
 """Standalone web endpoints: ``POST /v1/tools/search``, ``POST /v1/tools/fetch``, ``POST /v1/research``,
 ``GET /v1/research/{id}``.
 
-Bearer keys come from ``web_api_keys`` (see :mod:`agent_tools.web.config`) or ``state.api_keys``; with no key
+Bearer keys come from ``web_api_keys`` (see :mod:`agent_tools.contracts.web.config`) or ``state.api_keys``; with no key
 configured every call is refused (401), so a fresh deployment is never an open proxy. Each key has
 per-minute and per-hour request limits (``X-RateLimit-*`` headers on every answer, ``429
 rate_limit_exceeded`` past them). Errors use one envelope::
@@ -22,16 +22,15 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import Field
 
-from agent_tools.service.auth import bearer_token
-from agent_tools.settings import Settings
-from agent_tools.web.config import WebConfig
-from agent_tools.web.models import (
+from agent_tools.boundaries import describe_validation_error
+from agent_tools.contracts.web.config import WebConfig
+from agent_tools.contracts.web.models import (
     FetchResponse,
     ResearchJob,
     ResearchRequest,
@@ -39,6 +38,9 @@ from agent_tools.web.models import (
     WebFetchArgs,
     WebSearchArgs,
 )
+from agent_tools.errors import AgentToolsError, WebError
+from agent_tools.service.auth import bearer_token
+from agent_tools.settings import Settings
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -113,8 +115,18 @@ class RateLimiter:
         return allowed, headers
 
 
-class _BadRequestRoute(APIRoute):
-    """Body validation failures are ``400 bad_request`` in this API's envelope (FastAPI's default is 422)."""
+class Refusal(AgentToolsError):
+    """An answer in this API's error envelope, raised from a dependency or a route."""
+
+    def __init__(self, status: int, code: str, message: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.headers = status, code, message, headers or {}
+
+
+class _EnvelopeRoute(APIRoute):
+    """Every refusal in this API's envelope, with the caller's rate-limit headers: body validation failures
+    are ``400 bad_request`` (FastAPI's default is 422), a :class:`Refusal` is its own status, a ``WebError``
+    the contract's code and status."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -123,17 +135,23 @@ class _BadRequestRoute(APIRoute):
             try:
                 return await handler(request)
             except RequestValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or '(body)'}: {e['msg']}" for e in exc.errors()
-                )
-                return error_response(400, "bad_request", f"invalid request: {problems}")
+                problems = describe_validation_error(exc.errors(), whole="(body)", skip=("body",))
+                return error_response(400, "bad_request", f"invalid request: {problems}", headers=_rate(request))
+            except Refusal as exc:
+                return error_response(exc.status, exc.code, exc.message, headers={**_rate(request), **exc.headers})
+            except WebError as exc:
+                return error_response(exc.http_status, exc.code, exc.message, exc.details, headers=_rate(request))
 
         return route
 
 
+def _rate(request: Request) -> dict[str, str]:
+    headers: dict[str, str] = getattr(request.state, "rate_headers", {})
+    return headers
+
+
 def build_router(settings: Settings, state: Any) -> APIRouter:
     config = WebConfig()
-    router = APIRouter(prefix="/v1", tags=["web tools"], route_class=_BadRequestRoute)
     lock = asyncio.Lock()
 
     def limiter() -> RateLimiter:
@@ -144,25 +162,24 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         assert isinstance(existing, RateLimiter)
         return existing
 
-    def authorize(request: Request) -> tuple[JSONResponse | None, dict[str, str]]:
+    def authorized(request: Request, response: Response) -> None:
+        """The dependency of every route: a known bearer key within its rate limits."""
         keys = set(getattr(state, "api_keys", None) or config.web_api_keys)
         token = bearer_token(request.headers.get("authorization")) or ""
         if not keys:
-            return error_response(401, "unauthorized", "no API keys are configured for this service"), {}
+            raise Refusal(401, "unauthorized", "no API keys are configured for this service")
         # Constant-time comparison, like the event ingress's project tokens: no timing hint about a key.
         if not any(hmac.compare_digest(token.encode(), key.encode()) for key in keys):
-            return error_response(
-                401, "unauthorized", "missing or unknown bearer key", headers={"WWW-Authenticate": "Bearer"}
-            ), {}
+            raise Refusal(401, "unauthorized", "missing or unknown bearer key", headers={"WWW-Authenticate": "Bearer"})
         allowed, headers = limiter().hit(token)
+        request.state.rate_headers = headers
         if not allowed:
-            return error_response(
-                429,
-                "rate_limit_exceeded",
-                f"rate limit exceeded for this key; retry after {headers['Retry-After']} s",
-                headers=headers,
-            ), headers
-        return None, headers
+            raise Refusal(
+                429, "rate_limit_exceeded", f"rate limit exceeded for this key; retry after {headers['Retry-After']} s"
+            )
+        response.headers.update(headers)
+
+    router = APIRouter(prefix="/v1", tags=["web tools"], route_class=_EnvelopeRoute, dependencies=[Depends(authorized)])
 
     async def web() -> Any:
         existing = getattr(state, "web", None)
@@ -195,27 +212,16 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
                     state.agent_client = client
         return ResearchClient(client)
 
-    def web_error(exc: Any, headers: dict[str, str]) -> JSONResponse:
-        return error_response(exc.http_status, exc.code, exc.message, exc.details, headers=headers)
-
     @router.post(
         "/tools/search",
         response_model=SearchResponse,
         summary="Verified web search",
         responses={400: {}, 401: {}, 429: {}, 503: {"description": "search_unavailable"}},
     )
-    async def search(body: WebSearchArgs, request: Request, response: Response) -> Any:
-        from agent_tools.activities.web.service import WebError
-        from agent_tools.web.render import search_response
+    async def search(body: WebSearchArgs) -> Any:
+        from agent_tools.contracts.web.render import search_response
 
-        refused, headers = authorize(request)
-        if refused is not None:
-            return refused
-        response.headers.update(headers)
-        try:
-            outcome = await (await web()).web_search(body)
-        except WebError as exc:
-            return web_error(exc, headers)
+        outcome = await (await web()).web_search(body)
         return search_response(outcome, body.max_results)
 
     @router.post(
@@ -224,17 +230,8 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         summary="One page as clean Markdown",
         responses={400: {}, 401: {}, 415: {}, 429: {}, 502: {"description": "upstream_error"}},
     )
-    async def fetch(body: WebFetchArgs, request: Request, response: Response) -> Any:
-        from agent_tools.activities.web.service import WebError
-
-        refused, headers = authorize(request)
-        if refused is not None:
-            return refused
-        response.headers.update(headers)
-        try:
-            return await (await web()).web_fetch(body)
-        except WebError as exc:
-            return web_error(exc, headers)
+    async def fetch(body: WebFetchArgs) -> Any:
+        return await (await web()).web_fetch(body)
 
     @router.post(
         "/research",
@@ -243,16 +240,12 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         summary="Start a deep_research job",
         responses={200: {"model": ResearchJob}, 400: {}, 401: {}, 429: {}},
     )
-    async def create_research(body: ResearchCreate, request: Request, response: Response) -> Any:
-        refused, headers = authorize(request)
-        if refused is not None:
-            return refused
-        response.headers.update(headers)
+    async def create_research(body: ResearchCreate, response: Response) -> Any:
         client = await research_client()
         try:
             job = await client.create(ResearchRequest.model_validate(body.model_dump(exclude={"wait_s"})))
         except ValueError as exc:
-            return error_response(400, "bad_request", str(exc), headers=headers)
+            raise Refusal(400, "bad_request", str(exc)) from exc
         if body.wait_s > 0:
             job = await client.wait(job.id, timeout_s=body.wait_s)
         if job.status != "running":
@@ -265,21 +258,17 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         summary="A deep_research job's state",
         responses={401: {}, 404: {}, 429: {}},
     )
-    async def get_research(job_id: str, request: Request, response: Response) -> Any:
+    async def get_research(job_id: str) -> Any:
         from temporalio.service import RPCError, RPCStatusCode
 
-        refused, headers = authorize(request)
-        if refused is not None:
-            return refused
-        response.headers.update(headers)
         if not job_id.startswith("research-"):
-            return error_response(404, "not_found", f"no research job {job_id!r}", headers=headers)
+            raise Refusal(404, "not_found", f"no research job {job_id!r}")
         client = await research_client()
         try:
             return await client.retrieve(job_id)
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
-                return error_response(404, "not_found", f"no research job {job_id!r}", headers=headers)
+                raise Refusal(404, "not_found", f"no research job {job_id!r}") from exc
             raise
 
     return router

@@ -1,4 +1,7 @@
-"""Deterministic orchestration only: the session loop and the workflow-native tools.
+"""The workflow layer: deterministic orchestration only (the session loop, the workflow-native tools of
+each capability as a mixin of ``AgentSession``, the event router, deep research).
 
-Nothing here does I/O; ruff's banned-api rule (pyproject) keeps httpx and sqlalchemy out.
+Nothing here does I/O: ruff's banned-api rule (pyproject) keeps httpx, sqlalchemy and the activity layer
+out, and ``tests/test_architecture.py`` checks every module for clocks, randomness and I/O calls.
+Implementation, not public API.
 """

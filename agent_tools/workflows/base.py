@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from agent_tools.activity_io import ProgressEvent, ProgressKind, SessionRef, ToolCallOutput
+    from agent_tools.errors import NON_RETRYABLE_MODEL_ERRORS, NON_RETRYABLE_TOOL_ERRORS
     from agent_tools.policy import CallPolicy
     from agent_tools.session import SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
 
@@ -28,9 +29,9 @@ def failure_detail(exc: BaseException) -> str:
     return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
 
 
-# Errors no retry can fix: a provider's 4xx and a configuration mistake.
-MODEL_NON_RETRYABLE = ("ProviderRequestError", "ConfigurationError")
-TOOL_NON_RETRYABLE = ("ConfigurationError",)
+# Errors no retry can fix: a provider's 4xx and a configuration mistake (names derived from the classes).
+MODEL_NON_RETRYABLE = NON_RETRYABLE_MODEL_ERRORS
+TOOL_NON_RETRYABLE = NON_RETRYABLE_TOOL_ERRORS
 
 
 def retry_policy(policy: CallPolicy, non_retryable: Sequence[str] = TOOL_NON_RETRYABLE) -> RetryPolicy:

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import TypedSearchAttributes
 from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
@@ -30,16 +32,7 @@ from agent_tools.workflows.native import native_tool
 with workflow.unsafe.imports_passed_through():
     from agent_tools import search_attributes as sa
     from agent_tools.activity_io import ToolCallOutput
-    from agent_tools.messages import Message, ToolCall, Usage
-    from agent_tools.session import (
-        SessionInput,
-        SessionRequest,
-        SessionResult,
-        SessionStatus,
-        StopRequest,
-        Trigger,
-    )
-    from agent_tools.tools.delegation import (
+    from agent_tools.contracts.delegation import (
         ACT_AWAIT_SESSION,
         ACT_CHECK_AGENT,
         ACT_HANDOFF_HISTORY,
@@ -51,10 +44,6 @@ with workflow.unsafe.imports_passed_through():
         COST_CEILING_USD,
         INVOKE_WAIT_SECONDS,
         MAX_SUBAGENT_DEPTH,
-        OPT_COST_CEILING,
-        OPT_FANOUT_CAP,
-        OPT_HANDED_OFF_FROM,
-        OPT_INVOKE_WAIT,
         RESULT_KEEP_CHARS,
         ROLES,
         SPAWN_FANOUT_CAP,
@@ -84,13 +73,13 @@ with workflow.unsafe.imports_passed_through():
         SpawnAgentArgs,
         StopTreeOutput,
         SubAgentArgs,
+        SubAgentInfo,
         SubAgentResult,
         SubSessionArgs,
         TargetInput,
         TreeInput,
         TreeOutput,
         WaitMode,
-        child_options,
         clamp_steps,
         error_json,
         handoff_refusal,
@@ -98,6 +87,17 @@ with workflow.unsafe.imports_passed_through():
         notification_text,
         spawn_result_text,
     )
+    from agent_tools.messages import Message, ToolCall, Usage
+    from agent_tools.session import (
+        SessionInput,
+        SessionResult,
+        SessionStatus,
+        StopRequest,
+        Trigger,
+    )
+
+
+R = TypeVar("R")
 
 
 class DelegationMixin(SessionBase):
@@ -190,12 +190,9 @@ class DelegationMixin(SessionBase):
         d = self.state.delegation
         child_id = child_id or self._next_child_id()
         prior = prior or []
-        request = SessionRequest(
-            agent=agent,
-            prompt=prompt,
-            organisation=c.organisation,
-            project=c.project,
-            user=c.user,
+        request = c.child_request(
+            agent,
+            prompt,
             title=title,
             model=model,
             tools=tools,
@@ -203,13 +200,8 @@ class DelegationMixin(SessionBase):
             max_steps=max_steps,
             max_tokens=max_tokens,
             keep_alive=False,
-            parent_id=c.session_id,
-            root_id=c.root_id,
-            depth=c.depth + 1,
-            chain=[*c.chain, agent],
             role=role,
             history=[Message(role=m.role, content=m.content) for m in prior],
-            options=child_options(c.options),
         )
         now = self.now_iso()
         rec = ChildRecord(
@@ -233,7 +225,7 @@ class DelegationMixin(SessionBase):
                 result_type=SessionResult,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                 static_summary=f"{agent}: {title}"[:200],
-                search_attributes=self._child_search_attributes(agent, depth=c.depth + 1),
+                search_attributes=self._child_search_attributes(agent, title, depth=c.depth + 1),
             )
         except Exception as exc:  # e.g. the id is taken: the model gets a clear error, the session goes on
             rec.finished, rec.delivered, rec.status, rec.error = (
@@ -249,13 +241,13 @@ class DelegationMixin(SessionBase):
         self.refresh_details()
         return rec
 
-    def _child_search_attributes(self, agent: str, *, depth: int) -> TypedSearchAttributes | None:
+    def _child_search_attributes(self, agent: str, title: str, *, depth: int) -> TypedSearchAttributes | None:
         """The tree links from the first moment (the child upserts them again itself): a child listed through
         visibility right after its start already shows its root and parent."""
         c = self.config
-        if not c.options.get("search_attributes", True):
+        if c.options.search_attributes is False:
             return None
-        return sa.at_start(agent=agent, root_id=c.root_id, parent_id=c.session_id, depth=depth)
+        return sa.at_start(agent=agent, root_id=c.root_id, parent_id=c.session_id, depth=depth, title=title)
 
     def _next_child_id(self) -> str:
         """Deterministic child ids, numbered in call order (taken before any await, so that parallel calls
@@ -352,18 +344,36 @@ class DelegationMixin(SessionBase):
         except Exception as exc:  # already closed: nothing to stop
             workflow.logger.info("stop signal to %s not delivered: %s", child_id, exc)
 
-    async def _lookup(self, name: str, arg: Any, result_type: type[Any], summary: str, *, long: bool = False) -> Any:
-        """Run a delegation activity; raises ``ActivityError`` (callers turn it into a tool error)."""
+    async def _lookup(
+        self,
+        tool: str,
+        name: str,
+        arg: Any,
+        result_type: type[R],
+        summary: str,
+        *,
+        long: bool = False,
+        failed: Callable[[ActivityError], ToolCallOutput] | None = None,
+    ) -> R | ToolCallOutput:
+        """Run a delegation activity for ``tool``; its result, or the tool error the model gets when the
+        activity failed for good (``failed`` words it for faces with their own error shape)."""
         options = call_options(self.config.policy.engine)
         if long:
             # Stopping a subtree waits for every session in it to stop.
             options["start_to_close_timeout"] = timedelta(seconds=STOP_WAIT_SECONDS * 10)
             options["heartbeat_timeout"] = timedelta(seconds=30)
-        return await workflow.execute_activity(name, arg, result_type=result_type, summary=summary, **options)
+        try:
+            out: R = await workflow.execute_activity(name, arg, result_type=result_type, summary=summary, **options)
+        except ActivityError as exc:
+            return failed(exc) if failed is not None else tool_error(f"{tool} failed: {failure_detail(exc)}")
+        return out
 
     @staticmethod
-    def _activity_error(tool: str, exc: ActivityError) -> ToolCallOutput:
-        return tool_error(f"{tool} failed: {failure_detail(exc)}")
+    def _reply(result: BaseModel | None, error: str | None, default: str) -> ToolCallOutput:
+        """A look-up's answer as the tool's result: its JSON, or its refusal as a tool error."""
+        if result is None:
+            return tool_error(error or default)
+        return ToolCallOutput(content=result.model_dump_json())
 
     # ---- RTC faces ----------------------------------------------------------------------------------
 
@@ -400,28 +410,44 @@ class DelegationMixin(SessionBase):
 
     @native_tool("listSubAgent")
     async def _tool_list_sub_agent(self, args: NoArgs, call: ToolCall) -> ToolCallOutput:
-        try:
-            out: TreeOutput = await self._lookup(
-                ACT_LIST_TREE, TreeInput(caller=self._caller()), TreeOutput, "listSubAgent"
-            )
-        except ActivityError as exc:
-            return self._activity_error("listSubAgent", exc)
+        out = await self._lookup(
+            "listSubAgent",
+            ACT_LIST_TREE,
+            TreeInput(
+                caller=self._caller(),
+                # This session's own running children are known here, fresher than visibility may be.
+                own_children=[
+                    SubAgentInfo(
+                        sub_session_id=rec.session_id,
+                        title=rec.title,
+                        status="running",
+                        created_at=rec.created_at,
+                        updated_at=rec.updated_at,
+                        parent_id=self.session_id,
+                        agent=rec.agent,
+                    )
+                    for rec in self.state.delegation.running()
+                ],
+            ),
+            TreeOutput,
+            "listSubAgent",
+        )
+        if isinstance(out, ToolCallOutput):
+            return out
         return ToolCallOutput(content=json.dumps([s.model_dump() for s in out.sessions], ensure_ascii=False))
 
     @native_tool("getSubAgentMessage")
     async def _tool_get_sub_agent_message(self, args: SubSessionArgs, call: ToolCall) -> ToolCallOutput:
-        try:
-            out: LatestMessageOutput = await self._lookup(
-                ACT_LATEST_MESSAGE,
-                TargetInput(caller=self._caller(), target=args.sub_session_id),
-                LatestMessageOutput,
-                f"getSubAgentMessage: {args.sub_session_id}",
-            )
-        except ActivityError as exc:
-            return self._activity_error("getSubAgentMessage", exc)
-        if out.message is None:
-            return tool_error(out.error or "no message")
-        return ToolCallOutput(content=out.message.model_dump_json())
+        out = await self._lookup(
+            "getSubAgentMessage",
+            ACT_LATEST_MESSAGE,
+            TargetInput(caller=self._caller(), target=args.sub_session_id),
+            LatestMessageOutput,
+            f"getSubAgentMessage: {args.sub_session_id}",
+        )
+        if isinstance(out, ToolCallOutput):
+            return out
+        return self._reply(out.message, out.error, "no message")
 
     @native_tool("stopSubAgent")
     async def _tool_stop_sub_agent(self, args: SubSessionArgs, call: ToolCall) -> ToolCallOutput:
@@ -429,23 +455,18 @@ class DelegationMixin(SessionBase):
         was_requested = own.stop_requested if own else False
         if own is not None:
             own.stop_requested = True  # the model asked for it: its end is not news to the model
-        try:
-            out: StopTreeOutput = await self._lookup(
-                ACT_STOP_TREE,
-                TargetInput(caller=self._caller(), target=args.sub_session_id, reason=f"stopped by {self.session_id}"),
-                StopTreeOutput,
-                f"stopSubAgent: {args.sub_session_id}",
-                long=True,
-            )
-        except ActivityError as exc:
-            if own is not None:
-                own.stop_requested = was_requested
-            return self._activity_error("stopSubAgent", exc)
-        if out.result is None:
-            if own is not None:
-                own.stop_requested = was_requested
-            return tool_error(out.error or "not stopped")
-        return ToolCallOutput(content=out.result.model_dump_json())
+        out = await self._lookup(
+            "stopSubAgent",
+            ACT_STOP_TREE,
+            TargetInput(caller=self._caller(), target=args.sub_session_id, reason=f"stopped by {self.session_id}"),
+            StopTreeOutput,
+            f"stopSubAgent: {args.sub_session_id}",
+            long=True,
+        )
+        reply = out if isinstance(out, ToolCallOutput) else self._reply(out.result, out.error, "not stopped")
+        if reply.is_error and own is not None:
+            own.stop_requested = was_requested
+        return reply
 
     @native_tool("sendMessageToSubAgent")
     async def _tool_send_message_to_sub_agent(self, args: SendMessageArgs, call: ToolCall) -> ToolCallOutput:
@@ -456,15 +477,16 @@ class DelegationMixin(SessionBase):
             # The update id makes a retried activity deliver the message once.
             request_id=f"{self.session_id}/step-{self.state.steps}/{call.id}",
         )
-        try:
-            out: SendOutput = await self._lookup(
-                ACT_SEND_MESSAGE, target, SendOutput, f"sendMessageToSubAgent: {args.sub_session_id}"
-            )
-        except ActivityError as exc:
-            return self._activity_error("sendMessageToSubAgent", exc)
-        if out.result is None:
-            return tool_error(out.error or "not delivered")
-        return ToolCallOutput(content=out.result.model_dump_json())
+        out = await self._lookup(
+            "sendMessageToSubAgent",
+            ACT_SEND_MESSAGE,
+            target,
+            SendOutput,
+            f"sendMessageToSubAgent: {args.sub_session_id}",
+        )
+        if isinstance(out, ToolCallOutput):
+            return out
+        return self._reply(out.result, out.error, "not delivered")
 
     # ---- FYAI: invoke_sub_agent, hand_off_to_agent ----------------------------------------------------
 
@@ -483,19 +505,19 @@ class DelegationMixin(SessionBase):
             if refusal:
                 return tool_error(refusal)
             child_id = self._next_child_id()
-            try:
-                checked: CheckAgentOutput = await self._lookup(
-                    ACT_CHECK_AGENT,
-                    CheckAgentInput(
-                        project=c.project,
-                        agent_name=args.agent_name,
-                        llm_config_override_id=args.llm_config_override_id,
-                    ),
-                    CheckAgentOutput,
-                    f"check agent {args.agent_name}",
-                )
-            except ActivityError as exc:
-                return self._activity_error("invoke_sub_agent", exc)
+            checked = await self._lookup(
+                "invoke_sub_agent",
+                ACT_CHECK_AGENT,
+                CheckAgentInput(
+                    project=c.project,
+                    agent_name=args.agent_name,
+                    llm_config_override_id=args.llm_config_override_id,
+                ),
+                CheckAgentOutput,
+                f"check agent {args.agent_name}",
+            )
+            if isinstance(checked, ToolCallOutput):
+                return checked
             if checked.error:
                 return tool_error(checked.error)
             rec = await self._start_child(
@@ -508,7 +530,7 @@ class DelegationMixin(SessionBase):
                 prior=args.prior_messages,
                 child_id=child_id,
             )
-        wait = float(c.options.get(OPT_INVOKE_WAIT, INVOKE_WAIT_SECONDS))
+        wait = c.options.delegation_invoke_wait_seconds or INVOKE_WAIT_SECONDS
         if not await self._wait_child(rec, wait):
             out = InvokeSubAgentResult(status="running", execution_id=rec.session_id, agent_name=rec.agent)
             return ToolCallOutput(
@@ -538,7 +560,7 @@ class DelegationMixin(SessionBase):
             target=args.agent_name,
             grants=c.subagents,
             parent_id=c.parent_id,
-            already=self.state.handed_off_to is not None or bool(c.options.get(OPT_HANDED_OFF_FROM)),
+            already=self.state.handed_off_to is not None or bool(c.options.handed_off_from),
         )
         if refusal:
             return tool_error(refusal)
@@ -546,31 +568,28 @@ class DelegationMixin(SessionBase):
             return tool_error(
                 "Sub-agents of this conversation are still running; stop them or wait for them before handing off."
             )
-        try:
-            prep: HandoffHistoryOutput = await self._lookup(
-                ACT_HANDOFF_HISTORY,
-                HandoffHistoryInput(caller=self._caller(), agent_name=args.agent_name),
-                HandoffHistoryOutput,
-                f"hand-off history for {args.agent_name}",
-            )
-        except ActivityError as exc:
-            return self._activity_error("hand_off_to_agent", exc)
+        prep = await self._lookup(
+            "hand_off_to_agent",
+            ACT_HANDOFF_HISTORY,
+            HandoffHistoryInput(caller=self._caller(), agent_name=args.agent_name),
+            HandoffHistoryOutput,
+            f"hand-off history for {args.agent_name}",
+        )
+        if isinstance(prep, ToolCallOutput):
+            return prep
         if prep.error:
             return tool_error(prep.error)
         if self.state.handed_off_to is not None:  # a parallel call in the same step won the race
             return tool_error("This conversation has already been handed off once; it cannot be handed off again.")
         new_id = f"session-{workflow.uuid4()}"
         self.state.handed_off_to = new_id  # claim it before the await so a parallel call is refused
-        request = SessionRequest(
-            agent=args.agent_name,
-            prompt=args.message,
-            organisation=c.organisation,
-            project=c.project,
-            user=c.user,
+        request = c.scoped_request(
+            args.agent_name,
+            args.message,
             title=c.title,
             keep_alive=c.keep_alive,
             history=prep.history,
-            options={**child_options(c.options), OPT_HANDED_OFF_FROM: c.session_id},
+            options=c.options.delegation_only().merged({"handed_off_from": c.session_id}),
         )
         try:
             # A child in Temporal's eyes (the UI links them), abandoned so it outlives this session.
@@ -605,25 +624,30 @@ class DelegationMixin(SessionBase):
         # Everything up to the first await runs in call order, so the per-message count is deterministic.
         if d.spawn_step != self.state.steps:
             d.spawn_step, d.spawn_in_step = self.state.steps, 0
-        cap = int(c.options.get(OPT_FANOUT_CAP, SPAWN_FANOUT_CAP))
+        cap = c.options.delegation_fanout_cap or SPAWN_FANOUT_CAP
         if d.spawn_in_step >= cap:
             return tool_error(error_json("delegation_fanout_capped", cap=cap))
-        ceiling = float(c.options.get(OPT_COST_CEILING, COST_CEILING_USD))
+        ceiling = (
+            c.options.delegation_cost_ceiling_usd
+            if c.options.delegation_cost_ceiling_usd is not None
+            else COST_CEILING_USD
+        )
         spent = round(self.state.usage.cost_usd + self.state.tree_usage.cost_usd, 6)
         if spent >= ceiling:
             return tool_error(error_json("request_cost_ceiling", ceiling_usd=ceiling, spent_usd=spent))
         d.spawn_in_step += 1
         role = ROLES[args.role]
         child_id = self._next_child_id()
-        try:
-            plan: PlanSpawnOutput = await self._lookup(
-                ACT_PLAN_SPAWN,
-                PlanSpawnInput(session=self._caller(), role=role.name, parent_tools=list(c.tools)),
-                PlanSpawnOutput,
-                f"plan {role.name} sub-agent",
-            )
-        except ActivityError as exc:
-            return tool_error(error_json("sub_agent_failed", detail=str(exc.cause or exc)))
+        plan = await self._lookup(
+            "spawn_agent",
+            ACT_PLAN_SPAWN,
+            PlanSpawnInput(session=self._caller(), role=role.name, parent_tools=list(c.tools)),
+            PlanSpawnOutput,
+            f"plan {role.name} sub-agent",
+            failed=lambda exc: tool_error(error_json("sub_agent_failed", detail=str(exc.cause or exc))),
+        )
+        if isinstance(plan, ToolCallOutput):
+            return plan
         rec = await self._start_child(
             face="spawn_agent",
             agent=c.agent,

@@ -17,7 +17,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from agent_tools.tools.events import (
+    from agent_tools.contracts.events import (
         ROUTER_WORKFLOW,
         SIGNAL_EVENT,
         SIGNAL_EVENT_ARRIVED,

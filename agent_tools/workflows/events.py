@@ -18,9 +18,7 @@ from agent_tools.workflows.native import native_tool
 
 with workflow.unsafe.imports_passed_through():
     from agent_tools.activity_io import ToolCallOutput
-    from agent_tools.messages import ToolCall
-    from agent_tools.session import SessionStatus
-    from agent_tools.tools.events import (
+    from agent_tools.contracts.events import (
         ACTIVITY_LOAD_EVENT,
         ACTIVITY_SUBSCRIBE,
         SIGNAL_EVENT_ARRIVED,
@@ -36,6 +34,8 @@ with workflow.unsafe.imports_passed_through():
         render_result,
         timeout_message,
     )
+    from agent_tools.messages import ToolCall
+    from agent_tools.session import SessionStatus
 
 
 class EventWaitMixin(SessionBase):

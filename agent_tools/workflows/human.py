@@ -22,9 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from agent_tools.activity_io import ToolCallOutput
-    from agent_tools.messages import ToolCall
-    from agent_tools.session import SessionStatus
-    from agent_tools.tools.human import (
+    from agent_tools.contracts.human import (
         MAX_ANSWERED_KEPT,
         MAX_REJECTED_KEPT,
         AnswerAccepted,
@@ -42,6 +40,8 @@ with workflow.unsafe.imports_passed_through():
         render_pending,
         resolve_answers,
     )
+    from agent_tools.messages import ToolCall
+    from agent_tools.session import SessionStatus
 
 
 class HumanLoopMixin(SessionBase):
@@ -76,7 +76,7 @@ class HumanLoopMixin(SessionBase):
             # The session was stopped while waiting: the question is no longer pending.
             human.pending = [a for a in human.pending if a.ask_id != ask.ask_id]
             raise
-        policy = self.config.options.get("ask_user_default")
+        policy = self.config.options.ask_user_default
         if timed_out:
             for q in ask.unanswered():
                 default = default_answer(q, str(policy) if policy else None)
@@ -107,12 +107,8 @@ class HumanLoopMixin(SessionBase):
         )
 
     def _ask_timeout(self) -> timedelta | None:
-        """The agent's optional policy: ``options["ask_user_timeout_seconds"]`` (no timeout by default)."""
-        raw = self.config.options.get("ask_user_timeout_seconds")
-        try:
-            seconds = float(raw) if raw is not None else 0.0
-        except (TypeError, ValueError):
-            seconds = 0.0
+        """The agent's optional policy: ``options.ask_user_timeout_seconds`` (no timeout by default)."""
+        seconds = self.config.options.ask_user_timeout_seconds or 0.0
         return timedelta(seconds=seconds) if seconds > 0 else None
 
     # ---- answers in ---------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -23,9 +25,7 @@ from agent_tools.workflows.native import native_tool
 
 with workflow.unsafe.imports_passed_through():
     from agent_tools.activity_io import ToolCallOutput
-    from agent_tools.messages import ToolCall
-    from agent_tools.session import Trigger
-    from agent_tools.tools.planning import (
+    from agent_tools.contracts.planning import (
         ACTIVITY_JUDGE_GOAL,
         CompleteGoalArgs,
         CompleteLoopArgs,
@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         PlanningState,
         TodoItem,
         TodoWriteArgs,
+        TrackedItem,
         loop_expiry,
         next_after,
         parse_time,
@@ -48,6 +49,11 @@ with workflow.unsafe.imports_passed_through():
         render_loops,
         render_todos,
     )
+    from agent_tools.messages import ToolCall
+    from agent_tools.session import Trigger
+
+
+T = TypeVar("T", bound=TrackedItem)
 
 
 class PlanningMixin(SessionBase):
@@ -115,24 +121,38 @@ class PlanningMixin(SessionBase):
         self._finish_goal(goal, "cancelled", "cancelled by the agent")
         return ToolCallOutput(content=f"Goal {goal.goal_id} cancelled.", data=goal.model_dump())
 
+    # ---- goals and loops: one tracked-item mechanism -----------------------------------------------------
+
+    def _live_item(self, items: Sequence[T], item_id: str) -> T | ToolCallOutput:
+        """The goal or loop ``item_id`` if it is still live; else the tool error the model gets."""
+        found = next((i for i in items if i.item_id == item_id.strip()), None)
+        kind = type(items[0]).KIND if items else "item"
+        if found is None:
+            known = ", ".join(f"{i.item_id} ({getattr(i, 'status', '?')})" for i in items) or "none"
+            return tool_error(f"Unknown {kind} id {item_id!r}. {kind.capitalize()}s in this session: {known}.")
+        if not found.live:
+            return tool_error(f"{found.KIND.capitalize()} {found.item_id} is already {getattr(found, 'status', '?')}.")
+        return found
+
+    def _finish_item(self, item: TrackedItem, status: str, reason: str) -> bool:
+        """End a goal or loop; drop the turns queued for it. Returns whether a queued turn was dropped."""
+        item.status = status  # type: ignore[attr-defined]
+        item.reason = reason
+        item.updated_at = self.now_iso()
+        before = len(self.state.inbox)
+        # A turn queued for an item that is over would only confuse the model.
+        self.state.inbox = [
+            t
+            for t in self.state.inbox
+            if not (t.kind == item.TRIGGER and t.meta.get(f"{item.KIND}_id") == item.item_id)
+        ]
+        return len(self.state.inbox) != before
+
     def _live_goal(self, goal_id: str) -> Goal | ToolCallOutput:
-        p = self.state.planning
-        goal = p.goal(goal_id)
-        if goal is None:
-            known = ", ".join(f"{g.goal_id} ({g.status})" for g in p.goals) or "none"
-            return tool_error(f"Unknown goal id {goal_id!r}. Goals in this session: {known}.")
-        if goal.status != "active":
-            return tool_error(f"Goal {goal.goal_id} is already {goal.status}.")
-        return goal
+        return self._live_item(self.state.planning.goals, goal_id)
 
     def _finish_goal(self, goal: Goal, status: str, reason: str) -> None:
-        goal.status = status  # type: ignore[assignment]
-        goal.reason = reason
-        goal.updated_at = self.now_iso()
-        # A continuation queued for a goal that is over would only confuse the model.
-        self.state.inbox = [
-            t for t in self.state.inbox if not (t.kind == "goal" and t.meta.get("goal_id") == goal.goal_id)
-        ]
+        self._finish_item(goal, status, reason)
         self._goal_event(goal, status)
 
     def _goal_event(self, goal: Goal, event: str) -> None:
@@ -325,14 +345,7 @@ class PlanningMixin(SessionBase):
         )
 
     def _live_loop(self, loop_id: str) -> Loop | ToolCallOutput:
-        p = self.state.planning
-        loop = p.loop(loop_id)
-        if loop is None:
-            known = ", ".join(f"{lp.loop_id} ({lp.status})" for lp in p.loops) or "none"
-            return tool_error(f"Unknown loop id {loop_id!r}. Loops in this session: {known}.")
-        if loop.status not in ("active", "paused"):
-            return tool_error(f"Loop {loop.loop_id} is already {loop.status}.")
-        return loop
+        return self._live_item(self.state.planning.loops, loop_id)
 
     def _running_loop_id(self) -> str | None:
         """The loop whose tick turn is running: a pending tick that is no longer in the inbox."""
@@ -351,10 +364,9 @@ class PlanningMixin(SessionBase):
             loop.tick_pending = False
 
     def _finish_loop(self, loop: Loop, status: str, reason: str) -> None:
-        loop.status = status  # type: ignore[assignment]
-        loop.reason = reason
         loop.next_run_at = None
-        self._drop_queued_tick(loop)
+        if self._finish_item(loop, status, reason):
+            loop.tick_pending = False
         self._loop_event(loop, status)
 
     def _loop_event(self, loop: Loop, event: str) -> None:

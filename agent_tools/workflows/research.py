@@ -15,8 +15,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from agent_tools.messages import Usage
-    from agent_tools.web.models import (
+    from agent_tools.contracts.web.models import (
         ResearchCandidate,
         ResearchJob,
         ResearchPlan,
@@ -30,7 +29,8 @@ with workflow.unsafe.imports_passed_through():
         ResearchWriteInput,
         ResearchWriteOutput,
     )
-    from agent_tools.web.urls import normalize_url
+    from agent_tools.contracts.web.urls import normalize_url
+    from agent_tools.messages import Usage
 
 RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1), backoff_coefficient=2.0)
 READ_RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1))

@@ -129,7 +129,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
 
     async def _loop(self) -> None:
         turns_this_run = 0
-        can_after = int(self.config.options.get("continue_as_new_after_turns", 0))
+        can_after = self.config.options.continue_as_new_after_turns or 0
         while True:
             self.set_status(SessionStatus.idle if not self.state.inbox else SessionStatus.running)
             await workflow.wait_condition(
@@ -312,12 +312,15 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self.state.status = status
         self.touch()
         self.publish("status", status=status.value)
-        if self.config.options.get("search_attributes", True):
-            workflow.upsert_search_attributes([sa.SESSION_STATE.value_set(status.value)])
+        if self.config.options.search_attributes is not False:
+            # Same command as before, one more key: the tree listing reads when a session last changed state.
+            workflow.upsert_search_attributes(
+                [sa.SESSION_STATE.value_set(status.value), sa.SESSION_UPDATED_AT.value_set(workflow.now())]
+            )
         self.refresh_details()
 
     def _upsert_tree_attributes(self) -> None:
-        if not self.config.options.get("search_attributes", True):
+        if self.config.options.search_attributes is False:
             return
         c = self.config
         updates: list[SearchAttributeUpdate[Any]] = [
@@ -325,6 +328,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             sa.SESSION_ROOT_ID.value_set(c.root_id),
             sa.DEPTH.value_set(c.depth),
             sa.SESSION_STATE.value_set(self.state.status.value),
+            sa.SESSION_TITLE.value_set(sa.title_value(c.title)),
         ]
         if c.parent_id:
             updates.append(sa.SESSION_PARENT_ID.value_set(c.parent_id))

@@ -19,8 +19,8 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agent_tools.errors import ConfigurationError
-from agent_tools.mcp.config import McpServerConfig
+from agent_tools.contracts.mcp.config import McpServerConfig
+from agent_tools.errors import AgentToolsError, ConfigurationError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -32,7 +32,7 @@ ENGINE_KEY = "mcp.connections"
 _CLOSE_TIMEOUT_SECONDS = 5.0
 
 
-class McpUnavailable(Exception):
+class McpUnavailable(AgentToolsError):
     """A server could not be reached or its session could not be opened."""
 
 

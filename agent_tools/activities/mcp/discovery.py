@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from agent_tools.activities.context import BuiltinContext
 from agent_tools.activities.mcp.client import (
     ENGINE_KEY,
     McpConnections,
@@ -27,11 +28,10 @@ from agent_tools.activities.mcp.client import (
     make_client,
     render_result,
 )
-from agent_tools.activities.tools.base import BuiltinContext
 from agent_tools.catalog.spec import ToolSpec
+from agent_tools.contracts.mcp.config import McpConfig, McpServerConfig
+from agent_tools.contracts.mcp.naming import catalog_tool_name
 from agent_tools.errors import ConfigurationError, ToolFailure
-from agent_tools.mcp.config import McpConfig, McpServerConfig
-from agent_tools.mcp.naming import catalog_tool_name
 from agent_tools.user_tools import UserTool
 
 log = logging.getLogger(__name__)

@@ -14,19 +14,6 @@ from sqlalchemy.pool import NullPool
 
 from agent_tools.activities.store.tables import metadata
 from agent_tools.errors import StoreNotReady
-from agent_tools.modules import present_modules
-
-# Capability modules that add tables to ``metadata``; imported before create_all so one call makes all.
-TABLE_MODULES: tuple[str, ...] = (
-    "agent_tools.activities.store.memory_tables",
-    "agent_tools.activities.store.web_tables",
-    "agent_tools.activities.store.event_tables",
-)
-
-
-def _load_table_modules() -> None:
-    present_modules(TABLE_MODULES)
-
 
 T = TypeVar("T")
 
@@ -143,10 +130,17 @@ class Store:
 
     async def close(self) -> None:
         await self.engine.dispose()
-        if self._sync is not None:
-            self._sync.dispose()
-        if self._threads is not None:
-            self._threads.shutdown(wait=True)
+        sync, threads = self._sync, self._threads
+        if sync is not None or threads is not None:
+            # Closing the file's connections and joining the threads blocks: not on the event loop.
+            await asyncio.to_thread(_close_sync, sync, threads)
+
+
+def _close_sync(sync: Engine | None, threads: ThreadPoolExecutor | None) -> None:
+    if threads is not None:
+        threads.shutdown(wait=True)
+    if sync is not None:
+        sync.dispose()
 
 
 def _safe_url(url: str) -> str:
@@ -202,19 +196,20 @@ def _make_sync_sqlite_engine(url: str) -> Engine:
 
 
 def load_metadata() -> MetaData:
-    """The metadata with every capability's tables registered."""
-    _load_table_modules()
+    """The metadata with every capability's tables registered (each table module adds its own)."""
+    # Imported here rather than at the top: event_tables uses Store from this module.
+    from agent_tools.activities.store import event_tables, memory_tables, web_tables  # noqa: F401
+
     return metadata
 
 
 def create_all_tables(conn: Connection) -> None:
-    """Every table of a new database, plus the SQLite-only objects (FTS5) capability modules register."""
+    """Every table of a new database, plus the SQLite-only objects (the memories' FTS5 index)."""
+    from agent_tools.activities.store import memory_tables
+
     load_metadata().create_all(conn)
     if conn.dialect.name == "sqlite":
-        for module in present_modules(TABLE_MODULES):
-            hook = getattr(module, "create_sqlite_extras", None)
-            if hook is not None:
-                hook(conn)
+        memory_tables.create_sqlite_extras(conn)
 
 
 async def upsert(

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.tables import metadata
-from agent_tools.tools.events import EventRecord, kind_matches, payload_matches
+from agent_tools.contracts.events import EventRecord, kind_matches, payload_matches
 
 events = Table(
     "events",

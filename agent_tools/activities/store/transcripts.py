@@ -12,6 +12,7 @@ from sqlalchemy import Connection, func, select
 from agent_tools.activities.store.db import Store, upsert, upsert_rows
 from agent_tools.activities.store.tables import artifacts, sessions, transcript, usage
 from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
+from agent_tools.session import SessionConfig
 
 _MESSAGE_UPDATE = ["role", "content", "tool_calls", "tool_call_id", "name", "artifact_ref", "created_at"]
 _USAGE_UPDATE = ["input_tokens", "output_tokens", "cost_usd", "model"]
@@ -94,32 +95,20 @@ class TranscriptStore:
         while len(self._cache) > self._cache_sessions:
             self._cache.popitem(last=False)
 
-    async def open_session(
-        self,
-        *,
-        session_id: str,
-        agent: str,
-        organisation: str,
-        project: str,
-        user: str,
-        title: str,
-        root_id: str,
-        parent_id: str | None,
-        depth: int,
-        opening: list[Message],
-    ) -> int:
+    async def open_session(self, config: SessionConfig, opening: list[Message]) -> int:
         """Register a session and write its opening messages (system prompt, prior history) in one
         transaction; returns the transcript position after them. A retried call changes nothing."""
+        session_id = config.session_id
         row = {
             "session_id": session_id,
-            "agent": agent,
-            "organisation": organisation,
-            "project": project,
-            "user_id": user,
-            "title": title,
-            "root_id": root_id,
-            "parent_id": parent_id,
-            "depth": depth,
+            "agent": config.agent,
+            "organisation": config.organisation,
+            "project": config.project,
+            "user_id": config.user,
+            "title": config.title,
+            "root_id": config.root_id,
+            "parent_id": config.parent_id,
+            "depth": config.depth,
             "created_at": _now(),
         }
         rows = [_message_row(session_id, i, m) for i, m in enumerate(opening)]

@@ -55,16 +55,16 @@ from typing import Any
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from agent_tools.activities.tools.base import BuiltinContext, ToolImpl
+from agent_tools.activities.context import BuiltinContext, ToolImpl
 from agent_tools.activity_io import ToolCallOutput
-from agent_tools.settings import Settings
-from agent_tools.tools.sandbox import (
+from agent_tools.contracts.sandbox import (
     ExecPythonArgs,
     ExecPythonResult,
     Isolation,
     SandboxFile,
     SandboxLimits,
 )
+from agent_tools.settings import Settings
 
 _ENGINE_KEY = "sandbox"
 _KILL_GRACE_SECONDS = 2.0

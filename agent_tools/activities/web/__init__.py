@@ -14,7 +14,7 @@ __all__ = ["get_web"]
 def get_web(services: Services) -> WebService:
     """The worker's web engine, created on first use and closed with the services."""
     from agent_tools.activities.web.service import WebService
-    from agent_tools.web.config import WebConfig
+    from agent_tools.contracts.web.config import WebConfig
 
     engine = services.engines.get("web")
     if engine is None:

@@ -24,12 +24,15 @@ from typing import Any
 import httpx
 
 from agent_tools.activities.providers.base import parse_retry_after
-from agent_tools.web.config import WebConfig
-from agent_tools.web.models import EngineFailure, SearchHit
-from agent_tools.web.urls import normalize_url, unwrap_redirect
+from agent_tools.contracts.web.config import WebConfig
+from agent_tools.contracts.web.models import EngineFailure, SearchHit
+from agent_tools.contracts.web.urls import normalize_url, unwrap_redirect
+from agent_tools.errors import AgentToolsError
 
 
-class EngineError(Exception):
+class EngineError(AgentToolsError):
+    """One search engine failed (the service fails over to the next and may open its breaker)."""
+
     def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
         super().__init__(reason)
         self.reason = reason

@@ -24,7 +24,7 @@ from typing import Any
 import lxml.html  # type: ignore[import-untyped]
 from lxml import etree  # type: ignore[import-untyped]
 
-from agent_tools.web.text import tidy_markdown, words
+from agent_tools.contracts.web.text import tidy_markdown, words
 
 _BOILERPLATE_TAGS = (
     "script",
@@ -268,7 +268,7 @@ def _norm(text: str) -> str:
 def _restore_headings(md: str, doc: Any) -> str:
     """Put back section headings the extractor dropped (its fallbacks keep paragraphs only) when the
     paragraph that follows a heading on the page was kept: structure for the reader, words for recall."""
-    from agent_tools.web.text import markdown_to_text
+    from agent_tools.contracts.web.text import markdown_to_text
 
     blocks = md.split("\n\n")
     plain = [_norm(markdown_to_text(b)) for b in blocks]

@@ -22,8 +22,9 @@ from urllib.parse import urljoin
 
 import httpx
 
-from agent_tools.web.ssrf import CheckedUrl, UrlRefused, check_addresses, check_url
-from agent_tools.web.urls import same_site
+from agent_tools.contracts.web.ssrf import CheckedUrl, UrlRefused, check_addresses, check_url
+from agent_tools.contracts.web.urls import same_site
+from agent_tools.errors import AgentToolsError
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -43,7 +44,7 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return list(seen)
 
 
-class FetchError(Exception):
+class FetchError(AgentToolsError):
     """A fetch that produced no usable response.
 
     ``code``: ``bad_request`` (URL refused by the rules), ``upstream_error`` (connection, timeout, too many

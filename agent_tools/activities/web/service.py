@@ -3,7 +3,7 @@
     URL checks -> SSRF guard (every hop, pinned IP) -> GET with limits -> content-type gate
     -> main-content extraction -> Markdown -> focus window -> (untrusted fence, by the face) -> cache
 
-Tool implementations (:mod:`agent_tools.activities.tools.web`), the research activities and the HTTP endpoints all
+Tool implementations (:mod:`agent_tools.activities.web.tools`), the research activities and the HTTP endpoints all
 call this one object; failures are :class:`WebError` with the contract's code and HTTP status.
 """
 
@@ -31,8 +31,8 @@ from agent_tools.activities.web.engines import (
     merge_hits,
 )
 from agent_tools.activities.web.fetcher import FetchError, FetchLimits, GuardedFetcher, Resolver, media_type
-from agent_tools.web.config import WebConfig
-from agent_tools.web.models import (
+from agent_tools.contracts.web.config import WebConfig
+from agent_tools.contracts.web.models import (
     FetchResponse,
     HttpFetchArgs,
     HttpFetchResult,
@@ -42,9 +42,10 @@ from agent_tools.web.models import (
     WebFetchArgs,
     WebSearchArgs,
 )
-from agent_tools.web.ssrf import UrlRefused, check_url, ensure_scheme
-from agent_tools.web.text import focus_window, markdown_to_text, truncate, words
-from agent_tools.web.urls import normalize_url, passes_domain_filters, rule_host
+from agent_tools.contracts.web.ssrf import UrlRefused, check_url, ensure_scheme
+from agent_tools.contracts.web.text import focus_window, markdown_to_text, truncate, words
+from agent_tools.contracts.web.urls import normalize_url, passes_domain_filters, rule_host
+from agent_tools.errors import WebError
 
 FetchProfile = Literal["codai", "rtc"]
 
@@ -66,17 +67,6 @@ def accepted_type(content_type: str) -> bool:
     """HTML, XHTML, plain text, JSON, Markdown and XML (and ``+json``/``+xml`` types); no header: sniffed."""
     mt = media_type(content_type)
     return not mt or mt in ACCEPTED_TYPES or mt.endswith(("+json", "+xml"))
-
-
-class WebError(Exception):
-    """A face-level failure: ``code`` and ``http_status`` as the contract names them, plus ``details``."""
-
-    def __init__(self, code: str, message: str, *, http_status: int, details: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.http_status = http_status
-        self.details = details or {}
 
 
 def _from_fetch_error(exc: FetchError) -> WebError:

@@ -1,0 +1,630 @@
+"""The memory engine and its three faces (RTC, FYAI, codai), plus the Memory Context hook.
+
+Every operation takes a :class:`Scope` built from the calling session (organisation, project, user,
+agent); every statement filters on it, so no read, search, update or delete crosses a scope.
+
+Idempotence under activity retries: a save's memory id is derived from the session and call ids, and each
+row remembers the call that created it and the call that last used it. A retried save finds its own row
+and answers as the first attempt did; a retried recall does not count a second use.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, case, delete, func, literal_column, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from agent_tools.activities.context import BuiltinContext, ToolImpl
+from agent_tools.activities.services import ContextHook, Services
+from agent_tools.activities.store.db import Store, upsert
+from agent_tools.activities.store.memory_tables import memories
+from agent_tools.activity_io import SessionRef
+from agent_tools.contracts.memory import (
+    DeleteMemoryArgs,
+    DeleteMemoryResult,
+    ListMemoriesArgs,
+    ListMemoriesResult,
+    MemoryItem,
+    MemoryPolicy,
+    MemoryRecallArgs,
+    MemoryRememberArgs,
+    RecallArgs,
+    RememberArgs,
+    SaveMemoryArgs,
+    SaveMemoryResult,
+    SearchMemoryArgs,
+    SearchMemoryResult,
+    Tier,
+    UpdateMemoryArgs,
+    scoring,
+)
+from agent_tools.contracts.memory.format import (
+    DATA_NOTE,
+    MemoryLine,
+    aware,
+    human_age,
+    render_context_block,
+    render_recall,
+)
+from agent_tools.errors import ToolFailure
+from agent_tools.messages import Message
+
+ENGINE_KEY = "memory"
+# Deleted rows are kept this long (a retried delete still answers "deleted"), then purged.
+PURGE_DELETED_AFTER = timedelta(days=30)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Scope:
+    organisation: str
+    project: str
+    user: str
+    agent: str
+
+    @classmethod
+    def of(cls, ref: SessionRef) -> Scope:
+        return cls(ref.organisation, ref.project, ref.user, ref.agent)
+
+    @property
+    def key(self) -> str:
+        return scoring.scope_key(self.organisation, self.project, self.user, self.agent)
+
+    def where(self) -> ColumnElement[bool]:
+        c = memories.c
+        return and_(
+            c.scope_key == self.key,
+            c.organisation == self.organisation,
+            c.project == self.project,
+            c.user_id == self.user,
+            c.agent == self.agent,
+        )
+
+
+@dataclass(frozen=True)
+class Memory:
+    memory_id: str
+    content: str
+    tier: str
+    tags: list[str]
+    uses: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> Memory:
+        return cls(
+            memory_id=row.memory_id,
+            content=row.content,
+            tier=row.tier,
+            tags=[t for t in (row.tags or "").split("|") if t],
+            uses=int(row.uses),
+            created_at=aware(row.created_at),
+            updated_at=aware(row.updated_at),
+        )
+
+    def item(self, now: datetime) -> MemoryItem:
+        return MemoryItem(
+            memory_id=self.memory_id,
+            content=self.content,
+            tier=self.tier,  # type: ignore[arg-type]
+            tags=self.tags,
+            age=human_age(self.updated_at, now),
+            created_at=self.created_at.isoformat(),
+            updated_at=self.updated_at.isoformat(),
+            uses=self.uses,
+        )
+
+    def line(self) -> MemoryLine:
+        return MemoryLine(self.memory_id, self.content, self.tier, self.updated_at, tuple(self.tags))
+
+
+def _tags_text(tags: list[str]) -> str:
+    clean = [t.strip().replace("|", "/") for t in tags if t.strip()]
+    return ("|" + "|".join(dict.fromkeys(clean)) + "|") if clean else ""
+
+
+def memory_id_for(session_id: str, call_id: str) -> str:
+    return "mem_" + uuid.uuid5(uuid.NAMESPACE_URL, f"memory/{session_id}/{call_id}").hex[:20]
+
+
+class MemoryEngine:
+    """SQL-backed memories with full-text ranking fused with recency."""
+
+    def __init__(self, store: Store, policy: MemoryPolicy | None = None) -> None:
+        self.store = store
+        self.policy = policy or MemoryPolicy()
+
+    # ---- visibility -----------------------------------------------------------------------------------
+
+    def live(self, now: datetime) -> ColumnElement[bool]:
+        """Not deleted and not past its tier's retention."""
+        c = memories.c
+        working = and_(c.tier == "working", c.last_used_at >= now - timedelta(days=self.policy.working_ttl_days))
+        if self.policy.long_term_ttl_days is None:
+            long_term = c.tier == "long_term"
+        else:
+            long_term = and_(
+                c.tier == "long_term", c.last_used_at >= now - timedelta(days=self.policy.long_term_ttl_days)
+            )
+        return and_(c.deleted_at.is_(None), or_(working, long_term))
+
+    def _is_live(self, row: Any, now: datetime) -> bool:
+        if row.deleted_at is not None:
+            return False
+        ttl = self.policy.working_ttl_days if row.tier == "working" else self.policy.long_term_ttl_days
+        return ttl is None or aware(row.last_used_at) >= now - timedelta(days=ttl)
+
+    # ---- writes -------------------------------------------------------------------------------------
+
+    async def save(
+        self, scope: Scope, content: str, *, tier: Tier, tags: list[str], call_key: str, memory_id: str
+    ) -> tuple[str, Memory]:
+        """Save a fact; ``("created", m)`` or ``("existing", m)`` when the same fact is already saved."""
+        now = _now()
+        digest = scoring.content_hash(content)
+        c = memories.c
+        async with self.store.engine.begin() as conn:
+            await self._purge(conn, scope, now)
+            row = await self._by_hash(conn, scope, digest)
+            if row is None:
+                await upsert(
+                    conn,
+                    memories,
+                    [
+                        {
+                            "memory_id": memory_id,
+                            "organisation": scope.organisation,
+                            "project": scope.project,
+                            "user_id": scope.user,
+                            "agent": scope.agent,
+                            "scope_key": scope.key,
+                            "content": content,
+                            "content_hash": digest,
+                            "tier": tier,
+                            "tags": _tags_text(tags),
+                            "uses": 1,
+                            "last_call": call_key,
+                            "created_by_call": call_key,
+                            "created_at": now,
+                            "updated_at": now,
+                            "last_used_at": now,
+                            "deleted_at": None,
+                        }
+                    ],
+                    keys=["scope_key", "content_hash"],
+                )
+                row = await self._by_hash(conn, scope, digest)
+                assert row is not None
+                return ("created" if row.created_by_call == call_key else "existing"), Memory.of(row)
+            if row.created_by_call == call_key:
+                return "created", Memory.of(row)  # a retry of the call that saved it
+            if not self._is_live(row, now):
+                # Deleted or expired: saving it again brings it back as a new memory.
+                await conn.execute(
+                    update(memories)
+                    .where(c.seq == row.seq)
+                    .values(
+                        content=content,
+                        tier=tier,
+                        tags=_tags_text(tags),
+                        uses=1,
+                        last_call=call_key,
+                        created_by_call=call_key,
+                        created_at=now,
+                        updated_at=now,
+                        last_used_at=now,
+                        deleted_at=None,
+                    )
+                )
+                return "created", Memory.of(await self._by_hash(conn, scope, digest))
+            if row.last_call != call_key:
+                # Saved again: it matters, so count the use, refresh it and promote it when it has earned it.
+                uses = int(row.uses) + 1
+                new_tier = "long_term" if tier == "long_term" or uses >= self.policy.promote_after_uses else row.tier
+                merged = [t for t in (row.tags or "").split("|") if t] + tags
+                await conn.execute(
+                    update(memories)
+                    .where(c.seq == row.seq)
+                    .values(
+                        uses=uses,
+                        tier=new_tier,
+                        tags=_tags_text(merged),
+                        last_call=call_key,
+                        updated_at=now,
+                        last_used_at=now,
+                    )
+                )
+                row = await self._by_hash(conn, scope, digest)
+            return "existing", Memory.of(row)
+
+    async def update(
+        self,
+        scope: Scope,
+        memory_id: str,
+        *,
+        content: str | None,
+        tags: list[str] | None,
+        tier: Tier | None,
+    ) -> Memory:
+        now = _now()
+        c = memories.c
+        async with self.store.engine.begin() as conn:
+            row = (await conn.execute(select(memories).where(scope.where(), c.memory_id == memory_id))).first()
+            if row is None or not self._is_live(row, now):
+                raise ToolFailure(f"No memory {memory_id!r} for this agent and user (it may have been deleted).")
+            values: dict[str, Any] = {"updated_at": now, "last_used_at": now}
+            if content is not None and content != row.content:
+                digest = scoring.content_hash(content)
+                other = await self._by_hash(conn, scope, digest)
+                if other is not None and other.seq != row.seq:
+                    if self._is_live(other, now):
+                        raise ToolFailure(
+                            f"Memory {other.memory_id!r} already holds this fact; delete {memory_id!r} instead."
+                        )
+                    await conn.execute(delete(memories).where(c.seq == other.seq))
+                values.update(content=content, content_hash=digest)
+            if tags is not None:
+                values["tags"] = _tags_text(tags)
+            if tier is not None:
+                values["tier"] = tier
+            await conn.execute(update(memories).where(c.seq == row.seq).values(**values))
+            fresh = (await conn.execute(select(memories).where(c.seq == row.seq))).one()
+            return Memory.of(fresh)
+
+    async def delete(self, scope: Scope, memory_id: str) -> bool:
+        """Soft delete; True also when it was already deleted (a retried delete answers the same)."""
+        c = memories.c
+        async with self.store.engine.begin() as conn:
+            row = (await conn.execute(select(memories).where(scope.where(), c.memory_id == memory_id))).first()
+            if row is None:
+                return False
+            if row.deleted_at is None:
+                await conn.execute(update(memories).where(c.seq == row.seq).values(deleted_at=_now()))
+            return True
+
+    async def _purge(self, conn: AsyncConnection, scope: Scope, now: datetime) -> None:
+        """Retention: drop rows deleted long ago and rows past their tier's time to live, in this scope."""
+        c = memories.c
+        gone = or_(
+            c.deleted_at < now - PURGE_DELETED_AFTER,
+            and_(c.tier == "working", c.last_used_at < now - timedelta(days=self.policy.working_ttl_days)),
+        )
+        if self.policy.long_term_ttl_days is not None:
+            gone = or_(
+                gone,
+                and_(c.tier == "long_term", c.last_used_at < now - timedelta(days=self.policy.long_term_ttl_days)),
+            )
+        await conn.execute(delete(memories).where(scope.where(), gone))
+
+    async def _by_hash(self, conn: AsyncConnection, scope: Scope, digest: str) -> Any:
+        stmt = select(memories).where(scope.where(), memories.c.content_hash == digest)
+        return (await conn.execute(stmt)).first()
+
+    # ---- reads --------------------------------------------------------------------------------------
+
+    async def list_memories(
+        self,
+        scope: Scope,
+        *,
+        tier: str | None = None,
+        tag: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        with_total: bool = True,
+    ) -> tuple[list[Memory], int]:
+        """A page of live memories, newest first, and how many there are in all (-1 without ``with_total``)."""
+        now = _now()
+        conds = [scope.where(), self.live(now)]
+        if tier:
+            conds.append(memories.c.tier == tier)
+        if tag:
+            conds.append(memories.c.tags.contains(f"|{tag.strip()}|", autoescape=True))
+        stmt = (
+            select(memories)
+            .where(*conds)
+            .order_by(memories.c.updated_at.desc(), memories.c.seq.desc())
+            .limit(limit)
+            .offset(offset)
+        )
+        counted = select(func.count()).select_from(memories).where(*conds)
+
+        def read(conn: Connection) -> tuple[list[Any], int]:
+            return list(conn.execute(stmt).all()), conn.execute(counted).scalar_one() if with_total else -1
+
+        # Through Store.run: the Memory Context reads this at the start of every turn.
+        rows, total = await self.store.run(read)
+        return [Memory.of(r) for r in rows], int(total)
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        limit: int = 10,
+        tier: str | None = None,
+        use_call: str | None = None,
+    ) -> list[Memory]:
+        """Best matches, full-text rank fused with recency; ``use_call`` counts a use (promotion) once."""
+        now = _now()
+        terms = scoring.query_terms(query)
+        async with self.store.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # asyncpg prepares statements; after a few runs PostgreSQL may switch to a generic plan that
+                # cannot see how selective this query's words are, and picks a sequential scan (seconds at
+                # 100,000 memories). Custom plans cost ~1 ms of planning and keep the GIN index in use.
+                await conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+            rows = await self._candidates(conn, scope, terms, tier, now) if terms else []
+            by_id = {r.memory_id: r for r in rows}
+            fused = scoring.fuse(
+                [
+                    scoring.Candidate(
+                        r.memory_id,
+                        float(r.score or 0.0),
+                        aware(r.updated_at),
+                        r.tier,
+                        scoring.coverage(terms, r.content),
+                    )
+                    for r in rows
+                ],
+                now,
+            )
+            found = [Memory.of(by_id[c.memory_id]) for c, _ in fused[:limit]]
+            if use_call and found:
+                await self._count_use(conn, scope, [m.memory_id for m in found], use_call, now)
+        return found
+
+    async def _candidates(
+        self, conn: AsyncConnection, scope: Scope, terms: list[str], tier: str | None, now: datetime
+    ) -> list[Any]:
+        """Full-text candidates: ranked on the scope's informative terms, see :mod:`agent_tools.contracts.memory.scoring`.
+
+        Ranking every match of a word that most memories contain costs hundreds of milliseconds at 100,000
+        memories and adds almost nothing (its IDF is near zero). So each term's document frequency in the
+        scope is counted up to :data:`scoring.COMMON_DF`; terms at the cap are left out of the ranked query
+        and only count through ``coverage`` in :func:`scoring.fuse`. When every term is that common, the
+        most recent matches are the candidates.
+        """
+        sqlite = conn.dialect.name == "sqlite"
+        rare: list[str] = []
+        common: list[str] = []
+        for term in terms:
+            df = await self._doc_frequency(conn, scope, term, sqlite)
+            if df >= scoring.COMMON_DF:
+                common.append(term)
+            elif df > 0:
+                rare.append(term)
+        if not rare and not common:
+            return []
+        c = memories.c
+        cols = [c.memory_id, c.content, c.tier, c.tags, c.uses, c.created_at, c.updated_at]
+        ranked = bool(rare)
+        use = rare or common
+        if sqlite:
+            # bm25: lower is better; weight 0 for the scope column so only the text ranks.
+            rank: ColumnElement[float] = literal_column("bm25(memories_fts, 0.0, 1.0)")
+            stmt = (
+                select(*cols, (-rank if ranked else literal_column("0.0")).label("score"))
+                .select_from(memories.join(text("memories_fts"), text("memories_fts.rowid = memories.seq")))
+                .where(text("memories_fts MATCH :q").bindparams(q=scoring.fts5_query(scope.key, use)))
+                # rowid order streams straight from the FTS index (no sort of every match).
+                .order_by(rank if ranked else literal_column("memories_fts.rowid").desc())
+            )
+        else:
+            tsq = scoring.tsquery(use)
+            score = func.ts_rank_cd(literal_column("memories.search"), func.to_tsquery("english", tsq))
+            stmt = (
+                select(*cols, (score if ranked else literal_column("0.0")).label("score"))
+                .where(text("memories.search @@ to_tsquery('english', :q)").bindparams(q=tsq))
+                .order_by(score.desc() if ranked else c.seq.desc())
+            )
+        stmt = stmt.where(scope.where(), self.live(now)).limit(scoring.CANDIDATES if ranked else scoring.COMMON_POOL)
+        if tier:
+            stmt = stmt.where(c.tier == tier)
+        return list((await conn.execute(stmt)).all())
+
+    async def _doc_frequency(self, conn: AsyncConnection, scope: Scope, term: str, sqlite: bool) -> int:
+        """Memories in the scope holding ``term``, counted up to COMMON_DF (the count stops there)."""
+        if sqlite:
+            sql = text(
+                "SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :q LIMIT :cap)"
+            ).bindparams(q=scoring.fts5_query(scope.key, [term]), cap=scoring.COMMON_DF)
+        else:
+            sql = text(
+                "SELECT count(*) FROM (SELECT 1 FROM memories WHERE search @@ to_tsquery('english', :q) "
+                "AND scope_key = :k LIMIT :cap) AS hits"
+            ).bindparams(q=scoring.tsquery([term]), k=scope.key, cap=scoring.COMMON_DF)
+        return int((await conn.execute(sql)).scalar_one())
+
+    async def _count_use(
+        self, conn: AsyncConnection, scope: Scope, ids: list[str], call_key: str, now: datetime
+    ) -> None:
+        c = memories.c
+        await conn.execute(
+            update(memories)
+            .where(
+                scope.where(),
+                c.memory_id.in_(ids),
+                or_(c.last_call.is_(None), c.last_call != call_key),
+            )
+            .values(
+                uses=c.uses + 1,
+                last_used_at=now,
+                last_call=call_key,
+                tier=case((c.uses + 1 >= self.policy.promote_after_uses, "long_term"), else_=c.tier),
+            )
+        )
+
+    async def context(self, scope: Scope, query: str, limit: int) -> list[Memory]:
+        """The Memory Context selection: most relevant to ``query``, topped up with the latest memories."""
+        if limit <= 0:
+            return []
+        # The latest first: a scope without memories (most sessions' first turns) costs this one query.
+        recent, _ = await self.list_memories(scope, limit=limit, with_total=False)
+        if not recent:
+            return []
+        found = await self.search(scope, query, limit=limit) if query.strip() else []
+        seen = {m.memory_id for m in found}
+        found += [m for m in recent if m.memory_id not in seen][: max(0, limit - len(found))]
+        return found
+
+
+# ---- service wiring -------------------------------------------------------------------------------------
+
+
+def engine_of(services: Services) -> MemoryEngine:
+    engine = services.engines.get(ENGINE_KEY)
+    if engine is None:
+        engine = MemoryEngine(services.store)
+        services.engines[ENGINE_KEY] = engine
+    assert isinstance(engine, MemoryEngine)
+    return engine
+
+
+def memory_enabled(services: Services, ref: SessionRef) -> bool:
+    """The session's Memory switch: the agent's definition, or the request's ``options.memory``."""
+    return ref.memory
+
+
+def _require(ctx: BuiltinContext) -> tuple[MemoryEngine, Scope, str]:
+    if not memory_enabled(ctx.services, ctx.session):
+        raise ToolFailure(f"Memory is off for agent {ctx.session.agent!r}; nothing was read or saved. Carry on.")
+    return engine_of(ctx.services), Scope.of(ctx.session), f"{ctx.session.session_id}/{ctx.call_id}"
+
+
+async def _save(ctx: BuiltinContext, content: str, tier: Tier, tags: list[str]) -> tuple[str, Memory]:
+    engine, scope, call_key = _require(ctx)
+    memory_id = memory_id_for(ctx.session.session_id, ctx.call_id)
+    return await engine.save(scope, content.strip(), tier=tier, tags=tags, call_key=call_key, memory_id=memory_id)
+
+
+def _saved_text(status: str, m: Memory) -> str:
+    if status == "created":
+        return f"Remembered as {m.memory_id} ({m.tier})."
+    return (
+        f"Already remembered as {m.memory_id} ({m.tier}, saved {human_age(m.updated_at, _now())}); "
+        "no duplicate was saved."
+    )
+
+
+# ---- RTC ----------------------------------------------------------------------------------------------
+
+
+async def save_memory(args: SaveMemoryArgs, ctx: BuiltinContext) -> SaveMemoryResult:
+    status, m = await _save(ctx, args.content, args.tier, args.tags)
+    return SaveMemoryResult(status=status, memory=m.item(_now()))  # type: ignore[arg-type]
+
+
+async def update_memory(args: UpdateMemoryArgs, ctx: BuiltinContext) -> MemoryItem:
+    engine, scope, _ = _require(ctx)
+    content = args.content.strip() if args.content is not None else None
+    m = await engine.update(scope, args.memory_id.strip(), content=content, tags=args.tags, tier=args.tier)
+    return m.item(_now())
+
+
+async def delete_memory(args: DeleteMemoryArgs, ctx: BuiltinContext) -> DeleteMemoryResult:
+    engine, scope, _ = _require(ctx)
+    if not await engine.delete(scope, args.memory_id.strip()):
+        raise ToolFailure(f"No memory {args.memory_id!r} for this agent and user.")
+    return DeleteMemoryResult(memory_id=args.memory_id.strip(), deleted=True)
+
+
+async def list_memories(args: ListMemoriesArgs, ctx: BuiltinContext) -> ListMemoriesResult:
+    engine, scope, _ = _require(ctx)
+    found, total = await engine.list_memories(scope, tier=args.tier, tag=args.tag, limit=args.limit, offset=args.offset)
+    now = _now()
+    return ListMemoriesResult(memories=[m.item(now) for m in found], total=total, offset=args.offset)
+
+
+async def search_memory(args: SearchMemoryArgs, ctx: BuiltinContext) -> SearchMemoryResult:
+    engine, scope, call_key = _require(ctx)
+    found = await engine.search(scope, args.query, limit=args.limit, tier=args.tier, use_call=call_key)
+    now = _now()
+    return SearchMemoryResult(note=DATA_NOTE, query=args.query, memories=[m.item(now) for m in found])
+
+
+# ---- FYAI ---------------------------------------------------------------------------------------------
+
+
+async def remember(args: RememberArgs, ctx: BuiltinContext) -> str:
+    status, m = await _save(ctx, args.fact, args.tier, [])
+    return _saved_text(status, m)
+
+
+async def recall(args: RecallArgs, ctx: BuiltinContext) -> str:
+    engine, scope, call_key = _require(ctx)
+    found = await engine.search(scope, args.query, limit=args.limit, use_call=call_key)
+    return render_recall(args.query, [m.line() for m in found], _now())
+
+
+# ---- codai --------------------------------------------------------------------------------------------
+
+
+async def memory_remember(args: MemoryRememberArgs, ctx: BuiltinContext) -> str:
+    status, m = await _save(ctx, args.content, "long_term", args.tags)
+    return _saved_text(status, m)
+
+
+async def memory_recall(args: MemoryRecallArgs, ctx: BuiltinContext) -> str:
+    engine, scope, call_key = _require(ctx)
+    found = await engine.search(scope, args.query, limit=args.limit, use_call=call_key)
+    return render_recall(args.query, [m.line() for m in found], _now())
+
+
+# ---- Memory Context -----------------------------------------------------------------------------------
+
+_CONTEXT_CACHE = "memory.context"
+_CONTEXT_CACHE_SIZE = 256
+
+
+def _last_user_message(transcript: list[Message]) -> tuple[int, str]:
+    for seq in range(len(transcript) - 1, -1, -1):
+        if transcript[seq].role == "user":
+            return seq, transcript[seq].content
+    return -1, ""
+
+
+async def memory_context(services: Services, ref: SessionRef, transcript: list[Message]) -> str | None:
+    """The Memory Context block for this model step: memories relevant to the latest user message.
+
+    Cached per (session, user message): every step of one turn shows the same block, which keeps the
+    prompt prefix stable for provider caching and costs no query after the turn's first step.
+    """
+    if not memory_enabled(services, ref):
+        return None
+    engine = engine_of(services)
+    seq, message = _last_user_message(transcript)
+    cache: OrderedDict[tuple[str, str, int], str | None] = services.engines.setdefault(_CONTEXT_CACHE, OrderedDict())
+    key = (ref.session_id, ref.run_id, seq)
+    if key in cache:
+        return cache[key]
+    found = await engine.context(Scope.of(ref), message[:1000], engine.policy.context_limit)
+    block = render_context_block([m.line() for m in found], _now())
+    cache[key] = block
+    while len(cache) > _CONTEXT_CACHE_SIZE:
+        cache.popitem(last=False)
+    return block
+
+
+IMPLEMENTATIONS: dict[str, ToolImpl] = {
+    "saveMemory": save_memory,
+    "updateMemory": update_memory,
+    "deleteMemory": delete_memory,
+    "listMemories": list_memories,
+    "searchMemory": search_memory,
+    "remember": remember,
+    "recall": recall,
+    "memory_remember": memory_remember,
+    "memory_recall": memory_recall,
+}
+
+CONTEXT_HOOKS: list[ContextHook] = [memory_context]

@@ -1,0 +1,68 @@
+"""Settings of the event ingress and router (environment prefix ``AGENT_TOOLS_EVENTS_``).
+
+AGENT_TOOLS_EVENTS_TOKENS='{"acme/web": "s3cret-token"}'
+AGENT_TOOLS_EVENTS_SOURCES='{"gh": {"type": "github", "secret": "...", "organisation": "acme"}}'
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from agent_tools.contracts.events import DEFAULT_ROUTER_PREFIX
+
+
+class EventSource(BaseModel):
+    """One webhook source, reached at ``POST /v1/webhooks/<name>``.
+
+    ``github``: GitHub webhooks (``X-Hub-Signature-256``, kind ``github.<event>[.<action>]``).
+    ``hmac``: Standard Webhooks signing (``webhook-id``, ``webhook-timestamp``, ``webhook-signature``) with
+    a timestamp window against replays; the body is ``{"type": kind, "data": payload}`` (or
+    ``kind``/``payload``).
+    """
+
+    type: Literal["github", "hmac"]
+    secret: str = Field(min_length=8)
+    organisation: str = "default"
+    project: str = "default"
+    # Prepended to the kinds an ``hmac`` source sends (``ci`` + ``build.done`` -> ``ci.build.done``).
+    kind_prefix: str | None = None
+
+
+class EventSettings(BaseSettings):
+    """Ingress tokens and sources, limits, and the router's naming and history budget."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="AGENT_TOOLS_EVENTS_", env_file=".env", env_nested_delimiter="__", extra="ignore"
+    )
+
+    # "organisation/project" -> bearer token accepted by POST /v1/events for that project.
+    tokens: dict[str, str] = Field(default_factory=dict)
+    # Local development only: POST /v1/events without a token (organisation/project from the body).
+    allow_unauthenticated: bool = False
+    sources: dict[str, EventSource] = Field(default_factory=dict)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    timestamp_tolerance_seconds: int = Field(default=300, ge=1)
+    router_id_prefix: str = DEFAULT_ROUTER_PREFIX
+    router_max_history_events: int = Field(default=2000, ge=20)
+    # Rows a subscription's backlog check reads at most (events of the kind since the wait began).
+    backlog_scan_limit: int = Field(default=500, ge=1)
+    # Where `agent-tools events send` posts, and its bearer token.
+    ingress_url: str = "http://127.0.0.1:8080"
+    token: str | None = None
+    # `agent-tools serve`
+    host: str = "127.0.0.1"
+    port: int = 8080
+
+    def project_for_token(self, token: str) -> tuple[str, str] | None:
+        """The (organisation, project) whose token this is, compared in constant time."""
+        import hmac
+
+        found: tuple[str, str] | None = None
+        for key, expected in self.tokens.items():
+            if hmac.compare_digest(expected.encode(), token.encode()):
+                org, _, project = key.partition("/")
+                found = (org, project or "default")
+        return found

@@ -1,6 +1,0 @@
-"""MCP servers as tool sources: configuration and naming (pure). The client lives in :mod:`agent_tools.activities.mcp`."""
-
-from agent_tools.mcp.config import McpConfig, McpServerConfig
-from agent_tools.mcp.naming import catalog_tool_name
-
-__all__ = ["McpConfig", "McpServerConfig", "catalog_tool_name"]
