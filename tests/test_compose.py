@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.main import get_command
 
-from agent_tools.activities.tools.sandbox import SandboxSettings
+from agent_tools.activities.sandbox import SandboxSettings
 from agent_tools.cli import app
 from agent_tools.events.settings import EventSettings
 from agent_tools.settings import Settings

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from agent_tools.activities.tools.sandbox import SandboxEngine, SandboxSettings, deployment_secrets, run_python
+from agent_tools.activities.sandbox import SandboxEngine, SandboxSettings, deployment_secrets, run_python
 from agent_tools.agents import AgentDefinition
 from agent_tools.catalog.spec import ToolLevel
 from agent_tools.session import SessionStatus

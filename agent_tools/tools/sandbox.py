@@ -1,6 +1,6 @@
 """codai's ``exec_python`` contract: run Python in a sandbox (the "code interpreter" capability).
 
-The engine is :mod:`agent_tools.activities.tools.sandbox`. Each call runs in a fresh process and a fresh temporary
+The engine is :mod:`agent_tools.activities.sandbox`. Each call runs in a fresh process and a fresh temporary
 working directory that is deleted afterwards: nothing persists between calls, so a retried or rescheduled
 activity (possibly on another worker) behaves exactly like the first attempt. Files the model wants to work
 on are passed in ``files``; files the code writes come back listed (small text files with their content).

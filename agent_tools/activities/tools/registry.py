@@ -15,7 +15,7 @@ IMPLEMENTATION_MODULES: tuple[str, ...] = (
     "agent_tools.activities.tools.results",
     "agent_tools.activities.tools.delegation",
     "agent_tools.activities.tools.events",
-    "agent_tools.activities.tools.sandbox",
+    "agent_tools.activities.sandbox",
     "agent_tools.activities.tools.skills",
 )
 
