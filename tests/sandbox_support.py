@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +70,14 @@ def processes_with(token: str) -> list[int]:
             if token.encode() in cmdline:
                 found.append(int(entry))
     return found
+
+
+def world_readable_dir() -> Iterator[Path]:
+    """A fresh directory anyone may read (pytest's tmp_path sits under a 0700 parent, which would prove
+    nothing, and bwrap, run as the sandbox account, must reach the paths it binds), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -11,7 +11,6 @@ import pwd
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from agent_tools.catalog.spec import ToolLevel
 from agent_tools.session import PrepareInput, SessionRequest, SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.tools.sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits
-from tests.sandbox_support import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine
+from tests.sandbox_support import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine, world_readable_dir
 
 UNPRIVILEGED_USER = "agentci"
 
@@ -87,6 +86,19 @@ async def test_the_code_ends_like_a_script(engine: SandboxEngine) -> None:
     lines = r.stdout.splitlines()
     # Python ends a script's threads first, then runs its atexit handlers.
     assert sorted(lines[:2]) == ["[1, 4, 9]", "thread finished"] and lines[2:] == ["atexit ran"]
+
+
+async def test_files_come_back_after_a_timeout_too(engine: SandboxEngine) -> None:
+    # The launcher ends the code at the wall clock, then lists the workspace.
+    r = await run(engine, "open('partial.txt', 'w').write('so far')\nwhile True: pass", timeout_seconds=1)
+    assert r.error == "timeout" and [(f.path, f.text) for f in r.files] == [("partial.txt", "so far")]
+
+
+async def test_without_proc_for_containers_that_mask_theirs() -> None:
+    eng = await sandbox_engine(mount_proc=False)
+    r = await run(eng, "import os\nprint(os.path.exists('/proc'), os.getpid())")
+    assert r.ok and r.stdout == "False 2\n", r.stderr
+    assert r.isolation is not None and r.isolation.proc == "none"
 
 
 async def test_memory_is_capped() -> None:
@@ -283,13 +295,7 @@ def test_codai_profile_gets_them_by_level() -> None:
 
 @pytest.fixture
 def open_dir() -> Iterator[Path]:
-    """A directory the sandbox account can read (bwrap runs as it and resolves the paths it binds)."""
-    path = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    yield from world_readable_dir()
 
 
 def userns_disabled_bwrap(directory: Path) -> str:

@@ -10,12 +10,10 @@ from __future__ import annotations
 import ast
 import asyncio
 import os
-import shutil
 import socket
 import sqlite3
 import stat
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -28,7 +26,7 @@ from agent_tools.activities.sandbox import SandboxEngine, protected_paths
 from agent_tools.activities.sandbox.isolation import BASE_ENV
 from agent_tools.settings import Settings
 from agent_tools.tools.sandbox import SandboxLimits
-from tests.sandbox_support import REPO, attempts, processes_with, run, sandbox_engine
+from tests.sandbox_support import REPO, attempts, processes_with, run, sandbox_engine, world_readable_dir
 
 PG_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"
 REQUIRE_POSTGRES = os.environ.get("AGENT_TOOLS_REQUIRE_POSTGRES") == "1"
@@ -47,13 +45,7 @@ async def engine() -> SandboxEngine:
 
 @pytest.fixture
 def open_dir() -> Iterator[Path]:
-    """A directory anyone may read (pytest's tmp_path sits under a 0700 parent, which would prove nothing)."""
-    path = Path(tempfile.mkdtemp(prefix="sandbox-escape-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    yield from world_readable_dir()
 
 
 def postgres_socket() -> str | None:
