@@ -15,7 +15,8 @@ empty tmpfs, remounted read-only once set up, holding only:
   parts of theirs), and the launcher, one file handed over through a memfd.
 
 No ``/run``, ``/var``, ``/home``, ``/root``, ``/etc`` (but the loader cache), ``/sys``, no worker tree, no
-store. The network namespace has one interface, a loopback of its own: 127.0.0.1 is the sandbox itself,
+store (the directories leading to a bound path exist, empty but for it: a venv's ``site-packages`` inside
+the checkout shows as that one directory). The network namespace has one interface, a loopback of its own: 127.0.0.1 is the sandbox itself,
 where nothing listens; every other address is unreachable, abstract Unix sockets (which belong to a
 network namespace) are the sandbox's own, and no path-bound Unix socket of the host exists in its mount
 namespace. The environment is cleared. No capabilities, no further user namespaces (``--disable-userns``,
