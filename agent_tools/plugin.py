@@ -260,7 +260,11 @@ class AgentToolsPlugin(SimplePlugin):
         if self.register_activities:
             # Open the services (and create or migrate the store) before the first task: clients never
             # create the store, so it must exist once a worker runs; a bad database URL fails here, once.
-            await self.holder.get()
+            services = await self.holder.get()
+            from agent_tools.activities.sandbox import announce
+
+            # Probe the exec_python sandbox now, so the log says at start whether (and why not) it is offered.
+            await announce(services)
         try:
             yield
         finally:

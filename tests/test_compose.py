@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.main import get_command
 
-from agent_tools.activities.tools.sandbox import SandboxSettings
+from agent_tools.activities.sandbox import SandboxSettings
 from agent_tools.cli import app
 from agent_tools.contracts.events.settings import EventSettings
 from agent_tools.contracts.web.config import WebConfig
@@ -90,3 +90,13 @@ def test_settings_and_commands_it_names_exist(compose: dict[str, Any]) -> None:
             assert command[1] in commands, f"{name}: agent-tools {command[1]} does not exist"
         if isinstance(command, list) and command[0] == "python":
             assert (ROOT / command[1]).exists()
+
+
+def test_the_worker_gets_no_capability_for_the_sandbox(compose: dict[str, Any]) -> None:
+    """bubblewrap needs no capability: the worker's container has none added, the image installs bubblewrap,
+    and the three Docker defaults it cannot work under are lifted (docs/codai-extras.md, "In Docker")."""
+    worker = compose["services"]["worker"]
+    assert "cap_add" not in worker and not worker.get("privileged")
+    assert set(worker["security_opt"]) == {"seccomp=unconfined", "apparmor=unconfined"}
+    assert worker["environment"]["AGENT_TOOLS_SANDBOX_MOUNT_PROC"] == "false"
+    assert re.search(r"apt-get install [^\n]*\bbubblewrap\b", (ROOT / "Dockerfile").read_text())

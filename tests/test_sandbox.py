@@ -1,13 +1,16 @@
-"""exec_python: the sandbox engine directly, then the tool through a real session."""
+"""exec_python: the engine under bubblewrap, hostile arguments at the activity's boundary, failing closed when
+there is no isolation (the tool is then not offered), the tool in a real session, and the escape tests run
+again as an unprivileged account. The escapes themselves are in tests/test_sandbox_escapes.py."""
 
 from __future__ import annotations
 
-import asyncio
 import json
+import logging
 import os
+import pwd
 import shutil
+import subprocess
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,45 +18,33 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from agent_tools.activities.tools.sandbox import SandboxEngine, SandboxSettings, deployment_secrets, run_python
-from agent_tools.agents import AgentDefinition
+from agent_tools.activities.engine import prepare_session
+from agent_tools.activities.sandbox import IMPLEMENTATIONS, SandboxEngine, SandboxSettings, announce, protected_paths
+from agent_tools.activities.sandbox.isolation import default_library_paths
+from agent_tools.activities.services import Services
+from agent_tools.activities.tool_runner import run_tool
+from agent_tools.activity_io import SessionRef, ToolCallInput
+from agent_tools.agents import AgentDefinition, AgentRegistry
 from agent_tools.catalog.spec import ToolLevel
-from agent_tools.contracts.sandbox import TOOLS, ExecPythonArgs, SandboxLimits
-from agent_tools.session import SessionStatus
+from agent_tools.contracts.sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits
+from agent_tools.session import PrepareInput, SessionRequest, SessionStatus
 from agent_tools.settings import Settings
+from tests.sandbox_support import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine, world_readable_dir
 
-ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not ROOT, reason="network/PID namespaces and privilege drop need root")
-
-
-def engine(**overrides: Any) -> SandboxEngine:
-    return SandboxEngine(SandboxSettings(**overrides))
-
-
-async def run(code: str, eng: SandboxEngine | None = None, **kwargs: Any) -> Any:
-    return await run_python(ExecPythonArgs(code=code, **kwargs), eng or engine())
+UNPRIVILEGED_USER = "agentci"
 
 
 @pytest_asyncio.fixture
-async def tcp_server() -> AsyncIterator[int]:
-    """A TCP server on 127.0.0.1 that answers 'hello' (reachable from the worker's own namespace)."""
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"hello")
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield port
-    finally:
-        server.close()
-        await server.wait_closed()
+async def engine() -> SandboxEngine:
+    return await sandbox_engine()
 
 
-async def test_returns_output_exit_status_and_files() -> None:
+# ---- what the code gets back --------------------------------------------------------------------------
+
+
+async def test_returns_output_exit_status_and_files(engine: SandboxEngine) -> None:
     r = await run(
+        engine,
         "import sys\nprint(open('data.csv').read().upper())\nprint('warn', file=sys.stderr)\n"
         "open('out/result.txt', 'w').write('42')\nsys.exit(3)",
         files={"data.csv": "a,b\n1,2", "out/.keep": ""},
@@ -63,187 +54,218 @@ async def test_returns_output_exit_status_and_files() -> None:
     assert r.exit_code == 3 and not r.ok and r.error is None
     # New and changed files come back; unchanged input files are not echoed.
     assert [(f.path, f.text, f.size_bytes) for f in r.files] == [("out/result.txt", "42", 2)]
-    r = await run("open('data.csv', 'a').write('\\n3,4')", files={"data.csv": "a,b"})
+    r = await run(engine, "open('data.csv', 'a').write('\\n3,4')", files={"data.csv": "a,b"})
     assert [(f.path, f.text) for f in r.files] == [("data.csv", "a,b\n3,4")]
+    assert r.isolation is not None and r.isolation.mode == "bubblewrap" and r.isolation.network == "none"
 
 
-async def test_syntax_error_and_exception_are_clear_results() -> None:
-    r = await run("x = (")
+async def test_syntax_error_and_exception_are_clear_results(engine: SandboxEngine) -> None:
+    r = await run(engine, "x = (")
     assert r.error == "syntax_error" and r.exit_code == 1
     assert "SyntaxError" in (r.error_message or "") and "<exec_python>" in r.stderr
-    r = await run("print('before')\n1/0")
+    r = await run(engine, "print('before')\n1/0")
     assert r.error == "exception" and r.error_message == "ZeroDivisionError: division by zero"
     assert r.stdout == "before\n"
     # The traceback shows the user's line, not the launcher's frames.
     assert 'File "<exec_python>", line 2' in r.stderr and "1/0" in r.stderr and "launcher" not in r.stderr
+    r = await run(engine, "class E(Exception):\n    def __str__(self):\n        raise RuntimeError\nraise E()")
+    assert r.error == "exception" and r.error_message == "E: <unprintable>"
 
 
-async def test_timeout_kills_an_infinite_loop_and_its_children() -> None:
-    # A directory the sandbox user (nobody) can write to, so a surviving child could leave its mark.
-    shared = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
-    shared.chmod(0o777)
-    marker = shared / "survivor"
-    child = f"import time\ntime.sleep(2)\nopen({str(marker)!r}, 'w').write('alive')\n"
-    # A child that leaves the process group; it must die with the sandbox all the same (PID namespace).
+async def test_the_code_ends_like_a_script(engine: SandboxEngine) -> None:
+    # atexit handlers and threads finish, and what the code defines pickles (multiprocessing works).
     code = (
-        "import subprocess, sys\n"
-        "subprocess.Popen([sys.executable, 'child.py'], start_new_session=True)\n"
-        "while True:\n    pass\n"
+        "import atexit, threading, time, multiprocessing\n"
+        "def square(x):\n    return x * x\n"
+        "atexit.register(print, 'atexit ran')\n"
+        "threading.Thread(target=lambda: (time.sleep(0.2), print('thread finished'))).start()\n"
+        "with multiprocessing.Pool(2) as pool:\n    print(pool.map(square, [1, 2, 3]))\n"
     )
-    # private_tmp off: the child must be able to reach the marker's directory for this test to tell anything.
-    r = await run(code, engine(private_tmp=False), timeout_seconds=1, files={"child.py": child})
-    assert r.error == "timeout" and not r.ok
-    assert 900 <= r.duration_ms < 5000
-    await asyncio.sleep(2.5)
-    try:
-        if ROOT:
-            assert r.isolation.pid_namespace and not marker.exists()
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
+    r = await run(engine, code)
+    assert r.ok, r.stderr
+    lines = r.stdout.splitlines()
+    # Python ends a script's threads first, then runs its atexit handlers.
+    assert sorted(lines[:2]) == ["[1, 4, 9]", "thread finished"] and lines[2:] == ["atexit ran"]
+
+
+async def test_files_come_back_after_a_timeout_too(engine: SandboxEngine) -> None:
+    # The launcher ends the code at the wall clock, then lists the workspace.
+    r = await run(engine, "open('partial.txt', 'w').write('so far')\nwhile True: pass", timeout_seconds=1)
+    assert r.error == "timeout" and [(f.path, f.text) for f in r.files] == [("partial.txt", "so far")]
+
+
+async def test_without_proc_for_containers_that_mask_theirs() -> None:
+    eng = await sandbox_engine(mount_proc=False)
+    r = await run(eng, "import os\nprint(os.path.exists('/proc'), os.getpid())")
+    assert r.ok and r.stdout == "False 2\n", r.stderr
+    assert r.isolation is not None and r.isolation.proc == "none"
 
 
 async def test_memory_is_capped() -> None:
-    r = await run("b = bytearray(1024 * 1024 * 1024)\nprint('allocated')", engine(limits=SandboxLimits(memory_mb=256)))
+    eng = await sandbox_engine(limits=SandboxLimits(memory_mb=256))
+    r = await run(eng, "b = bytearray(1024 * 1024 * 1024)\nprint('allocated')")
     assert r.error == "memory_limit" and "allocated" not in r.stdout
-    r = await run("b = bytearray(100 * 1024 * 1024)\nprint(len(b))", engine(limits=SandboxLimits(memory_mb=256)))
+    r = await run(eng, "b = bytearray(100 * 1024 * 1024)\nprint(len(b))")
     assert r.ok and r.stdout.strip() == str(100 * 1024 * 1024)
 
 
 async def test_cpu_time_is_capped() -> None:
     # The wall clock normally fires first; with CPU time below it (as multi-threaded code would reach), the
     # CPU limit ends the run.
-    r = await run("while True: pass", engine(limits=SandboxLimits(cpu_seconds_extra=-4)), timeout_seconds=6)
-    assert r.error == "cpu_limit" and r.duration_ms < 5500
+    eng = await sandbox_engine(limits=SandboxLimits(cpu_seconds_extra=-4))
+    r = await run(eng, "while True: pass", timeout_seconds=6)
+    assert r.error == "cpu_limit" and r.duration_ms < 5500 and r.exit_code is not None and r.exit_code < 0
 
 
-async def test_file_size_is_capped() -> None:
-    r = await run("open('big', 'wb').write(b'x' * 3 * 1024 * 1024)", engine(limits=SandboxLimits(file_size_mb=1)))
+async def test_file_size_and_disk_are_capped() -> None:
+    eng = await sandbox_engine(limits=SandboxLimits(file_size_mb=1, disk_mb=8))
+    r = await run(eng, "open('big', 'wb').write(b'x' * 3 * 1024 * 1024)")
     assert r.error == "exception" and "File too large" in (r.error_message or "")
+    code = (
+        "import os\n"
+        "try:\n"
+        "    for i in range(40):\n"
+        "        open(f'part{i}', 'wb').write(b'x' * 1024 * 1024)\n"
+        "except OSError as exc:\n"
+        "    print(exc.strerror, len(os.listdir('.')))\n"
+    )
+    r = await run(eng, code)
+    assert r.ok and r.stdout.startswith("No space left on device"), (r.stdout, r.stderr)
+    assert not Path("/tmp/part0").exists()  # the workspace is the sandbox's own tmpfs
 
 
 async def test_output_is_capped() -> None:
-    r = await run(
-        "import sys\nprint('A' * 50000)\nsys.stderr.write('B' * 50000 + 'END')",
-        engine(limits=SandboxLimits(output_chars=1000)),
-    )
+    eng = await sandbox_engine(limits=SandboxLimits(output_chars=1000))
+    r = await run(eng, "import sys\nprint('A' * 50000)\nsys.stderr.write('B' * 50000 + 'END')")
     assert r.stdout_truncated and r.stdout == "A" * 1000
     assert r.stderr_truncated and r.stderr.endswith("END") and len(r.stderr) == 1000
 
 
-async def test_environment_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_TOOLS_OPENAI_API_KEY", "sk-parent-secret")
-    monkeypatch.setenv("DATABASE_PASSWORD", "hunter2")
-    r = await run("import os, json; print(json.dumps(dict(os.environ)))")
-    env = json.loads(r.stdout)
-    assert "sk-parent-secret" not in r.stdout and "hunter2" not in r.stdout
-    assert set(env) <= {"PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-                        "MKL_NUM_THREADS", "MPLBACKEND"}  # fmt: skip
+async def test_runs_as_an_unprivileged_account(engine: SandboxEngine) -> None:
+    r = await run(engine, "import os\nprint(os.getuid(), os.getgid(), os.getgroups())")
+    account = pwd.getpwnam("nobody") if ROOT else pwd.getpwuid(os.getuid())
+    uid, gid, groups = r.stdout.split(" ", 2)
+    assert (int(uid), int(gid)) == (account.pw_uid, account.pw_gid) and account.pw_uid != 0
+    # As root, bwrap starts as that account with no supplementary groups; otherwise it keeps the worker's.
+    assert set(json.loads(groups)) <= (set() if ROOT else set(os.getgroups())), groups
+    assert r.isolation is not None and r.isolation.user == ("nobody" if ROOT else pwd.getpwuid(os.getuid()).pw_name)
 
 
-@needs_root
-async def test_no_network_in_the_namespace(tcp_server: int) -> None:
+async def test_files_round_trip_and_odd_names_come_back_escaped(engine: SandboxEngine) -> None:
+    content = "nul:\x00 é 🙂 \u2028 end"
     code = (
-        "import socket\n"
-        f"s = socket.create_connection(('127.0.0.1', {tcp_server}), timeout=2)\n"
-        "print(s.recv(5).decode())"
+        "data = open('in.txt', encoding='utf-8').read()\n"
+        "print(ascii(data))\n"
+        "open(b'bad\\xff.txt', 'wb').write(b'\\xff\\xfe binary')\n"
+        "open('copy.txt', 'w', encoding='utf-8').write(data)\n"
     )
-    # Control: the same code without the namespace reaches the server, so the test can tell the difference.
-    open_run = await run(code, engine(isolate_network=False))
-    assert open_run.stdout.strip() == "hello" and open_run.isolation.network == "none"
-    r = await run(code)
-    assert r.isolation.network == "namespace" and r.isolation.pid_namespace
-    assert r.error == "exception" and "hello" not in r.stdout
-    assert "Network is unreachable" in (r.error_message or "")
-
-
-@needs_root
-async def test_sees_only_its_own_processes() -> None:
-    r = await run("import os\nprint(os.getpid())\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
-    assert r.isolation.pid_namespace and r.isolation.private_proc
-    pid, visible = r.stdout.splitlines()
-    assert pid == "1" and visible == "[1]"  # not the worker, not pytest, not the Temporal server
-
-
-@needs_root
-@pytest.mark.skipif(not os.access("/usr/bin/python3", os.X_OK), reason="needs a system python readable by nobody")
-async def test_drops_privileges_when_the_interpreter_allows_it(open_dir: Path) -> None:
-    secret = open_dir / "secret.txt"
-    secret.write_text("root only")
-    secret.chmod(0o600)
-    eng = engine(python=shutil.which("python3", path="/usr/bin") or "/usr/bin/python3", private_tmp=False)
-    r = await run(f"import os\nprint(os.getuid())\nprint(open({str(secret)!r}).read())", eng)
-    assert r.isolation.user == "nobody"
-    assert r.stdout.splitlines()[0] == "65534"
-    assert r.error == "exception" and "PermissionError" in (r.error_message or "")
-
-
-@pytest.fixture
-def open_dir() -> Iterator[Path]:
-    """A directory the sandbox user can traverse (pytest's tmp_path lives under a root-only 0700 parent)."""
-    path = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def world_readable(path: Path, text: str) -> Path:
-    path.write_text(text)
-    path.chmod(0o644)
-    return path
-
-
-@needs_root
-async def test_deployment_files_are_hidden(open_dir: Path) -> None:
-    # World-readable on purpose: the sandbox user could read them if they were not hidden.
-    store = world_readable(open_dir / "store.sqlite", "every transcript")
-    secrets_dir = open_dir / "secrets"
-    secrets_dir.mkdir(mode=0o755)
-    world_readable(secrets_dir / "key", "sk-live")
-    visible = world_readable(open_dir / "visible", "ok")
-    hide = deployment_secrets(Settings(database_url=f"sqlite+aiosqlite:///{store}"))
-    assert str(store) in hide and f"{store}-wal" in hide
-    eng = SandboxEngine(SandboxSettings(hide_paths=[str(secrets_dir)], private_tmp=False), hide_paths=hide)
-    code = (
-        f"import os\nprint(repr(open({str(store)!r}).read()))\n"
-        f"print(os.listdir({str(secrets_dir)!r}))\nprint(open({str(visible)!r}).read())"
-    )
-    r = await run(code, eng)
+    r = await run(engine, code, files={"in.txt": content})
     assert r.ok, r.stderr
-    assert r.stdout.splitlines() == ["''", "[]", "ok"]
-    assert str(store) in r.isolation.hidden_paths and str(secrets_dir) in r.isolation.hidden_paths
-    # Only the sandbox's view changed.
-    assert store.read_text() == "every transcript" and (secrets_dir / "key").read_text() == "sk-live"
+    assert r.stdout.strip() == ascii(content)
+    files = {f.path: f for f in r.files}
+    assert files["copy.txt"].text == content
+    # A name that is not UTF-8 is escaped; a binary file is listed without text.
+    assert files["bad\\xff.txt"].text is None and files["bad\\xff.txt"].size_bytes == 9
+    json.loads(r.model_dump_json())  # and the whole result is valid JSON
 
 
-@needs_root
-async def test_private_size_limited_tmp(open_dir: Path) -> None:
-    outside = world_readable(open_dir / "other-run.txt", "another session's file")
-    code = (
-        "import os\n"
-        f"print(os.path.exists({str(outside)!r}))\n"
-        "print(open('in.txt').read())\n"
-        "open('out.txt', 'w').write('result')\n"
-        "try:\n"
-        "    with open('/tmp/fill', 'wb') as f:\n"
-        "        for _ in range(40):\n"
-        "            f.write(b'x' * 1024 * 1024)\n"
-        "except OSError as exc:\n"
-        "    print(exc.strerror)\n"
+async def test_a_forged_status_cannot_break_the_result(engine: SandboxEngine) -> None:
+    """The code can find the launcher's status pipe and write to it: what it writes only changes its own
+    result, and never makes the result unserialisable (lone surrogates, wrong types, junk)."""
+    forged = (
+        '{"done": true, "exit_code": "zero", "signal": true, "error": "\\udcff", "message": "\\ud800",'
+        ' "files": [{"path": "\\udc80", "size_bytes": 1, "text": "\\ud800"}, {"path": 5}, "junk"],'
+        ' "files_truncated": "yes"}'
     )
-    r = await run(code, engine(limits=SandboxLimits(disk_mb=16)), files={"in.txt": "input"})
-    assert r.isolation.private_tmp and r.ok, r.stderr
-    assert r.stdout.splitlines() == ["False", "input", "No space left on device"]
-    assert [(f.path, f.text) for f in r.files] == [("out.txt", "result")]
-    assert not Path("/tmp/fill").exists()
+    code = (
+        "import os, stat\n"
+        "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "    try:\n"
+        "        if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
+        f"            os.write(fd, b'not json\\n' + {forged.encode()!r} + b'\\n' + b'x' * 100000 + b'\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    r = await run(engine, code)
+    out = json.loads(r.model_dump_json())
+    assert out["isolation"]["mode"] == "bubblewrap"  # stated by the worker, whatever the code wrote
+    # The launcher's own last status line wins over the forged one.
+    assert r.ok and r.exit_code == 0 and r.files == []
 
 
-async def test_reports_user_honestly_when_privileges_stay() -> None:
-    r = await run("import os; print(os.getuid())", engine(user=None))
-    assert r.stdout.strip() == str(os.geteuid())
-    assert r.isolation.user.startswith(os.environ.get("USER", "") or r.isolation.user.split()[0])
-    assert "(" in r.isolation.user  # the reason why privileges were kept is stated
+# ---- hostile arguments, through the activity's own entry -------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def services(settings: Settings) -> AsyncIterator[Services]:
+    opened = await Services.open(settings)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def call(services: Services, arguments: Any) -> tuple[bool, str]:
+    inp = ToolCallInput(
+        session=SessionRef(
+            session_id="s-hostile", run_id="r1", agent="coder", organisation="o", project="p", user="u",
+            root_id="s-hostile", model="scripted:x",
+        ),
+        call_id="c1",
+        name="exec_python",
+        arguments=arguments,
+    )  # fmt: skip
+    out = await run_tool(services, services.catalog.get("exec_python"), IMPLEMENTATIONS["exec_python"], inp)
+    return out.is_error, out.content
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"code": "x" * (MAX_CODE_CHARS + 1)}, "at most 100000 characters"),
+        ({"code": ""}, "at least 1 character"),
+        ({"code": "print(1)\x00"}, "NUL character at offset 8"),
+        ({"code": "print('\ud800')"}, "unable to parse raw data as a unicode string"),
+        ({"code": 123}, "valid string"),
+        ({"code": ["print(1)"]}, "valid string"),
+        ({}, "Field required"),
+        ({"code": "1", "timeout_seconds": 0}, "greater than or equal to 1"),
+        ({"code": "1", "timeout_seconds": 121}, "less than or equal to 120"),
+        ({"code": "1", "timeout_seconds": "soon"}, "valid integer"),
+        ({"code": "1", "files": ["a.txt"]}, "valid dictionary"),
+        ({"code": "1", "files": {"a.txt": 1}}, "valid string"),
+        ({"code": "1", "files": {"../escape": "x"}}, "without empty, '.' or '..' segments"),
+        ({"code": "1", "files": {"a/../../escape": "x"}}, "'..' segments"),
+        ({"code": "1", "files": {"/etc/passwd": "x"}}, "'..' segments"),
+        ({"code": "1", "files": {"a/./b": "x"}}, "'.' or '..' segments"),
+        ({"code": "1", "files": {"a//b": "x"}}, "empty"),
+        ({"code": "1", "files": {"dir/": "x"}}, "empty"),
+        ({"code": "1", "files": {"a\x00b": "x"}}, "letters, digits"),
+        ({"code": "1", "files": {"a\ud800": "x"}}, "letters, digits"),
+        ({"code": "1", "files": {"a\nb": "x"}}, "letters, digits"),
+        ({"code": "1", "files": {"x" * 201: "x"}}, "1 to 200 characters"),
+        ({"code": "1", "files": {"a.txt": "\udc80"}}, "lone surrogate at offset 0"),
+        ({"code": "1", "files": {"a": "x", "a/b": "y"}}, "also the directory of 'a/b'"),
+        ({"code": "1", "files": {"big": "x" * (MAX_INPUT_FILE_CHARS + 1)}}, "larger than 1000000"),
+        ({"code": "1", "files": {f"f{i}": "" for i in range(21)}}, "at most 20 items"),
+    ],
+)
+async def test_hostile_arguments_are_clear_tool_errors(services: Services, arguments: Any, expected: str) -> None:
+    is_error, content = await call(services, arguments)
+    assert is_error and expected in content, content
+
+
+async def test_odd_but_valid_arguments_run(services: Services) -> None:
+    await sandbox_engine()  # skips (or fails in CI) without a sandbox
+    huge = "x = 0\n" + "x += 1\n" * ((MAX_CODE_CHARS - 20) // 7) + "print(x)\n"
+    assert len(huge) <= MAX_CODE_CHARS
+    is_error, content = await call(services, {"code": huge})
+    assert not is_error and json.loads(content)["stdout"] == f"{(MAX_CODE_CHARS - 20) // 7}\n"
+    files = {"data/é ü.txt": "a\x00b", "deep/er/file-1.csv": "1,2"}
+    code = "import os\nprint(sorted(os.listdir('data')), repr(open('data/é ü.txt').read()))"
+    is_error, content = await call(services, {"code": code, "files": files, "timeout_seconds": "5"})
+    assert not is_error, content
+    assert json.loads(content)["stdout"] == "['é ü.txt'] 'a\\x00b'\n"
 
 
 def test_contract() -> None:
@@ -252,12 +274,8 @@ def test_contract() -> None:
     schema = spec.parameters_schema()
     assert schema["properties"]["timeout_seconds"]["maximum"] == 120
     assert schema["properties"]["timeout_seconds"]["default"] == 30
-    with pytest.raises(ValueError):
-        ExecPythonArgs(code="1", timeout_seconds=121)
-    with pytest.raises(ValueError):
-        ExecPythonArgs(code="1", files={"../escape": "x"})
-    with pytest.raises(ValueError):
-        ExecPythonArgs(code="1", files={"/etc/passwd": "x"})
+    assert schema["properties"]["code"]["maxLength"] == MAX_CODE_CHARS
+    assert schema["properties"]["files"]["maxProperties"] == 20
 
 
 def test_codai_profile_gets_them_by_level() -> None:
@@ -271,7 +289,134 @@ def test_codai_profile_gets_them_by_level() -> None:
     assert "exec_python" not in at_l1 and "use_skill" in at_l1
 
 
+# ---- failing closed ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    yield from world_readable_dir()
+
+
+def userns_disabled_bwrap(directory: Path) -> str:
+    """A real bwrap on a machine where user namespaces are off: it runs in a user namespace of its own whose
+    max_user_namespaces is 0 (a limit local to that namespace: the machine's stays as it is)."""
+    bwrap, unshare = shutil.which("bwrap"), shutil.which("unshare")
+    if not bwrap or not unshare:
+        pytest.skip("needs bwrap and unshare (util-linux)")
+    script = directory / "bwrap-without-userns"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"exec {unshare} --user --map-root-user sh -c "
+        '\'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" "$@"\' '
+        f'{bwrap} "$@"\n'
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+async def test_without_bwrap_the_tool_is_not_available() -> None:
+    eng = SandboxEngine(SandboxSettings(bwrap="/nonexistent/bwrap"))
+    found = await eng.availability()
+    assert not found.offered and found.sandbox is None
+    assert "bubblewrap is not installed: no executable '/nonexistent/bwrap'" in found.reason
+    # A call that still reaches such a worker is refused: the code never runs unisolated.
+    r = await run(eng, "print('ran')")
+    assert not r.ok and r.error == "sandbox_error" and r.stdout == ""
+    assert "exec_python is not available on this worker: bubblewrap is not installed" in (r.error_message or "")
+
+
+async def test_a_bwrap_that_fails_its_probe_is_not_used(open_dir: Path) -> None:
+    await sandbox_engine()  # the real bwrap works here, so what fails below is the missing user namespaces
+    eng = SandboxEngine(SandboxSettings(bwrap=userns_disabled_bwrap(open_dir)))
+    found = await eng.availability()
+    assert not found.offered
+    assert "bubblewrap cannot run the code here" in found.reason
+    assert "max_*_namespaces exceeded" in found.reason, found.reason
+
+
+@pytest.mark.skipif(not ROOT, reason="the sandbox account is chosen only by a root worker")
+async def test_a_root_worker_needs_an_unprivileged_sandbox_account() -> None:
+    for user, why in [("no-such-account-x", "does not exist"), ("root", "is root"), (None, "no sandbox user is set")]:
+        found = await SandboxEngine(SandboxSettings(user=user)).availability()
+        assert not found.offered and why in found.reason, found.reason
+
+
+async def test_the_store_env_and_worker_tree_are_never_bound(open_dir: Path) -> None:
+    store = open_dir / "agent_tools.db"
+    store.write_text("every transcript")
+    protected = protected_paths(Settings(database_url=f"sqlite+aiosqlite:///{store}"))
+    assert protected[:2] == (str(store), f"{store}-wal") and str(Path.cwd().resolve()) in protected
+    for extra in ({"read_only_paths": [str(open_dir)]}, {"library_paths": [str(REPO)]}):
+        found = await SandboxEngine(SandboxSettings(**extra), protected=protected).availability()
+        assert not found.offered and "would show" in found.reason, found.reason
+
+
+async def test_the_unisolated_mode_is_an_explicit_opt_in_refused_to_root() -> None:
+    eng = SandboxEngine(SandboxSettings(bwrap="/nonexistent/bwrap", unsafe_run_without_isolation=True))
+    found = await eng.availability()
+    if ROOT:
+        assert not found.offered and "refused to a worker that runs as root" in found.reason
+        return
+    assert found.unisolated is not None and found.sandbox is None
+    r = await run(eng, "import os\nprint(os.getuid())\nopen('out.txt', 'w').write('x')", files={"in.txt": "i"})
+    assert r.ok and r.stdout == f"{os.getuid()}\n" and [f.path for f in r.files] == ["out.txt"]
+    assert r.isolation is not None and r.isolation.mode == "none" and r.isolation.network == "host"
+    assert "unisolated" in r.isolation.user
+
+
+async def tools_prepared(settings: Settings) -> list[str]:
+    coder = AgentDefinition(name="coder", tool_level=ToolLevel.l3_sandbox, profile=None, tools=["exec_python"])
+    services = await Services.open(settings, agents=AgentRegistry([coder]))
+    try:
+        out = await prepare_session(
+            services, PrepareInput(session_id="s-prep", request=SessionRequest(agent="coder", prompt="x"))
+        )
+    finally:
+        await services.close()
+    return out.config.tools
+
+
+async def test_prepare_offers_exec_python_only_with_a_sandbox(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, open_dir: Path
+) -> None:
+    await sandbox_engine()
+    assert await tools_prepared(settings) == ["exec_python"]
+    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    assert await tools_prepared(settings) == []
+    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_BWRAP", userns_disabled_bwrap(open_dir))
+    assert await tools_prepared(settings) == []
+
+
+async def test_the_worker_says_why_at_start(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    services = await Services.open(settings)
+    try:
+        with caplog.at_level(logging.INFO, logger="agent_tools.activities.sandbox.tool"):
+            await announce(services)
+    finally:
+        await services.close()
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+    assert caplog.records[0].getMessage() == (
+        "exec_python is not offered by this worker: bubblewrap is not installed: no executable "
+        "'/nonexistent/bwrap' (Debian/Ubuntu package 'bubblewrap')"
+    )
+    # Switched off by the deployment: nothing to say.
+    caplog.clear()
+    services = await Services.open(settings.model_copy(update={"disabled_tools": ["exec_python"]}))
+    try:
+        await announce(services)
+    finally:
+        await services.close()
+    assert caplog.records == []
+
+
+# ---- in a session ------------------------------------------------------------------------------------------
+
+
 async def test_exec_python_in_a_session(settings: Any, script: Any, worker_for: Any) -> None:
+    await sandbox_engine()
     call = {"name": "exec_python", "arguments": {"code": "print(sum(range(10)))"}}
     settings.model = script(
         [
@@ -304,6 +449,89 @@ async def test_exec_python_in_a_session(settings: Any, script: Any, worker_for: 
         await handle.result()
         tool_msgs = [e for e in await handle.transcript() if e.role == "tool"]
         assert "Unknown tool 'exec_python'" in tool_msgs[0].content
+
+
+async def test_a_session_on_a_worker_without_isolation_has_no_exec_python(
+    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    call = {"name": "exec_python", "arguments": {"code": "print('escaped')"}}
+    settings.model = script([{"turns": [{"tool_calls": [call]}, {"say": "{{tool_results}}"}]}])
+    coder = AgentDefinition(name="coder", tool_level=ToolLevel.l3_sandbox, profile=None, tools=["exec_python"])
+    with caplog.at_level(logging.WARNING, logger="agent_tools.activities.sandbox.tool"):
+        async with worker_for(agents=[coder]) as client:
+            handle = await client.start_session("compute", agent="coder")
+            await handle.result()
+            tool_msgs = [e for e in await handle.transcript() if e.role == "tool"]
+    assert "Unknown tool 'exec_python'" in tool_msgs[0].content and "escaped" not in tool_msgs[0].content
+    assert any("exec_python is not offered by this worker" in r.getMessage() for r in caplog.records)
+
+
+# ---- the escape tests, again as an unprivileged account -------------------------------------------------------
+
+
+def _runs_as(runuser: str, user: str, python: str) -> bool:
+    probe = subprocess.run(
+        [runuser, "-u", user, "--", python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True, text=True, timeout=30, cwd="/",
+    )  # fmt: skip
+    return probe.returncode == 0 and probe.stdout.strip() == f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+# What differs for a worker that is not root, besides the escapes: bwrap runs as the worker's own user, and
+# the developer's unisolated opt-in is allowed there.
+AS_NON_ROOT = (
+    "test_runs_as_an_unprivileged_account",
+    "test_without_bwrap_the_tool_is_not_available",
+    "test_a_bwrap_that_fails_its_probe_is_not_used",
+    "test_the_unisolated_mode_is_an_explicit_opt_in_refused_to_root",
+    "test_a_forged_status_cannot_break_the_result",
+)
+
+
+@pytest.mark.skipif(not ROOT, reason="switching to the unprivileged account needs root (CI runs the suite as root)")
+def test_escape_tests_pass_as_a_non_root_account() -> None:
+    """The escape tests, and the tests of AS_NON_ROOT, again in a pytest run as an account that is not root and
+    has no home (CI creates it): bwrap then runs as the worker's own user, with no account to switch to."""
+    try:
+        pwd.getpwnam(UNPRIVILEGED_USER)
+    except KeyError:
+        message = f"no account {UNPRIVILEGED_USER!r} (.ci/run creates it)"
+        if REQUIRE_SANDBOX:
+            pytest.fail(message)
+        pytest.skip(message)
+    runuser = shutil.which("runuser")
+    if not runuser:
+        pytest.skip("needs runuser (util-linux)")
+    readable = subprocess.run([runuser, "-u", UNPRIVILEGED_USER, "--", "test", "-r", str(REPO / "pyproject.toml")])
+    assert readable.returncode == 0, f"{UNPRIVILEGED_USER} cannot read the checkout {REPO}: it must be world-readable"
+    # The worker's interpreter may sit where that account cannot read it (pyenv under /root): use one of the
+    # same version that it can, with the same site-packages on its path.
+    candidates = [os.path.realpath(sys.executable), *SandboxSettings().python_fallbacks]
+    usable = [p for p in dict.fromkeys(candidates) if os.path.exists(p) and _runs_as(runuser, UNPRIVILEGED_USER, p)]
+    python = next(iter(usable), None)
+    assert python is not None, f"no Python {sys.version_info[:2]} that {UNPRIVILEGED_USER} can run"
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": os.pathsep.join([*default_library_paths(), str(REPO)]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        **{k: v for k, v in os.environ.items() if k in ("AGENT_TOOLS_REQUIRE_SANDBOX", "AGENT_TOOLS_REQUIRE_POSTGRES")},
+    }
+    command = [
+        runuser, "-u", UNPRIVILEGED_USER, "--", python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
+        "tests/test_sandbox_escapes.py", *(f"tests/test_sandbox.py::{name}" for name in AS_NON_ROOT),
+    ]  # fmt: skip
+    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-6000:]
+    # Every one of them ran and passed as that account: none skipped for want of a sandbox.
+    summary = output.strip().splitlines()[-1]
+    assert "skipped" not in summary and "deselected" not in summary, output[-3000:]
+    module = (REPO / "tests/test_sandbox_escapes.py").read_text()
+    escapes = sum(1 for line in module.splitlines() if line.startswith("async def test_"))
+    assert summary.startswith(f"{escapes + len(AS_NON_ROOT)} passed"), summary
 
 
 if sys.platform != "linux":  # pragma: no cover

@@ -83,6 +83,13 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
 
         if not await visible_skills(SkillsSettings().dir, agent.name):
             tools = [t for t in tools if t != "use_skill"]
+    if "exec_python" in tools:
+        # Fail closed: a worker that cannot isolate model-written code offers no code interpreter at all (it
+        # said why when it started). A call that still lands on such a worker gets a tool error there.
+        from agent_tools.activities.sandbox import offered
+
+        if not await offered(services):
+            tools = [t for t in tools if t != "exec_python"]
     options = (
         SessionOptions(search_attributes=s.search_attributes, memory=agent.memory)
         .merged(agent.options)

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_tools.activities import delegation, events, history, memory, planning, research, results, skills
+from agent_tools.activities import delegation, events, history, memory, planning, research, results, sandbox, skills
 from agent_tools.activities.context import ToolImpl
 from agent_tools.activities.engine import build_engine_activities
 from agent_tools.activities.services import ContextHook, ServicesHolder
 from agent_tools.activities.tool_runner import build_tool_activities
-from agent_tools.activities.tools import sandbox
 from agent_tools.activities.web import tools as web_tools
 from agent_tools.user_tools import UserTool
 

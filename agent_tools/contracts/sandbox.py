@@ -1,9 +1,14 @@
 """codai's ``exec_python`` contract: run Python in a sandbox (the "code interpreter" capability).
 
-The engine is :mod:`agent_tools.activities.tools.sandbox`. Each call runs in a fresh process and a fresh temporary
-working directory that is deleted afterwards: nothing persists between calls, so a retried or rescheduled
-activity (possibly on another worker) behaves exactly like the first attempt. Files the model wants to work
-on are passed in ``files``; files the code writes come back listed (small text files with their content).
+The engine is :mod:`agent_tools.activities.sandbox`. Each call runs in a fresh sandbox with a fresh, empty
+workspace that is gone afterwards: nothing persists between calls, so a retried or rescheduled activity
+(possibly on another worker) behaves exactly like the first attempt. Files the model wants to work on are
+passed in ``files``; files the code writes come back listed (small text files with their content).
+
+The arguments are checked here, where they enter (DESIGN §12): code and file contents must be text that
+encodes as UTF-8 (no lone surrogates), code has no NUL (Python source cannot), and file paths are relative
+names without ``.``/``..`` segments, NUL or surrogates, none of them both a file and another's directory.
+A bad argument is a tool error for the model, never a failed activity.
 
 Tool level ``l3_sandbox``: an agent needs that level (codai: "cloud sandbox: shell, Python, files").
 """
@@ -22,7 +27,29 @@ MAX_CODE_CHARS = 100_000
 MAX_INPUT_FILES = 20
 MAX_INPUT_FILE_CHARS = 1_000_000
 
-_SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[\w.\-/ ]{1,200}$")
+MAX_PATH_CHARS = 200
+# One path segment: word characters, dots, dashes and spaces; never "." or ".." (checked apart).
+_SEGMENT = re.compile(r"[\w.\- ]+")
+
+
+def _first_surrogate(text: str) -> int | None:
+    """Offset of the first lone surrogate (text that cannot be encoded as UTF-8), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _path_problem(path: str) -> str | None:
+    if not 1 <= len(path) <= MAX_PATH_CHARS:
+        return f"must be 1 to {MAX_PATH_CHARS} characters"
+    segments = path.split("/")
+    if any(s in ("", ".", "..") for s in segments):
+        return "must be relative, without empty, '.' or '..' segments"
+    if not all(_SEGMENT.fullmatch(s) for s in segments):
+        return "may hold letters, digits, '_', '.', '-', ' ' and '/' only"
+    return None
 
 
 class SandboxLimits(BaseModel):
@@ -33,8 +60,10 @@ class SandboxLimits(BaseModel):
         cpu_seconds_extra: CPU seconds allowed beyond the call's wall-clock timeout (RLIMIT_CPU is set to
             ``timeout + extra``; the wall clock normally fires first, the CPU limit backs it up).
         file_size_mb: Largest file the code may write (RLIMIT_FSIZE).
-        disk_mb: Size of the private tmpfs holding the working directory and /tmp (as root).
-        max_processes: Processes of the sandbox user (RLIMIT_NPROC; only applied when privileges are dropped).
+        disk_mb: Size of the sandbox's /tmp, a private tmpfs that is its working directory and the only place
+            it can write.
+        max_processes: Processes of one run (RLIMIT_NPROC, which under bubblewrap counts the run's own user
+            namespace only; not applied in the unisolated mode, where it would count all the user's).
         open_files: RLIMIT_NOFILE.
         output_chars: Characters kept of stdout and of stderr each.
         returned_files: How many files of the working directory are listed in the result.
@@ -63,19 +92,38 @@ class ExecPythonArgs(BaseModel):
     )
     files: dict[str, str] = Field(
         default_factory=dict,
-        description="Text files to create in the working directory first: relative path -> content",
+        max_length=MAX_INPUT_FILES,
+        description=(
+            f"Text files to create in the working directory first: relative path (at most {MAX_PATH_CHARS} "
+            f"characters, no '..') -> content (at most {MAX_INPUT_FILE_CHARS} characters), up to {MAX_INPUT_FILES} files"
+        ),
     )
+
+    @field_validator("code")
+    @classmethod
+    def _check_code(cls, value: str) -> str:
+        # A lone surrogate never gets here: pydantic refuses it in a plain string (it does not in dict values,
+        # hence the check of the files' contents below).
+        if "\x00" in value:
+            raise ValueError(f"code contains a NUL character at offset {value.index(chr(0))}; Python source cannot")
+        return value
 
     @field_validator("files")
     @classmethod
     def _check_files(cls, value: dict[str, str]) -> dict[str, str]:
-        if len(value) > MAX_INPUT_FILES:
-            raise ValueError(f"at most {MAX_INPUT_FILES} files")
         for path, content in value.items():
-            if not _SAFE_PATH.match(path):
-                raise ValueError(f"file path {path!r} must be relative, without '..'")
+            problem = _path_problem(path)
+            if problem:
+                raise ValueError(f"file path {path!r} {problem}")
             if len(content) > MAX_INPUT_FILE_CHARS:
                 raise ValueError(f"file {path!r} is larger than {MAX_INPUT_FILE_CHARS} characters")
+            bad = _first_surrogate(content)
+            if bad is not None:
+                raise ValueError(f"file {path!r} contains a lone surrogate at offset {bad}: send valid Unicode text")
+        for path in value:
+            for other in value:
+                if other.startswith(path + "/"):
+                    raise ValueError(f"file path {path!r} is also the directory of {other!r}")
         return value
 
 
@@ -90,14 +138,19 @@ class SandboxFile(BaseModel):
 
 
 class Isolation(BaseModel):
-    """What this run was actually isolated by (reported, never assumed)."""
+    """What this run was isolated by: stated by the worker from what it set up, never taken from the code."""
 
-    network: Literal["namespace", "none"] = Field(description="'namespace': no network at all, not even loopback")
-    pid_namespace: bool = False
-    private_tmp: bool = Field(default=False, description="Working directory and /tmp on a private, size-limited tmpfs")
-    private_proc: bool = Field(default=False, description="/proc shows only the sandbox's own processes")
-    hidden_paths: list[str] = Field(default_factory=list, description="Paths replaced by empty ones")
-    user: str = Field(description="User the code ran as")
+    mode: Literal["bubblewrap", "none"] = Field(
+        description="'bubblewrap': the sandbox; 'none': the unisolated developer mode, no isolation at all"
+    )
+    network: Literal["none", "host"] = Field(description="'none': no network at all, not even loopback")
+    filesystem: Literal["minimal_root", "host"] = Field(
+        description="'minimal_root': a read-only root with the Python runtime and libraries only"
+    )
+    pid_namespace: bool = Field(description="The code sees and can signal its own processes only")
+    proc: Literal["own", "none", "host"] = Field(description="What /proc shows: the sandbox's processes, nothing, all")
+    private_tmp: bool = Field(description="The working directory is /tmp, a private, size-limited tmpfs")
+    user: str = Field(description="Account the code ran as")
     resource_limits: bool = True
     environment: Literal["scrubbed"] = "scrubbed"
 

@@ -1,0 +1,13 @@
+"""``exec_python``'s engine: the tool (:mod:`.tool`), its bubblewrap sandbox (:mod:`.isolation`) and the
+program that runs inside it (:mod:`.launcher`)."""
+
+from agent_tools.activities.sandbox.tool import (
+    IMPLEMENTATIONS,
+    SandboxEngine,
+    SandboxSettings,
+    announce,
+    offered,
+    protected_paths,
+)
+
+__all__ = ["IMPLEMENTATIONS", "SandboxEngine", "SandboxSettings", "announce", "offered", "protected_paths"]

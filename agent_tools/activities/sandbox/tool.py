@@ -1,0 +1,319 @@
+"""``exec_python``: run untrusted Python in a bubblewrap sandbox, or not at all.
+
+The sandbox itself (namespaces, the minimal read-only root, the private ``/tmp``) is described in
+:mod:`.isolation`; the program that runs inside it, applies the rlimits and lists the workspace is
+:mod:`.launcher`. This module is the tool: settings, the engine a worker shares between calls, the result
+the model reads, and the two places where an unavailable sandbox takes the tool away (``prepare_session``
+drops it from the agent's tools; a call that still reaches a worker without it gets a tool error).
+
+Fail closed: when bubblewrap is missing or cannot create its namespaces (no user namespaces, a container's
+seccomp or AppArmor profile), ``exec_python`` is not offered, and the worker says why when it starts. Only
+``AGENT_TOOLS_SANDBOX_UNSAFE_RUN_WITHOUT_ISOLATION=true``, on a worker that is not root, runs code without
+isolation (a developer's laptop); every result then says ``"mode": "none"``.
+
+Each call gets a fresh workspace, gone afterwards: calls are independent, so a retried activity on another
+worker gives the same answer (no per-session state on one worker's disk).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+
+from agent_tools.activities.context import BuiltinContext, ToolImpl
+from agent_tools.activities.sandbox.isolation import (
+    Availability,
+    IsolationConfig,
+    Sandbox,
+    Unisolated,
+    availability,
+    default_library_paths,
+    execute,
+    failure_detail,
+)
+from agent_tools.activities.sandbox.runner import Outcome
+from agent_tools.activities.services import Services
+from agent_tools.activity_io import ToolCallOutput
+from agent_tools.contracts.sandbox import (
+    ExecError,
+    ExecPythonArgs,
+    ExecPythonResult,
+    Isolation,
+    SandboxFile,
+    SandboxLimits,
+)
+from agent_tools.settings import Settings
+
+log = logging.getLogger(__name__)
+
+TOOL_NAME = "exec_python"
+_ENGINE_KEY = "sandbox"
+UNSAFE_SETTING = "AGENT_TOOLS_SANDBOX_UNSAFE_RUN_WITHOUT_ISOLATION"
+# The errors the launcher reports itself (the others are the worker's reading of how the code ended).
+_REPORTED_ERRORS: dict[str, ExecError] = {
+    "syntax_error": "syntax_error",
+    "exception": "exception",
+    "memory_limit": "memory_limit",
+    "sandbox_error": "sandbox_error",
+}
+
+
+class SandboxSettings(BaseSettings):
+    """Deployment settings of the sandbox (environment prefix ``AGENT_TOOLS_SANDBOX_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="AGENT_TOOLS_SANDBOX_", extra="ignore")
+
+    bwrap: str = Field(default="bwrap", description="The bubblewrap executable: a path, or a name looked up in PATH")
+    python: str = Field(
+        default=sys.executable, description="Interpreter for the code; the worker's own by default (same packages)"
+    )
+    python_fallbacks: list[str] = Field(
+        default=["/usr/local/bin/python3", "/usr/bin/python3"],
+        description=(
+            "Interpreters tried in order when `python` does not work in the sandbox (a root worker's pyenv under "
+            "/root, which the sandbox account cannot read); one with library paths must be the worker's version"
+        ),
+    )
+    user: str | None = Field(
+        default="nobody",
+        description="Account bwrap runs as when the worker is root (never root itself: RLIMIT_NPROC does not bind it)",
+    )
+    library_paths: list[str] | None = Field(
+        default=None,
+        description="Directories of packages the code may import, bound read-only; None: the worker's site-packages",
+    )
+    read_only_paths: list[str] = Field(
+        default_factory=list, description="More host paths shown read-only in the sandbox (data sets, /usr/share/...)"
+    )
+    mount_proc: bool = Field(
+        default=True,
+        description=(
+            "Give the sandbox a /proc of its own PID namespace; off: no /proc at all (a container that masks parts "
+            "of its /proc, Docker's default, cannot mount a new one)"
+        ),
+    )
+    unsafe_run_without_isolation: bool = Field(
+        default=False,
+        description=(
+            "DANGER, for a developer's laptop only: when bubblewrap cannot run, run model-written code as the "
+            "worker's own user with its network and files (never on a root worker)"
+        ),
+    )
+    limits: SandboxLimits = SandboxLimits()
+
+    def isolation_config(self, protected_paths: tuple[str, ...] = ()) -> IsolationConfig:
+        libraries = default_library_paths() if self.library_paths is None else tuple(self.library_paths)
+        return IsolationConfig(
+            bwrap=self.bwrap,
+            pythons=(self.python, *self.python_fallbacks),
+            user=self.user,
+            library_paths=libraries,
+            read_only_paths=tuple(self.read_only_paths),
+            mount_proc=self.mount_proc,
+            protected_paths=protected_paths,
+            unsafe_run_without_isolation=self.unsafe_run_without_isolation,
+        )
+
+
+def protected_paths(settings: Settings) -> tuple[str, ...]:
+    """What no bind may contain: a SQLite store (every session's transcript), ``.env`` (API keys) and the
+    worker's own tree (its working directory)."""
+    paths: list[str] = []
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        db = Path(url.database).resolve()
+        paths += [str(db), *(f"{db}{suffix}" for suffix in ("-wal", "-shm", "-journal"))]
+    cwd = Path.cwd().resolve()
+    paths += [str(cwd / ".env"), str(cwd)]
+    return tuple(paths)
+
+
+@dataclass
+class SandboxEngine:
+    """Runs code for one worker: its settings, and the sandbox found for them (probed once per process)."""
+
+    settings: SandboxSettings = field(default_factory=SandboxSettings)
+    protected: tuple[str, ...] = ()
+
+    async def availability(self) -> Availability:
+        return await availability(self.settings.isolation_config(self.protected))
+
+    async def run(self, args: ExecPythonArgs) -> ExecPythonResult:
+        """Run ``args.code``; every failure of the code (or of the sandbox) is a result, never raised."""
+        started = time.monotonic()
+        found = await self.availability()
+        plan: Sandbox | Unisolated | None = found.sandbox or found.unisolated
+        if plan is None:
+            return _failed(f"{TOOL_NAME} is not available on this worker: {found.reason}", started)
+        limits = self.settings.limits
+        try:
+            outcome = await execute(
+                plan, code=args.code, files=args.files, timeout_seconds=args.timeout_seconds, limits=limits
+            )
+        except OSError as exc:
+            return _failed(f"could not start the sandbox: {exc}", started)
+        return _result(outcome, plan, args, limits, started)
+
+
+def _isolation(plan: Sandbox | Unisolated) -> Isolation:
+    if isinstance(plan, Sandbox):
+        return Isolation(
+            mode="bubblewrap",
+            network="none",
+            filesystem="minimal_root",
+            pid_namespace=True,
+            proc="own" if plan.mount_proc else "none",
+            private_tmp=True,
+            user=plan.user_name,
+        )
+    return Isolation(
+        mode="none",
+        network="host",
+        filesystem="host",
+        pid_namespace=False,
+        proc="host",
+        private_tmp=False,
+        user=f"{plan.user_name} (unisolated: {UNSAFE_SETTING})",
+    )
+
+
+def _decode(data: bytes, total: int, cap_chars: int, keep: str) -> tuple[str, bool]:
+    text = data.decode("utf-8", "replace")
+    truncated = total > len(data) or len(text) > cap_chars
+    if len(text) > cap_chars:
+        text = text[:cap_chars] if keep == "head" else text[-cap_chars:]
+    return text, truncated
+
+
+def _files(status: dict[str, Any], limits: SandboxLimits) -> tuple[list[SandboxFile], bool]:
+    """The launcher's list of files, validated (it comes from inside the sandbox) and capped again."""
+    raw = status.get("files")
+    if not isinstance(raw, list):
+        return [], False
+    files: list[SandboxFile] = []
+    for item in raw[: limits.returned_files]:
+        try:
+            entry = SandboxFile.model_validate(item)
+        except ValidationError:
+            continue
+        if entry.text is not None and len(entry.text) > limits.returned_file_chars:
+            entry.text, entry.text_truncated = entry.text[: limits.returned_file_chars], True
+        files.append(entry)
+    return files, status.get("files_truncated") is True or len(raw) > limits.returned_files
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _classify(
+    outcome: Outcome, timeout: int, cpu_limit: int, limits: SandboxLimits
+) -> tuple[int | None, ExecError | None, str | None]:
+    """(exit code, error, message): a negative exit code is the signal that ended the code."""
+    status = outcome.status
+    sig = _int(status.get("signal"))
+    exit_code = -sig if sig else _int(status.get("exit_code"))
+    if outcome.backstop or status.get("timed_out") is True:
+        return exit_code, "timeout", f"killed after the {timeout}s wall-clock timeout"
+    if status.get("done") is not True:
+        return None, "sandbox_error", f"the sandbox failed: {failure_detail(outcome)}"
+    reported = _REPORTED_ERRORS.get(str(status.get("error")))
+    if reported is not None:
+        message = status.get("message")
+        return exit_code, reported, (message if isinstance(message, str) and message else reported)[:500]
+    if sig:
+        used = status.get("cpu_seconds")
+        if sig == signal.SIGXCPU or (isinstance(used, int | float) and used >= cpu_limit - 0.5):
+            return exit_code, "cpu_limit", "killed: CPU time limit reached"
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        hint = f" (the memory limit is {limits.memory_mb} MB)" if sig in (signal.SIGSEGV, signal.SIGABRT) else ""
+        return exit_code, "killed", f"terminated by {name}{hint}"
+    return exit_code, None, None
+
+
+def _result(
+    outcome: Outcome, plan: Sandbox | Unisolated, args: ExecPythonArgs, limits: SandboxLimits, started: float
+) -> ExecPythonResult:
+    stdout, stdout_truncated = _decode(outcome.stdout, outcome.stdout_total, limits.output_chars, "head")
+    stderr, stderr_truncated = _decode(outcome.stderr, outcome.stderr_total, limits.output_chars, "tail")
+    cpu_limit = max(1, args.timeout_seconds + limits.cpu_seconds_extra)
+    exit_code, error, message = _classify(outcome, args.timeout_seconds, cpu_limit, limits)
+    files, files_truncated = _files(outcome.status, limits)
+    return ExecPythonResult(
+        ok=exit_code == 0 and error is None,
+        exit_code=exit_code,
+        error=error,
+        error_message=message,
+        stdout=stdout,
+        stderr=stderr,
+        stdout_truncated=stdout_truncated,
+        stderr_truncated=stderr_truncated,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        files=files,
+        files_truncated=files_truncated,
+        isolation=_isolation(plan),
+    )
+
+
+def _failed(message: str, started: float) -> ExecPythonResult:
+    return ExecPythonResult(
+        ok=False,
+        exit_code=None,
+        error="sandbox_error",
+        error_message=message,
+        stdout="",
+        stderr="",
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def engine_of(services: Services) -> SandboxEngine:
+    """The worker's sandbox engine (created on first use, shared by every call)."""
+    engine = services.engines.get(_ENGINE_KEY)
+    if engine is None:
+        engine = services.engines[_ENGINE_KEY] = SandboxEngine(protected=protected_paths(services.settings))
+    assert isinstance(engine, SandboxEngine)
+    return engine
+
+
+async def offered(services: Services) -> bool:
+    """Whether this worker may offer ``exec_python`` to an agent: only with a sandbox (or the opt-in)."""
+    return (await engine_of(services).availability()).offered
+
+
+async def announce(services: Services) -> None:
+    """Say, when a worker starts, how it runs ``exec_python``, and why it does not offer it if it does not."""
+    if services.catalog.get(TOOL_NAME) is None or TOOL_NAME in services.settings.disabled_tools:
+        return
+    found = await engine_of(services).availability()
+    if found.sandbox is not None:
+        sandbox = found.sandbox
+        log.info(
+            "%s runs code under bubblewrap (%s) as %s with %s", TOOL_NAME, sandbox.bwrap, sandbox.user_name,
+            sandbox.runtime.executable,
+        )  # fmt: skip
+    elif found.unisolated is not None:
+        log.warning(
+            "%s RUNS MODEL-WRITTEN CODE WITHOUT ISOLATION on this worker, as %s with its network and files (%s=true): %s",
+            TOOL_NAME, found.unisolated.user_name, UNSAFE_SETTING, found.reason,
+        )  # fmt: skip
+    else:
+        log.warning("%s is not offered by this worker: %s", TOOL_NAME, found.reason)
+
+
+async def exec_python(args: ExecPythonArgs, ctx: BuiltinContext) -> ToolCallOutput:
+    result = await engine_of(ctx.services).run(args)
+    # A failing script is an error result for the model (and is never spilled: its traceback matters).
+    return ToolCallOutput(content=result.model_dump_json(exclude_none=True), is_error=not result.ok)
+
+
+IMPLEMENTATIONS: dict[str, ToolImpl] = {TOOL_NAME: exec_python}
