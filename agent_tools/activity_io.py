@@ -137,6 +137,8 @@ ProgressKind = Literal[
     "loop",
     "event",
     "status",
+    # A client's signal that could not be taken (signals cannot be refused to the sender).
+    "input_rejected",
 ]
 
 

@@ -17,15 +17,17 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.converter import DataConverter
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools import search_attributes as sa
 from agent_tools.activity_io import ProgressEvent
+from agent_tools.boundaries import ID_CHARS, NOTE_CHARS, cap_text, clean_json, clean_text, request_problems
 from agent_tools.contracts.human import AnswerAccepted, PendingQuestion
-from agent_tools.errors import ConfigurationError, SessionError
+from agent_tools.errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools.messages import Message
 from agent_tools.session import (
     WORKFLOW_NAME,
@@ -107,19 +109,19 @@ class SessionHandle:
         """
         async with _refusals(self.id, "message"):
             accepted: SendMessageAccepted = await self.workflow.execute_update(
-                "send_message", SendMessage(content=content), result_type=SendMessageAccepted
+                "send_message", SendMessage(content=clean_text(content)), result_type=SendMessageAccepted
             )
             return accepted
 
     async def send_signal(self, content: str) -> None:
         """Fire-and-forget twin of :meth:`send` for clients that can only signal."""
         async with _refusals(self.id, "message"):
-            await self.workflow.signal("send_message", SendMessage(content=content))
+            await self.workflow.signal("send_message", SendMessage(content=clean_text(content)))
 
     async def stop(self, reason: str = "stopped by user") -> None:
         """Stop the session and its sub-agents (leaf first)."""
         async with _refusals(self.id, "stop"):
-            await self.workflow.signal("stop", StopRequest(reason=reason))
+            await self.workflow.signal("stop", StopRequest(reason=cap_text(clean_text(reason), NOTE_CHARS)))
 
     async def status(self) -> StatusView:
         """Raises: SessionError: there is no such session."""
@@ -303,8 +305,24 @@ class AgentToolsClient:
         return await self.start_request(request, session_id=session_id)
 
     async def start_request(self, request: SessionRequest, *, session_id: str | None = None) -> SessionHandle:
-        """Start a session from a whole :class:`SessionRequest`."""
+        """Start a session from a whole :class:`SessionRequest`.
+
+        Raises:
+            SessionError: the request breaks a limit, or a session with this id exists already (running or
+                closed: a second run under one id would mix both runs' transcripts and memories).
+        """
+        try:
+            # Normalised where it enters: text a store or an encoder would refuse (NUL, lone surrogates) is
+            # replaced, and nesting beyond the decoders' limits is refused.
+            request = SessionRequest.model_validate(clean_json(request.model_dump(exclude_unset=True)))
+        except InvalidInput as exc:
+            raise SessionError(f"refused to start the session: {exc}") from exc
+        problems = request_problems(request)
+        if problems is not None:
+            raise SessionError(f"refused to start the session: {problems}")
         sid = session_id or new_session_id()
+        if len(sid) > ID_CHARS or clean_text(sid) != sid:
+            raise SessionError(f"session ids are at most {ID_CHARS} characters of text, got {sid[:80]!r}")
         attrs = None
         if self.settings.search_attributes:
             attrs = sa.at_start(
@@ -314,14 +332,21 @@ class AgentToolsClient:
                 depth=request.depth,
                 title=request.title or (request.prompt or request.agent)[:60],
             )
-        await self.temporal.start_workflow(
-            WORKFLOW_NAME,
-            SessionInput(request=request),
-            id=sid,
-            task_queue=self.settings.task_queue,
-            search_attributes=attrs,
-            static_summary=f"{request.agent}: {(request.title or request.prompt or '')[:80]}",
-        )
+        try:
+            await self.temporal.start_workflow(
+                WORKFLOW_NAME,
+                SessionInput(request=request),
+                id=sid,
+                task_queue=self.settings.task_queue,
+                search_attributes=attrs,
+                static_summary=f"{request.agent}: {(request.title or request.prompt or '')[:80]}",
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            )
+        except WorkflowAlreadyStartedError as exc:
+            raise SessionError(
+                f"a session with id {sid!r} exists already (running or closed); start with another id"
+            ) from exc
         return SessionHandle(self, sid)
 
     async def run(self, prompt: str, **fields: Any) -> SessionResult:

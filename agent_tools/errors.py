@@ -10,8 +10,7 @@ Hierarchy::
     │   └── ProviderRequestError        other 4xx, malformed responses: fails at once
     ├── InvalidInput (ValueError)   input refused where it enters; the message says what to change
     │   ├── UrlRefused                  the SSRF guard refused a URL          (contracts.web.ssrf)
-    │   ├── JsonQueryError              a json_query expression or document   (contracts.web.jsonquery)
-    │   ├── PathError                   a query_tool_result path              (contracts.results.jsonpath)
+    │   ├── JsonQueryError              a JSON query (json_query, query_tool_result)   (contracts.query)
     │   ├── PatternError                a search_tool_result pattern          (contracts.results.readers)
     │   ├── SignatureError              a webhook signature or timestamp      (contracts.events.signatures)
     │   ├── SkillError                  a skill file that does not parse      (contracts.skills)

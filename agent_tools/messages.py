@@ -22,13 +22,18 @@ class ToolCall(BaseModel):
     # Set when the provider sent arguments that are not a JSON object; the call then fails with a clear
     # tool error instead of a crash.
     raw_arguments: str | None = None
+    # Why the arguments were not taken (too deep, too large: see agent_tools.boundaries); the session answers
+    # the call with this as a tool error.
+    refused: str | None = None
 
 
 class Message(BaseModel):
     """One transcript entry, provider-neutral."""
 
     role: Role
-    content: str = ""
+    # The limit applies where messages enter from outside (a session request's history); transcripts are
+    # bounded by the model and tool boundaries.
+    content: str = Field(default="", json_schema_extra={"maxLength": 100_000})
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None

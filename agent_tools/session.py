@@ -7,10 +7,11 @@ Every signal, update and query takes one input model. These are durable contract
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CHARS, SCOPE_CHARS, limit
 from agent_tools.contracts.delegation import DelegationState
 from agent_tools.contracts.events import EventWaitState
 from agent_tools.contracts.human import HumanState
@@ -71,34 +72,47 @@ class Trigger(BaseModel):
 class SessionOptions(BaseModel):
     """Per-session switches and limits. An agent's definition sets defaults; a request's own win.
 
-    Durable: sessions carry these in their state, so unknown keys are kept (``extra="allow"``) and only set
-    keys are serialized, exactly as the plain dict they replace was.
+    Durable: sessions carry these in their state, so unknown keys are kept (``extra="allow"``), only set
+    keys are serialized (exactly as the plain dict they replace was), and the ranges are schema limits
+    checked where a request enters (a recorded history must still decode).
     """
 
     model_config = ConfigDict(extra="allow")
 
     continue_as_new_after_turns: int | None = Field(
-        default=None, ge=1, le=100_000, description="Continue-as-new after this many turns of one run"
+        default=None,
+        description="Continue-as-new after this many turns of one run",
+        **limit(minimum=1, maximum=100_000),
     )
     heartbeat_timeout_seconds: float | None = Field(
-        default=None, gt=0, le=3600, description="Heartbeat timeout of model steps and tool calls"
+        default=None, description="Heartbeat timeout of model steps and tool calls", **limit(minimum=0.1, maximum=3600)
     )
     ask_user_timeout_seconds: float | None = Field(
-        default=None, ge=0, le=366 * 86400, description="askUser waits this long at most (0 or unset: no limit)"
+        default=None,
+        description="askUser waits this long at most (0 or unset: no limit)",
+        **limit(minimum=0, maximum=366 * 86400),
     )
     ask_user_default: str | None = Field(
-        default=None, max_length=200, description='On an askUser timeout: "first" option, a named label, or none'
+        default=None,
+        description='On an askUser timeout: "first" option, a named label, or none',
+        **limit(chars=LABEL_CHARS),
     )
     memory: bool | None = Field(default=None, description="The agent's Memory switch, for this session")
     search_attributes: bool | None = Field(default=None, description="Set the session search attributes")
-    delegation_fanout_cap: int | None = Field(default=None, ge=1, le=100, description="spawn_agent calls per message")
+    delegation_fanout_cap: int | None = Field(
+        default=None, description="spawn_agent calls per message", **limit(minimum=1, maximum=100)
+    )
     delegation_cost_ceiling_usd: float | None = Field(
-        default=None, ge=0, description="spawn_agent refuses once the tree has spent this much"
+        default=None,
+        description="spawn_agent refuses once the tree has spent this much",
+        **limit(minimum=0, maximum=1e6),
     )
     delegation_invoke_wait_seconds: float | None = Field(
-        default=None, gt=0, le=3600, description="How long one invoke_sub_agent call waits"
+        default=None, description="How long one invoke_sub_agent call waits", **limit(minimum=0.01, maximum=3600)
     )
-    handed_off_from: str | None = Field(default=None, description="Set on a session a hand-off started")
+    handed_off_from: str | None = Field(
+        default=None, description="Set on a session a hand-off started", **limit(chars=ID_CHARS)
+    )
 
     @model_serializer(mode="wrap")
     def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -122,29 +136,31 @@ class SessionOptions(BaseModel):
 class SessionRequest(BaseModel):
     """What a client (or a parent session) asks for when starting a session."""
 
-    agent: str = "assistant"
-    prompt: str | None = None
-    organisation: str = "default"
-    project: str = "default"
-    user: str = "default"
-    title: str | None = None
-    model: str | None = None
-    tools: list[str] | None = None
-    exclude_tools: list[str] = Field(default_factory=list)
-    system_prompt: str | None = None
+    agent: str = Field(default="assistant", **limit(chars=SCOPE_CHARS))
+    prompt: str | None = Field(default=None, **limit(chars=MESSAGE_CHARS))
+    organisation: str = Field(default="default", **limit(chars=SCOPE_CHARS))
+    project: str = Field(default="default", **limit(chars=SCOPE_CHARS))
+    user: str = Field(default="default", **limit(chars=ID_CHARS))
+    title: str | None = Field(default=None, **limit(chars=LABEL_CHARS))
+    model: str | None = Field(default=None, **limit(chars=LABEL_CHARS))
+    tools: list[Annotated[str, Field(**limit(chars=LABEL_CHARS))]] | None = Field(default=None, **limit(items=500))
+    exclude_tools: list[Annotated[str, Field(**limit(chars=LABEL_CHARS))]] = Field(
+        default_factory=list, **limit(items=500)
+    )
+    system_prompt: str | None = Field(default=None, **limit(chars=MESSAGE_CHARS))
     max_steps: int | None = Field(default=None, ge=1, le=500)
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, **limit(maximum=1_000_000))
     # A session that ends when it has nothing left to do (no message, loop, goal or child pending).
     # Chat sessions keep_alive and wait for the next message instead.
     keep_alive: bool = False
     # Tree links, filled by a parent session.
-    parent_id: str | None = None
-    root_id: str | None = None
-    depth: int = Field(default=0, ge=0)
-    chain: list[str] = Field(default_factory=list)
-    role: str | None = None
+    parent_id: str | None = Field(default=None, **limit(chars=ID_CHARS))
+    root_id: str | None = Field(default=None, **limit(chars=ID_CHARS))
+    depth: int = Field(default=0, ge=0, **limit(maximum=100))
+    chain: list[Annotated[str, Field(**limit(chars=LABEL_CHARS))]] = Field(default_factory=list, **limit(items=100))
+    role: str | None = Field(default=None, **limit(chars=LABEL_CHARS))
     # Messages that open the conversation before the prompt (hand-off, prior_messages).
-    history: list[Message] = Field(default_factory=list)
+    history: list[Message] = Field(default_factory=list, **limit(items=1000))
     options: SessionOptions = Field(default_factory=SessionOptions)
 
 
@@ -254,9 +270,10 @@ class PrepareOutput(BaseModel):
 
 
 class SendMessage(BaseModel):
-    content: str = Field(min_length=1)
+    content: str = Field(min_length=1, **limit(chars=MESSAGE_CHARS))
+    # Clients send "user" messages; the other kinds are the session's own (a refusal says so).
     kind: TriggerKind = "user"
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict, **limit(properties=20))
 
 
 class SendMessageAccepted(BaseModel):
@@ -265,7 +282,8 @@ class SendMessageAccepted(BaseModel):
 
 
 class StopRequest(BaseModel):
-    reason: str = "stopped by request"
+    # A stop is never refused: a longer reason is cut (SessionBase stops with at most NOTE_CHARS of it).
+    reason: str = Field(default="stopped by request", **limit(chars=NOTE_CHARS))
 
 
 class StatusView(BaseModel):

@@ -91,8 +91,17 @@ async def test_a_new_database_is_created_and_stamped(empty_engine: AsyncEngine) 
 
 
 async def test_a_database_from_before_migrations_is_stamped_and_keeps_its_rows(empty_engine: AsyncEngine) -> None:
+    def baseline(conn: Any) -> None:
+        # What create_schema made before migrations existed: the baseline's schema, without alembic_version.
+        from alembic import command
+
+        from agent_tools.activities.store.migrations import alembic_config
+
+        command.upgrade(alembic_config(conn), BASELINE)
+        conn.execute(text("DROP TABLE alembic_version"))
+
     async with empty_engine.begin() as conn:
-        await conn.run_sync(load_metadata().create_all)  # what create_schema did before migrations
+        await conn.run_sync(baseline)
         await conn.execute(
             text(
                 "INSERT INTO sessions (session_id, agent, organisation, project, user_id, title, root_id, depth,"

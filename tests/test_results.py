@@ -132,13 +132,15 @@ async def test_query_json_paths(services: Services) -> None:
     assert names == ["item0", "item1", "item2"]
     assert (await q(".total")).content.endswith("\n3000")
     for path, message in [
-        ("[0:20]", "not an array"),
-        (".results[abc]", "cannot read [abc]"),
-        (".missing", "has no key 'missing'"),
-        (".results[5000]", "out of range"),
+        ("[0:20]", "selects nothing"),  # the document is an object: a slice finds nothing
+        (".results[abc]", "cannot read the query"),
+        (".missing", "selects nothing"),
+        (".results[5000]", "selects nothing"),
+        (".results[?n =~ 'x']", "cannot read the query"),
     ]:
         out = await q(path)
         assert out.is_error and message in out.content, (path, out.content)
+    assert "object with keys: total, results" in (await q(".missing")).content
     assert (await q(".", max_chars=100)).is_error  # below the 200 minimum
     text_id = await _save(services, r, TEXT, ref_id=_uid(r, "nj"))
     not_json = await call(services, r, "query_tool_result", {"ref": text_id, "path": "."})

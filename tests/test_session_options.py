@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from agent_tools.boundaries import request_problems
 from agent_tools.session import SessionConfig, SessionOptions, SessionRequest
 
 
@@ -51,10 +52,17 @@ def test_request_options_win_over_the_agents_and_children_inherit_delegation_lim
         {"continue_as_new_after_turns": 0},
         {"continue_as_new_after_turns": 10**40},
         {"ask_user_timeout_seconds": -1},
-        {"delegation_fanout_cap": "lots"},
         {"ask_user_default": "x" * 10_000},
     ],
 )
 def test_out_of_range_options_are_refused_where_they_enter(bad: dict[str, object]) -> None:
+    # Schema limits, checked where a request enters (client and session start): a recorded history with
+    # other values must still decode.
+    request = SessionRequest(options=SessionOptions.model_validate(bad))
+    problems = request_problems(request)
+    assert problems is not None and problems.startswith("options.")
+
+
+def test_wrong_option_types_fail_validation() -> None:
     with pytest.raises(ValidationError):
-        SessionRequest(options=SessionOptions.model_validate(bad))
+        SessionOptions.model_validate({"delegation_fanout_cap": "lots"})

@@ -122,3 +122,41 @@ async def test_sqlite_file_transactions_run_in_the_store_thread(tmp_path: Path) 
         assert await memory.run(lambda conn: conn.execute(text("select 41 + 1")).scalar_one()) == 42
     finally:
         await memory.close()
+
+
+async def test_a_late_attempt_cannot_overwrite_the_answer_a_retry_gave(store: Store) -> None:
+    """Attempt 1 timed out but its model call still finished after attempt 2's answer was accepted: the
+    stored answer stays attempt 2's, which is the one the workflow has."""
+    t = TranscriptStore(store)
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    await _open(t, sid)
+    new = [Message(role="user", content="hello")]
+    accepted = _answer("from attempt 2")
+    await t.commit_step(session_id=sid, position=1, new_messages=new, answer=accepted, root_id=sid, model="m", used=Usage(calls=1), attempt=2)  # fmt: skip
+    await t.commit_step(session_id=sid, position=1, new_messages=new, answer=_answer("from attempt 1"), root_id=sid, model="m", used=Usage(calls=1), attempt=1)  # fmt: skip
+    assert [m.content for m in await t.load(sid)][-1] == "from attempt 2"
+    # A worker with an empty cache reads it back and vouches for it with the session's fingerprint.
+    fresh = TranscriptStore(store)
+    assert (await fresh.prefix(sid, 3, last_answer=message_fingerprint(accepted)))[-1].content == "from attempt 2"
+
+
+async def test_a_stored_answer_other_than_the_sessions_is_refused_on_a_cache_miss(store: Store) -> None:
+    from agent_tools.activities.store.transcripts import TranscriptOutOfStep
+
+    t = TranscriptStore(store)
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    await _open(t, sid)
+    await t.commit_step(session_id=sid, position=1, new_messages=[Message(role="user", content="hi")], answer=_answer("A"), root_id=sid, model="m", used=Usage(calls=1))  # fmt: skip
+    with pytest.raises(TranscriptOutOfStep):
+        await TranscriptStore(store).prefix(sid, 3, last_answer=message_fingerprint(_answer("B")))
+
+
+async def test_nul_bytes_and_lone_surrogates_never_reach_the_store(store: Store) -> None:
+    t = TranscriptStore(store)
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    await _open(t, sid)
+    dirty = Message(role="tool", tool_call_id="c\x00", name="n\ud800", content="a\x00b\ud800c")
+    await t.append(sid, 1, [dirty])
+    (loaded,) = (await t.load(sid))[1:]
+    assert loaded.content == "a\ufffdb\ufffdc"
+    assert (loaded.tool_call_id, loaded.name) == ("c\ufffd", "n\ufffd")

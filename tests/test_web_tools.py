@@ -192,9 +192,9 @@ async def test_http_fetch_and_json_query_faces(services: Services, server: WebSe
     post = await call(services, "http_fetch", {"url": server.url("/api/items"), "method": "POST"})
     assert post.is_error
     doc = json.dumps({"items": [{"name": "a", "price": 3}, {"name": "b", "price": 12}]})
-    q = await call(services, "json_query", {"document": doc, "query": "items[?price > 10].name"})
+    q = await call(services, "json_query", {"document": doc, "query": "items[?price > `10`].name"})
     assert json.loads(q.content) == ["b"]
-    q2 = await call(services, "json_query", {"document": {"a": [1, 2, 3]}, "query": "a | sum"})
+    q2 = await call(services, "json_query", {"document": {"a": [1, 2, 3]}, "query": "sum(a)"})
     assert json.loads(q2.content) == 6
     bad = await call(services, "json_query", {"document": {"a": 1}, "query": "a[?"})
     assert bad.is_error and bad.content.startswith("ERROR bad_request:")

@@ -168,6 +168,7 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
         root_id=inp.session.root_id,
         model=inp.model,
         used=used,
+        attempt=attempt,
     )
     return LlmStepOutput(message=message, position=after, usage=used)
 

@@ -25,6 +25,7 @@ from agent_tools.activities.services import ContextHook, Services
 from agent_tools.activities.store.db import Store, upsert
 from agent_tools.activities.store.memory_tables import memories
 from agent_tools.activity_io import SessionRef
+from agent_tools.boundaries import clean_text
 from agent_tools.contracts.memory import (
     DeleteMemoryArgs,
     DeleteMemoryResult,
@@ -133,8 +134,11 @@ def _tags_text(tags: list[str]) -> str:
     return ("|" + "|".join(dict.fromkeys(clean)) + "|") if clean else ""
 
 
-def memory_id_for(session_id: str, call_id: str) -> str:
-    return "mem_" + uuid.uuid5(uuid.NAMESPACE_URL, f"memory/{session_id}/{call_id}").hex[:20]
+def memory_id_for(scope: Scope, session_id: str, run_id: str, call_id: str) -> str:
+    """Stable across retries of one call; unique across scopes, sessions and runs (a model's call ids repeat
+    from one run to the next, and a session id may be reused by another organisation's client)."""
+    material = f"memory/{scope.key}/{session_id}/{run_id}/{call_id}"
+    return "mem_" + uuid.uuid5(uuid.NAMESPACE_URL, material).hex[:20]
 
 
 class MemoryEngine:
@@ -170,6 +174,7 @@ class MemoryEngine:
         self, scope: Scope, content: str, *, tier: Tier, tags: list[str], call_key: str, memory_id: str
     ) -> tuple[str, Memory]:
         """Save a fact; ``("created", m)`` or ``("existing", m)`` when the same fact is already saved."""
+        content, tags = clean_text(content), [clean_text(t) for t in tags]
         now = _now()
         digest = scoring.content_hash(content)
         c = memories.c
@@ -263,6 +268,8 @@ class MemoryEngine:
             if row is None or not self._is_live(row, now):
                 raise ToolFailure(f"No memory {memory_id!r} for this agent and user (it may have been deleted).")
             values: dict[str, Any] = {"updated_at": now, "last_used_at": now}
+            content = clean_text(content) if content is not None else None
+            tags = [clean_text(t) for t in tags] if tags is not None else None
             if content is not None and content != row.content:
                 digest = scoring.content_hash(content)
                 other = await self._by_hash(conn, scope, digest)
@@ -380,7 +387,15 @@ class MemoryEngine:
             )
             found = [Memory.of(by_id[c.memory_id]) for c, _ in fused[:limit]]
             if use_call and found:
-                await self._count_use(conn, scope, [m.memory_id for m in found], use_call, now)
+                ids = [m.memory_id for m in found]
+                await self._count_use(conn, scope, ids, use_call, now)
+                # Reported as counted: a retried call (counted already, so not again) answers exactly what
+                # its first attempt did, uses and tier included.
+                fresh = {
+                    r.memory_id: r
+                    for r in await conn.execute(select(memories).where(scope.where(), memories.c.memory_id.in_(ids)))
+                }
+                found = [Memory.of(fresh[i]) for i in ids if i in fresh]
         return found
 
     async def _candidates(
@@ -503,7 +518,7 @@ def _require(ctx: BuiltinContext) -> tuple[MemoryEngine, Scope, str]:
 
 async def _save(ctx: BuiltinContext, content: str, tier: Tier, tags: list[str]) -> tuple[str, Memory]:
     engine, scope, call_key = _require(ctx)
-    memory_id = memory_id_for(ctx.session.session_id, ctx.call_id)
+    memory_id = memory_id_for(scope, ctx.session.session_id, ctx.session.run_id, ctx.call_id)
     return await engine.save(scope, content.strip(), tier=tier, tags=tags, call_key=call_key, memory_id=memory_id)
 
 

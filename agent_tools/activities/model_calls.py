@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.providers.base import ModelRequest, ModelResponse, ToolSchema
 from agent_tools.activities.services import Services
+from agent_tools.boundaries import normalize_model_message
 from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError, error_type
 from agent_tools.messages import Message, Usage
 
@@ -69,6 +70,11 @@ async def complete(
     except ProviderRetryableError as exc:
         delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
         raise ApplicationError(str(exc), type=error_type(ProviderRetryableError), next_retry_delay=delay) from exc
+    except RecursionError as exc:
+        # JSON nested past the decoder's limit: the same answer comes back on a retry.
+        raise ProviderRequestError(f"{spec}: the response is nested too deeply to read") from exc
+    # The boundary for model output: what the workflow receives is decodable and within the payload limits.
+    response = response.model_copy(update={"message": normalize_model_message(response.message)})
     used = Usage(
         calls=1,
         input_tokens=response.input_tokens,

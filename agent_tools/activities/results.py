@@ -13,6 +13,8 @@ from collections import OrderedDict
 from typing import Any
 
 from agent_tools.activities.context import BuiltinContext, ToolImpl
+from agent_tools.activities.query import bounded_query
+from agent_tools.contracts.query import JsonQueryError
 from agent_tools.contracts.results import (
     QueryToolResultArgs,
     ReadArtifactArgs,
@@ -23,7 +25,6 @@ from agent_tools.contracts.results import (
     SearchToolResultResult,
     readers,
 )
-from agent_tools.contracts.results.jsonpath import PathError
 from agent_tools.errors import ToolFailure
 
 # Views of the last few artifacts: paging through a 10 MB JSON result should not re-parse it every call.
@@ -104,14 +105,15 @@ async def query_tool_result(args: QueryToolResultArgs, ctx: BuiltinContext) -> s
     art = await load(ctx, args.ref)
     try:
         document = await asyncio.to_thread(json.loads, art.content)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ToolFailure(
-            f"The saved result {art.ref!r} is not JSON, so it has no paths. Use read_tool_result or "
-            "search_tool_result instead."
+            f"The saved result {art.ref!r} is not JSON (or nested too deeply to read), so it has no paths. "
+            "Use read_tool_result or search_tool_result instead."
         ) from exc
     try:
-        return await asyncio.to_thread(readers.render_query, art.ref, document, args.path, args.max_chars)
-    except PathError as exc:
+        value = await bounded_query(lambda: document, args.path)
+        return readers.render_query(art.ref, document, args.path, value, args.max_chars)
+    except JsonQueryError as exc:
         raise ToolFailure(f"Path {args.path!r} does not fit the saved result: {exc}") from exc
 
 

@@ -13,12 +13,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as SATimeoutError
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from agent_tools.activities.context import BuiltinContext, ToolImpl, ToolReturn
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.services import Services, ServicesHolder
 from agent_tools.activity_io import ToolCallInput, ToolCallOutput, tool_activity_name
+from agent_tools.boundaries import cap_text, clean_text
 from agent_tools.catalog.spec import ToolSpec
 from agent_tools.errors import ToolFailure
 from agent_tools.spill import json_structure_hint, should_spill, spill_pointer
@@ -94,8 +98,28 @@ async def run_tool(services: Services, spec: ToolSpec | None, impl: ToolImpl, in
     try:
         out = render(await with_heartbeat(impl(args, ctx)))
     except ToolFailure as exc:
-        return ToolCallOutput(content=str(exc), is_error=True, data=exc.data)
-    return await spill_if_large(services, inp, spec, out)
+        return ToolCallOutput(content=bounded_result(str(exc)), is_error=True, data=exc.data)
+    except SQLAlchemyError as exc:
+        # The model gets the kind of failure, never the SQL (statements name other sessions' ids and data).
+        # A lost connection is worth a retry; a refused value is not.
+        transient = isinstance(exc, (OperationalError, InterfaceError, SATimeoutError))
+        raise ApplicationError(
+            f"{inp.name}: the store could not complete the call ({type(exc).__name__})",
+            type="StoreError",
+            non_retryable=not transient,
+        ) from None
+    # Saved whole when large (the artifact has every character); what stays inline is bounded.
+    out = await spill_if_large(services, inp, spec, out.model_copy(update={"content": clean_text(out.content)}))
+    return out.model_copy(update={"content": bounded_result(out.content)})
+
+
+MAX_TOOL_RESULT_CHARS = 200_000
+"""A tool result as it may travel in the history: larger ones are saved as artifacts (above the spill
+threshold) or, for tools exempt from saving, cut here."""
+
+
+def bounded_result(content: str) -> str:
+    return cap_text(clean_text(content), MAX_TOOL_RESULT_CHARS, what="the result")
 
 
 def public_context(ctx: BuiltinContext) -> ToolContext:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from agent_tools.boundaries import describe_validation_error
+from agent_tools.boundaries import describe_validation_error, limit_error
 
 
 class ToolLevel(StrEnum):
@@ -74,9 +74,25 @@ class ToolSpec:
         """JSON Schema of the arguments, trimmed of pydantic's titles that only cost tokens."""
         return _schema_of(self.args_model)
 
-    def validate_arguments(self, arguments: dict[str, Any]) -> BaseModel:
-        """Parse arguments; raises ``pydantic.ValidationError``."""
-        return self.args_model.model_validate(arguments)
+    def validate_arguments(self, arguments: dict[str, Any], *, limits: bool = True) -> BaseModel:
+        """Parse arguments; raises ``pydantic.ValidationError``.
+
+        ``limits``: also check the limits of :meth:`parameters_schema` (lengths, counts, ranges), the schema the
+        model saw. Workflow code passes False when replaying a history begun before the limits existed.
+        """
+        try:
+            parsed = self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            if not limits:
+                raise
+            raise limit_error(self.name, self.parameters_schema(), arguments, also=exc) or exc from None
+        if limits:
+            # Checked on the parsed arguments: the contracts' own normalisation (trimming, a ref taken out of
+            # a pasted pointer, a timeout capped as the document says) comes first.
+            error = limit_error(self.name, self.parameters_schema(), parsed.model_dump(mode="json"))
+            if error is not None:
+                raise error
+        return parsed
 
     def summary(self, arguments: dict[str, Any]) -> str:
         """The one line the Temporal UI shows for this call."""

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from agent_tools.boundaries import describe_validation_error
+from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, MESSAGE_CHARS, describe_validation_error, limit
 from agent_tools.catalog.spec import ToolLevel, ToolSpec
 from agent_tools.messages import Message, Usage
 
@@ -110,7 +110,7 @@ def _codai_invalid(tool: str, error: ValidationError) -> str:
 
 class PriorMessage(BaseModel):
     role: Literal["user", "assistant"]
-    content: str
+    content: str = Field(**limit(chars=MESSAGE_CHARS))
 
 
 class ChildRecord(BaseModel):
@@ -227,6 +227,7 @@ class SubAgentArgs(BaseModel):
     instruction: str = Field(
         min_length=1,
         description=("Task instruction for the sub-agent. Must include all necessary context: it starts blank."),
+        **limit(chars=MESSAGE_CHARS),
     )
     mode: Literal["async", "sync"] = Field(default="async", description='"async" (default) or "sync"')
 
@@ -256,7 +257,11 @@ class SubAgentInfo(BaseModel):
 
 
 class SubSessionArgs(BaseModel):
-    sub_session_id: str = Field(min_length=1, description="Server-side id of the target sub-session (see listSubAgent)")
+    sub_session_id: str = Field(
+        min_length=1,
+        description="Server-side id of the target sub-session (see listSubAgent)",
+        **limit(chars=ID_CHARS),
+    )
 
 
 class SubAgentMessage(BaseModel):
@@ -280,8 +285,12 @@ class StopSubAgentResult(BaseModel):
 
 
 class SendMessageArgs(BaseModel):
-    sub_session_id: str = Field(min_length=1, description="Server id of the target async sub-agent session")
-    message: str = Field(min_length=1, description="The message content to send to the sub-agent")
+    sub_session_id: str = Field(
+        min_length=1, description="Server id of the target async sub-agent session", **limit(chars=ID_CHARS)
+    )
+    message: str = Field(
+        min_length=1, description="The message content to send to the sub-agent", **limit(chars=MESSAGE_CHARS)
+    )
 
 
 class SendMessageResult(BaseModel):
@@ -291,16 +300,21 @@ class SendMessageResult(BaseModel):
 
 
 class InvokeSubAgentArgs(BaseModel):
-    agent_name: str = Field(min_length=1, description="The exact name of the agent to run")
-    task_input: str = Field(default="", description="The task or instructions for the sub-agent")
+    agent_name: str = Field(min_length=1, description="The exact name of the agent to run", **limit(chars=LABEL_CHARS))
+    task_input: str = Field(
+        default="", description="The task or instructions for the sub-agent", **limit(chars=MESSAGE_CHARS)
+    )
     prior_messages: list[PriorMessage] | None = Field(
         default=None,
         description="Messages returned by an earlier call to the same sub-agent, so it remembers them",
+        **limit(items=LIST_ITEMS),
     )
     llm_config_override_id: str | None = Field(
-        default=None, description="Run the sub-agent on another configured model"
+        default=None, description="Run the sub-agent on another configured model", **limit(chars=LABEL_CHARS)
     )
-    resume_execution_id: str | None = Field(default=None, description="Keep waiting on a run that is still going")
+    resume_execution_id: str | None = Field(
+        default=None, description="Keep waiting on a run that is still going", **limit(chars=ID_CHARS)
+    )
 
     @model_validator(mode="after")
     def _task_or_resume(self) -> InvokeSubAgentArgs:
@@ -320,15 +334,24 @@ class InvokeSubAgentResult(BaseModel):
 
 
 class SpawnAgentArgs(BaseModel):
-    task: str = Field(min_length=1, description="What the child should do.")
+    task: str = Field(min_length=1, description="What the child should do.", **limit(chars=MESSAGE_CHARS))
     role: RoleName = Field(default="explore", description="Selects tier, tool level and step budget.")
-    system: str | None = Field(default=None, description="Optional system prompt for the child.")
-    max_steps: int | None = Field(default=None, description="1 - 12, clamped to the role's own maximum.")
+    system: str | None = Field(
+        default=None, description="Optional system prompt for the child.", **limit(chars=MESSAGE_CHARS)
+    )
+    max_steps: int | None = Field(
+        default=None,
+        description="1 - 12, clamped to the role's own maximum.",
+        # Above 12 is clamped, as codai says; a negative or absurd number is a mistake worth saying.
+        **limit(minimum=1, maximum=1000),
+    )
 
 
 class HandOffArgs(BaseModel):
-    agent_name: str = Field(min_length=1, description="The specialist's exact name")
-    message: str = Field(min_length=1, description="The user's request, in their own words")
+    agent_name: str = Field(min_length=1, description="The specialist's exact name", **limit(chars=LABEL_CHARS))
+    message: str = Field(
+        min_length=1, description="The user's request, in their own words", **limit(chars=MESSAGE_CHARS)
+    )
 
 
 class HandOffResult(BaseModel):
@@ -338,9 +361,13 @@ class HandOffResult(BaseModel):
 
 
 class DelegateToModelArgs(BaseModel):
-    model: str = Field(min_length=1, description="One of the models you may call (a tier name or model spec)")
-    prompt: str = Field(min_length=1, description="The complete request for that model")
-    system: str | None = Field(default=None, description="Optional system prompt")
+    model: str = Field(
+        min_length=1,
+        description="One of the models you may call (a tier name or model spec)",
+        **limit(chars=LABEL_CHARS),
+    )
+    prompt: str = Field(min_length=1, description="The complete request for that model", **limit(chars=MESSAGE_CHARS))
+    system: str | None = Field(default=None, description="Optional system prompt", **limit(chars=MESSAGE_CHARS))
     max_tokens: int | None = Field(default=None, ge=1, le=32_000)
 
 

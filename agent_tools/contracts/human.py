@@ -8,10 +8,11 @@ workflow accepts, and a rejection reads the same everywhere.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agent_tools.boundaries import LABEL_CHARS, NOTE_CHARS, limit
 from agent_tools.catalog.spec import ToolSpec
 from agent_tools.errors import InvalidInput
 
@@ -23,6 +24,13 @@ MAX_LABEL_WORDS = 5
 # History the session keeps (it is carried by continue-as-new, so it is bounded).
 MAX_ANSWERED_KEPT = 50
 MAX_REJECTED_KEPT = 20
+REJECTED_PREVIEW_BYTES = 200
+MAX_OPTIONS = 4
+MAX_QUESTION_CHARS = 1_000
+MAX_LABEL_CHARS = 100
+MAX_PREVIEW_CHARS = 10_000
+MAX_OTHER_CHARS = 10_000
+"""The free text of an "Other" answer (docs/limits.md)."""
 
 AnswerVia = Literal["update", "signal", "timeout"]
 
@@ -33,10 +41,14 @@ AnswerVia = Literal["update", "signal", "timeout"]
 class AskOption(BaseModel):
     """One choice offered for a question."""
 
-    label: str = Field(description="Option display text (1-5 words)")
-    description: str = Field(min_length=1, description="What this option means or what happens if chosen")
+    label: str = Field(description="Option display text (1-5 words)", **limit(chars=MAX_LABEL_CHARS))
+    description: str = Field(
+        min_length=1, description="What this option means or what happens if chosen", **limit(chars=NOTE_CHARS)
+    )
     preview: str | None = Field(
-        default=None, description="Preview shown when the option is focused (single-select questions only)"
+        default=None,
+        description="Preview shown when the option is focused (single-select questions only)",
+        **limit(chars=MAX_PREVIEW_CHARS),
     )
 
     @field_validator("label")
@@ -56,8 +68,13 @@ class AskQuestion(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    question: str = Field(description="The complete question text, ending with a question mark")
-    header: str = Field(description=f"Short label (max {MAX_HEADER_CHARS} characters) shown as a chip")
+    question: str = Field(
+        description="The complete question text, ending with a question mark", **limit(chars=MAX_QUESTION_CHARS)
+    )
+    header: str = Field(
+        description=f"Short label (max {MAX_HEADER_CHARS} characters) shown as a chip",
+        **limit(chars=MAX_HEADER_CHARS),
+    )
     options: list[AskOption] = Field(min_length=2, max_length=4, description="2-4 options")
     multiSelect: bool = Field(default=False, description="Allow selecting several options")
 
@@ -111,16 +128,22 @@ class AskUserArgs(BaseModel):
 class QuestionAnswer(BaseModel):
     """The answer to one question: chosen labels, and/or the free text of "Other"."""
 
-    question: str = Field(description="The question text (or its header when that is unambiguous)")
-    selected: list[str] = Field(default_factory=list, description="Chosen option labels")
-    other: str | None = Field(default=None, description="Free-form answer (the 'Other' choice)")
+    question: str = Field(
+        description="The question text (or its header when that is unambiguous)", **limit(chars=MAX_QUESTION_CHARS)
+    )
+    selected: list[Annotated[str, Field(**limit(chars=MAX_LABEL_CHARS))]] = Field(
+        default_factory=list, description="Chosen option labels", **limit(items=MAX_OPTIONS)
+    )
+    other: str | None = Field(
+        default=None, description="Free-form answer (the 'Other' choice)", **limit(chars=MAX_OTHER_CHARS)
+    )
 
 
 class AnswerQuestions(BaseModel):
     """Input of the ``answer_questions`` update and the ``answer_questions_signal`` signal."""
 
-    answers: list[QuestionAnswer] = Field(min_length=1)
-    answered_by: str | None = None
+    answers: list[QuestionAnswer] = Field(min_length=1, **limit(items=MAX_QUESTIONS))
+    answered_by: str | None = Field(default=None, **limit(chars=LABEL_CHARS))
 
 
 class AnswerAccepted(BaseModel):
@@ -168,12 +191,19 @@ class AnsweredAsk(BaseModel):
 
 
 class RejectedAnswer(BaseModel):
-    """A signalled answer that did not fit (signals cannot be refused, so it is recorded instead)."""
+    """A signalled answer that did not fit (signals cannot be refused, so it is recorded instead).
+
+    Recorded small: the reason, the payload's first bytes and its size (the state is carried by
+    continue-as-new and answered by queries, so a rejected 400 KB payload must not be kept whole).
+    """
 
     at: str
     via: AnswerVia = "signal"
     reason: str
+    # Histories begun before the bounded-inputs patch kept the payload itself.
     payload: dict[str, Any] = Field(default_factory=dict)
+    preview: str | None = None
+    size: int | None = None
 
 
 class PendingQuestion(BaseModel):

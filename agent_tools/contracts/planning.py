@@ -14,6 +14,7 @@ from typing import ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, NOTE_CHARS, limit
 from agent_tools.catalog.spec import ToolSpec
 from agent_tools.messages import Message, Usage
 
@@ -41,17 +42,21 @@ MAX_FINISHED_KEPT = 20
 
 
 class TodoItem(BaseModel):
-    content: str = Field(min_length=1, description="Task description (imperative)")
+    content: str = Field(min_length=1, description="Task description (imperative)", **limit(chars=NOTE_CHARS))
     status: TodoStatus = Field(description="Task status")
     active_form: str | None = Field(
-        default=None, description="Short description for status bar display when in progress"
+        default=None,
+        description="Short description for status bar display when in progress",
+        **limit(chars=LABEL_CHARS),
     )
 
 
 class TodoWriteArgs(BaseModel):
     """Full replacement: each call passes the complete list."""
 
-    todos: list[TodoItem] = Field(default_factory=list, description="Todo item list (complete replacement)")
+    todos: list[TodoItem] = Field(
+        default_factory=list, description="Todo item list (complete replacement)", **limit(items=LIST_ITEMS)
+    )
 
     @model_validator(mode="after")
     def _one_in_progress(self) -> TodoWriteArgs:
@@ -83,11 +88,13 @@ class CreateGoalArgs(BaseModel):
 
 
 class GoalIdArgs(BaseModel):
-    goal_id: str = Field(min_length=1, description="Goal ID")
+    goal_id: str = Field(min_length=1, description="Goal ID", **limit(chars=ID_CHARS))
 
 
 class CompleteGoalArgs(GoalIdArgs):
-    reason: str | None = Field(default=None, description="Optional: why the goal counts as met")
+    reason: str | None = Field(
+        default=None, description="Optional: why the goal counts as met", **limit(chars=NOTE_CHARS)
+    )
 
 
 class TrackedItem(BaseModel):
@@ -224,13 +231,15 @@ class CreateLoopArgs(BaseModel):
 
 
 class LoopIdArgs(BaseModel):
-    loop_id: str = Field(min_length=1, description="Loop ID")
+    loop_id: str = Field(min_length=1, description="Loop ID", **limit(chars=ID_CHARS))
 
 
 class CompleteLoopArgs(BaseModel):
-    reason: str = Field(min_length=1, description="Why the loop is complete")
+    reason: str = Field(min_length=1, description="Why the loop is complete", **limit(chars=NOTE_CHARS))
     loop_id: str | None = Field(
-        default=None, description="Loop ID; defaults to the loop whose turn is running (or the only loop)"
+        default=None,
+        description="Loop ID; defaults to the loop whose turn is running (or the only loop)",
+        **limit(chars=ID_CHARS),
     )
 
 

@@ -16,10 +16,11 @@ Tool level ``l3_sandbox``: an agent needs that level (codai: "cloud sandbox: she
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from agent_tools.boundaries import limit
 from agent_tools.catalog.spec import ToolLevel, ToolSpec
 
 MAX_TIMEOUT_SECONDS = 120
@@ -90,7 +91,7 @@ class ExecPythonArgs(BaseModel):
     timeout_seconds: int = Field(
         default=30, ge=1, le=MAX_TIMEOUT_SECONDS, description="Wall-clock limit, 1-120 seconds (default 30)"
     )
-    files: dict[str, str] = Field(
+    files: dict[str, Annotated[str, Field(**limit(chars=MAX_INPUT_FILE_CHARS))]] = Field(
         default_factory=dict,
         max_length=MAX_INPUT_FILES,
         description=(

@@ -17,6 +17,7 @@ event_store=..., event_settings=..., clock=...)``).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 import uuid
@@ -30,7 +31,7 @@ from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
-from agent_tools.boundaries import describe_validation_error
+from agent_tools.boundaries import MAX_JSON_DEPTH, clean_json, clean_text, describe_validation_error
 from agent_tools.contracts.events import (
     KIND_PATTERN,
     ROUTER_WORKFLOW,
@@ -44,6 +45,7 @@ from agent_tools.contracts.events import (
 )
 from agent_tools.contracts.events.settings import EventSettings, EventSource
 from agent_tools.contracts.events.signatures import SignatureError, verify_github, verify_standard_webhook
+from agent_tools.errors import InvalidInput
 from agent_tools.service.auth import bearer_token
 from agent_tools.settings import Settings
 
@@ -150,12 +152,16 @@ class _Ingress:
         kind: str,
         payload: dict[str, Any],
         size: int,
+        identity: str | None = None,
     ) -> JSONResponse:
-        """Store (idempotently), then route; acknowledge only what is stored."""
+        """Store (idempotently), then route; acknowledge only what is stored.
+
+        ``identity`` is what makes two deliveries the same event (the delivery id when omitted).
+        """
         from agent_tools.activities.store.event_tables import event_id_for, store_event
 
         record = EventRecord(
-            event_id=event_id_for(organisation, project, source, delivery_id),
+            event_id=event_id_for(organisation, project, source, identity or delivery_id),
             kind=kind,
             organisation=organisation,
             project=project,
@@ -229,13 +235,21 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def _json_object(body: bytes, what: str = "body") -> dict[str, Any]:
+    """The body as a JSON object, normalised (NUL bytes and lone surrogates replaced) and never nested deeper
+    than the session's decoders take: an event that could not be routed must not be stored at all."""
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise HTTPException(400, f"malformed JSON in the {what}: {exc}") from None
+    except RecursionError:
+        raise HTTPException(400, f"the {what} is nested deeper than {MAX_JSON_DEPTH} levels") from None
     if not isinstance(data, dict):
         raise HTTPException(400, f"the {what} must be a JSON object, got {type(data).__name__}")
-    return data
+    try:
+        cleaned: dict[str, Any] = clean_json(data, what=f"the {what}")
+    except InvalidInput as exc:
+        raise HTTPException(400, str(exc)) from None
+    return cleaned
 
 
 def _body_schema(model: type[BaseModel] | None, description: str) -> dict[str, Any]:
@@ -291,7 +305,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
             organisation=organisation,
             project=project,
             source="api",
-            delivery_id=event.id or idempotency_key or f"auto-{uuid.uuid4()}",
+            delivery_id=clean_text(event.id or idempotency_key or f"auto-{uuid.uuid4()}")[:200],
             kind=event.kind,
             payload=event.payload,
             size=len(raw),
@@ -330,8 +344,11 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
             kind = github_kind(x_github_event, payload)
             if not valid_kind(kind):
                 raise HTTPException(400, f"invalid event kind {kind!r}")
-            # GitHub signs no timestamp: its delivery id is what makes a replay a no-op.
+            # GitHub signs the body only (no timestamp, no delivery id): a replay with a new X-GitHub-Delivery
+            # header is the same signed body, so the body's digest is the event's identity. GitHub's own
+            # redelivery of a lost event still gets through (it was never stored).
             delivery = x_github_delivery or f"sig-{x_hub_signature_256}"
+            identity = "sha256:" + hashlib.sha256(raw).hexdigest()
         else:
             try:
                 verify_standard_webhook(
@@ -346,7 +363,10 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
             except SignatureError as exc:
                 raise HTTPException(401, str(exc)) from None
             kind, payload = _hmac_event(src, _json_object(raw))
+            # Standard Webhooks sign the id with the body and the timestamp: a replay needs the same id (a
+            # duplicate) within the tolerance window, and a changed id breaks the signature.
             delivery = str(webhook_id)
+            identity = None
         return await ingress.accept(
             organisation=src.organisation,
             project=src.project,
@@ -355,6 +375,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
             kind=kind,
             payload=payload,
             size=len(raw),
+            identity=identity,
         )
 
     return router

@@ -22,11 +22,12 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import Field
+from starlette.exceptions import HTTPException
 
 from agent_tools.boundaries import describe_validation_error
 from agent_tools.contracts.web.config import WebConfig
@@ -123,31 +124,38 @@ class Refusal(AgentToolsError):
         self.status, self.code, self.message, self.headers = status, code, message, headers or {}
 
 
-class _EnvelopeRoute(APIRoute):
-    """Every refusal in this API's envelope, with the caller's rate-limit headers: body validation failures
-    are ``400 bad_request`` (FastAPI's default is 422), a :class:`Refusal` is its own status, a ``WebError``
-    the contract's code and status."""
+def _envelope_route(authorize: Callable[[Request], dict[str, str]]) -> type[APIRoute]:
+    """A route class that authorises first (a body is read only for a known key within its limits) and puts
+    every answer in this API's envelope with the caller's rate-limit headers: body validation failures are
+    ``400 bad_request`` (FastAPI's default is 422), a :class:`Refusal` is its own status, a ``WebError`` the
+    contract's code and status."""
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
+    class EnvelopeRoute(APIRoute):
+        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+            handler = super().get_route_handler()
 
-        async def route(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                problems = describe_validation_error(exc.errors(), whole="(body)", skip=("body",))
-                return error_response(400, "bad_request", f"invalid request: {problems}", headers=_rate(request))
-            except Refusal as exc:
-                return error_response(exc.status, exc.code, exc.message, headers={**_rate(request), **exc.headers})
-            except WebError as exc:
-                return error_response(exc.http_status, exc.code, exc.message, exc.details, headers=_rate(request))
+            async def route(request: Request) -> Response:
+                rate: dict[str, str] = {}
+                try:
+                    rate = authorize(request)
+                    response = await handler(request)
+                except RequestValidationError as exc:
+                    problems = describe_validation_error(exc.errors(), whole="(body)", skip=("body",))
+                    return error_response(400, "bad_request", f"invalid request: {problems}", headers=rate)
+                except HTTPException as exc:  # Starlette's, as FastAPI raises it for a body it cannot parse
+                    return error_response(
+                        exc.status_code, "bad_request", f"invalid request: {exc.detail}", headers=rate
+                    )
+                except Refusal as exc:
+                    return error_response(exc.status, exc.code, exc.message, headers={**rate, **exc.headers})
+                except WebError as exc:
+                    return error_response(exc.http_status, exc.code, exc.message, exc.details, headers=rate)
+                response.headers.update(rate)
+                return response
 
-        return route
+            return route
 
-
-def _rate(request: Request) -> dict[str, str]:
-    headers: dict[str, str] = getattr(request.state, "rate_headers", {})
-    return headers
+    return EnvelopeRoute
 
 
 def build_router(settings: Settings, state: Any) -> APIRouter:
@@ -162,8 +170,8 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         assert isinstance(existing, RateLimiter)
         return existing
 
-    def authorized(request: Request, response: Response) -> None:
-        """The dependency of every route: a known bearer key within its rate limits."""
+    def authorize(request: Request) -> dict[str, str]:
+        """A known bearer key within its rate limits: its rate-limit headers, or a Refusal."""
         keys = set(getattr(state, "api_keys", None) or config.web_api_keys)
         token = bearer_token(request.headers.get("authorization")) or ""
         if not keys:
@@ -172,14 +180,16 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         if not any(hmac.compare_digest(token.encode(), key.encode()) for key in keys):
             raise Refusal(401, "unauthorized", "missing or unknown bearer key", headers={"WWW-Authenticate": "Bearer"})
         allowed, headers = limiter().hit(token)
-        request.state.rate_headers = headers
         if not allowed:
             raise Refusal(
-                429, "rate_limit_exceeded", f"rate limit exceeded for this key; retry after {headers['Retry-After']} s"
+                429,
+                "rate_limit_exceeded",
+                f"rate limit exceeded for this key; retry after {headers['Retry-After']} s",
+                headers=headers,
             )
-        response.headers.update(headers)
+        return headers
 
-    router = APIRouter(prefix="/v1", tags=["web tools"], route_class=_EnvelopeRoute, dependencies=[Depends(authorized)])
+    router = APIRouter(prefix="/v1", tags=["web tools"], route_class=_envelope_route(authorize))
 
     async def web() -> Any:
         existing = getattr(state, "web", None)

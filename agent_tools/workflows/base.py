@@ -58,8 +58,22 @@ def tool_error(text: str) -> ToolCallOutput:
     return ToolCallOutput(content=text, is_error=True)
 
 
+# Histories begun with this marker check the limits of the tools' schemas and of client input (see
+# agent_tools.boundaries.limit); recorded ones replay with the rules they ran with.
+PATCH_BOUNDED_INPUTS = "bounded-inputs"
+
+
 class SessionBase:
     """Attributes every mixin may use, and hook methods with neutral defaults."""
+
+    _bounded_inputs: bool | None = None
+
+    @property
+    def bounded_inputs(self) -> bool:
+        """Whether this run checks the input limits added with :data:`PATCH_BOUNDED_INPUTS`."""
+        if self._bounded_inputs is None:
+            self._bounded_inputs = workflow.patched(PATCH_BOUNDED_INPUTS)
+        return self._bounded_inputs
 
     request: SessionRequest
     _config: SessionConfig | None

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.common import TypedSearchAttributes
+from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
 
 from agent_tools.workflows.base import SessionBase, call_options, failure_detail, tool_error
@@ -226,6 +226,8 @@ class DelegationMixin(SessionBase):
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                 static_summary=f"{agent}: {title}"[:200],
                 search_attributes=self._child_search_attributes(agent, title, depth=c.depth + 1),
+                # One run per id: a second would mix two runs' transcripts under one session id.
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             )
         except Exception as exc:  # e.g. the id is taken: the model gets a clear error, the session goes on
             rec.finished, rec.delivered, rec.status, rec.error = (

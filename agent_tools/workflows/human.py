@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 from agent_tools.workflows.base import SessionBase
 from agent_tools.workflows.native import native_tool
@@ -22,9 +23,19 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from agent_tools.activity_io import ToolCallOutput
+    from agent_tools.boundaries import (
+        MAX_JSON_DEPTH,
+        NOTE_CHARS,
+        cap_text,
+        clean_text,
+        describe_validation_error,
+        json_depth,
+        model_problems,
+    )
     from agent_tools.contracts.human import (
         MAX_ANSWERED_KEPT,
         MAX_REJECTED_KEPT,
+        REJECTED_PREVIEW_BYTES,
         AnswerAccepted,
         AnsweredAsk,
         AnswerQuestions,
@@ -134,11 +145,61 @@ class HumanLoopMixin(SessionBase):
     @update_answer_questions.validator
     def _validate_answer_questions(self, request: AnswerQuestions) -> None:
         # Raising here refuses the update before it reaches history; the caller sees the reason.
+        problems = model_problems(request)
+        if problems is not None:
+            raise AnswerRejected(f"answers out of bounds: {problems}")
         resolve_answers(self.state.human.pending, request)
 
     @workflow.signal(name="answer_questions_signal")
-    def signal_answer_questions(self, payload: dict[str, Any]) -> None:
-        # Typed loosely on purpose: a malformed payload must be recorded, not dropped by the converter.
+    def signal_answer_questions(self, payload: RawValue) -> None:
+        # Decoded here, not by the SDK: a payload it could not decode (not JSON, nested too deeply, not an
+        # object) would be dropped unseen; this way every rejected signal is recorded.
+        if not self.bounded_inputs:
+            try:
+                legacy = workflow.payload_converter().from_payload(payload.payload, dict[str, Any])
+            except Exception:
+                return  # what the SDK did with such a signal before: dropped
+            self._legacy_signal_answers(legacy)
+            return
+        size = len(payload.payload.data)
+        try:
+            try:
+                data: Any = workflow.payload_converter().from_payload(payload.payload, Any)
+            except Exception as exc:
+                raise AnswerRejected(
+                    "answers are not JSON the session can read (malformed, or nested too deeply)"
+                ) from exc
+            if json_depth(data) > MAX_JSON_DEPTH:
+                raise AnswerRejected(f"answers are nested deeper than {MAX_JSON_DEPTH} levels")
+            if not isinstance(data, dict):
+                raise AnswerRejected(f"answers must be a JSON object, got {type(data).__name__}")
+            request = AnswerQuestions.model_validate(data)
+            problems = model_problems(request)
+            if problems is not None:
+                raise AnswerRejected(f"answers out of bounds: {problems}")
+            self._apply_answers(request, "signal")
+        except Exception as exc:  # anything a client sends: recorded, never a failed workflow task
+            if isinstance(exc, AnswerRejected):
+                reason = str(exc)
+            elif isinstance(exc, ValidationError):
+                reason = f"malformed answers: {describe_validation_error(exc)}"
+            else:
+                reason = f"unreadable answers: {type(exc).__name__}"
+            self._reject_signal(reason, preview=payload.payload.data[:REJECTED_PREVIEW_BYTES], size=size)
+
+    def _reject_signal(self, reason: str, *, preview: bytes, size: int) -> None:
+        reason = cap_text(clean_text(reason), NOTE_CHARS, what="the reason")
+        self.state.human.rejected.append(
+            RejectedAnswer(
+                at=self.now_iso(), reason=reason, preview=clean_text(preview.decode("utf-8", "replace")), size=size
+            )
+        )
+        del self.state.human.rejected[:-MAX_REJECTED_KEPT]
+        self.publish("answer", via="signal", rejected=True, reason=reason)
+        self.touch()
+
+    def _legacy_signal_answers(self, payload: dict[str, Any]) -> None:
+        """Signalled answers as histories begun before ``bounded-inputs`` recorded them (kept for replay)."""
         try:
             request = AnswerQuestions.model_validate(payload)
             self._apply_answers(request, "signal")

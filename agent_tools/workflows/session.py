@@ -14,9 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import SearchAttributeUpdate
+from temporalio.common import RawValue, SearchAttributeUpdate
 from temporalio.contrib.workflow_streams import WorkflowStream
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.workflow import NondeterminismError
 
 from agent_tools.workflows.base import MODEL_NON_RETRYABLE, call_options, failure_detail
 from agent_tools.workflows.delegation import DelegationMixin
@@ -36,7 +37,18 @@ with workflow.unsafe.imports_passed_through():
         ToolCallOutput,
         tool_activity_name,
     )
+    from agent_tools.boundaries import (
+        NOTE_CHARS,
+        cap_text,
+        clean_json,
+        clean_text,
+        json_depth,
+        model_problems,
+        preview_json,
+        request_problems,
+    )
     from agent_tools.catalog.registry import builtin_specs
+    from agent_tools.errors import InvalidInput, error_type
     from agent_tools.messages import Message, ToolCall, message_fingerprint
     from agent_tools.policy import ExecutionPolicy
     from agent_tools.prompt import render_trigger
@@ -62,6 +74,8 @@ with workflow.unsafe.imports_passed_through():
 BUILTIN_SPECS = {s.name: s for s in builtin_specs()}
 # Marks histories whose prepare step ran as a local activity (see ``_prepare``).
 PATCH_LOCAL_PREPARE = "prepare-as-local-activity"
+# A client message's meta: small, shallow (it is kept in the inbox and carried by continue-as-new).
+MAX_META_DEPTH = 8
 # Progress items carried across continue-as-new for late subscribers.
 _STREAM_CARRY = 50
 
@@ -69,23 +83,40 @@ _STREAM_CARRY = 50
 @workflow.defn(name=WORKFLOW_NAME)
 class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin):
     @workflow.init
-    def __init__(self, input: SessionInput) -> None:
-        self.request = input.request
-        self._config = input.config
-        self.state = input.state or SessionState()
-        self.stream = WorkflowStream(prior_state=load_stream_state(input.stream_state))
+    def __init__(self, input: RawValue) -> None:
+        # Decoded here rather than by the SDK: an input that cannot be decoded (a raw client's bad start) would
+        # fail the workflow task before any of our code ran, and Temporal retries that for ever. This way the
+        # run fails once, with the reason.
+        self._input_error: str | None = None
+        try:
+            decoded: SessionInput = workflow.payload_converter().from_payload(input.payload, SessionInput)
+        except Exception as exc:
+            decoded = SessionInput(request=SessionRequest())
+            self._input_error = f"the session input cannot be read: {exc}"[:1000]
+        self.request = decoded.request
+        self._config = decoded.config
+        self.state = decoded.state or SessionState()
+        self.stream = WorkflowStream(prior_state=load_stream_state(decoded.stream_state))
         self._stop_reason = None
         self._turn_task: asyncio.Task[None] | None = None
         self._last_answer: str | None = None
-        if input.state is None and input.request.prompt:
-            self.state.inbox.append(Trigger(kind="user", content=input.request.prompt))
+        if decoded.state is None and decoded.request.prompt and self._input_error is None:
+            self.state.inbox.append(Trigger(kind="user", content=decoded.request.prompt))
 
     # ---- main loop ----------------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, input: SessionInput) -> SessionResult:
+    async def run(self, input: RawValue) -> SessionResult:
         if self._config is None:
-            prepared = await self._prepare(input.request)
+            refusal = self._input_error or (request_problems(self.request) if self.bounded_inputs else None)
+            if refusal is not None:
+                self.state.inbox.clear()
+                self.state.status = SessionStatus.failed
+                raise ApplicationError(
+                    f"refused to start: {refusal}", type=error_type(InvalidInput), non_retryable=True
+                )
+        if self._config is None:
+            prepared = await self._prepare(self.request)
             self._config = prepared.config
             self.state.transcript_len = prepared.transcript_len
             self.state.created_at = self.now_iso()
@@ -265,30 +296,50 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self.touch()
 
     async def _call_tool(self, call: ToolCall) -> ToolCallOutput:
+        out = self._refuse_call(call)
+        if out is None:
+            spec = BUILTIN_SPECS.get(call.name)
+            self.publish("tool_started", tool=call.name, call_id=call.id, arguments=preview_json(call.arguments))
+            method = NATIVE_TOOLS.get(call.name)
+            if method is not None and spec is not None:
+                try:
+                    args = spec.validate_arguments(call.arguments, limits=self.bounded_inputs)
+                except ValidationError as exc:
+                    out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
+                else:
+                    out = await self._native_tool(method, args, call)
+            else:
+                out = await self._activity_tool(call, spec.summary(call.arguments) if spec else call.name)
+            if out.usage is not None:
+                self.state.tree_usage = self.state.tree_usage + out.usage
+        self.publish("tool_finished", tool=call.name, call_id=call.id, is_error=out.is_error, preview=out.content[:200])
+        return out
+
+    def _refuse_call(self, call: ToolCall) -> ToolCallOutput | None:
+        """The tool error for a call that cannot run at all (unknown tool, arguments not taken), or None."""
         if call.name not in self.config.tools:
             return ToolCallOutput(
                 content=f"Unknown tool {call.name!r}. Available tools: {', '.join(self.config.tools)}", is_error=True
             )
+        if call.refused is not None:
+            return ToolCallOutput(content=f"Invalid arguments for {call.name}: {call.refused}", is_error=True)
         if call.raw_arguments is not None:
             return ToolCallOutput(
                 content=f"Invalid arguments for {call.name}: arguments must be a JSON object, got {call.raw_arguments[:200]!r}",
                 is_error=True,
             )
-        spec = BUILTIN_SPECS.get(call.name)
-        self.publish("tool_started", tool=call.name, call_id=call.id, arguments=call.arguments)
-        method = NATIVE_TOOLS.get(call.name)
-        if method is not None and spec is not None:
-            try:
-                args = spec.validate_arguments(call.arguments)
-            except ValidationError as exc:
-                out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
-            else:
-                out = await getattr(self, method)(args, call)
-        else:
-            out = await self._activity_tool(call, spec.summary(call.arguments) if spec else call.name)
-        if out.usage is not None:
-            self.state.tree_usage = self.state.tree_usage + out.usage
-        self.publish("tool_finished", tool=call.name, call_id=call.id, is_error=out.is_error, preview=out.content[:200])
+        return None
+
+    async def _native_tool(self, method: str, args: Any, call: ToolCall) -> ToolCallOutput:
+        """Run a workflow-native tool. A bug in one (any exception) becomes a tool error for the model and a
+        log line for the operator: raised, it would fail the workflow task, which Temporal retries for ever."""
+        try:
+            out: ToolCallOutput = await getattr(self, method)(args, call)
+        except NondeterminismError:
+            raise  # the code no longer matches the history: only a deploy can fix that
+        except Exception as exc:
+            workflow.logger.exception("workflow-native tool %s failed", call.name)
+            return ToolCallOutput(content=f"Tool {call.name} failed: {type(exc).__name__}: {exc}"[:2000], is_error=True)
         return out
 
     async def _activity_tool(self, call: ToolCall, summary: str) -> ToolCallOutput:
@@ -357,24 +408,51 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
 
     # ---- messages in --------------------------------------------------------------------------------
 
+    def _message_refusal(self, message: SendMessage) -> str | None:
+        """Why a client's message cannot be taken, or None."""
+        if self.state.status in TERMINAL_STATUSES or self._stop_reason is not None:
+            return f"session is {self.state.status.value}; it takes no more messages"
+        if message.kind != "user":
+            # Sub-agent notifications, loop ticks, events and goal turns come from the session itself.
+            return f"send_message takes user messages; {message.kind!r} messages come from the session itself"
+        return model_problems(message) or (
+            f"meta is nested deeper than {MAX_META_DEPTH} levels" if json_depth(message.meta) > MAX_META_DEPTH else None
+        )
+
+    def _accept_message(self, message: SendMessage) -> None:
+        self.enqueue(Trigger(kind="user", content=clean_text(message.content), meta=clean_json(message.meta)))
+
     @workflow.signal(name="send_message")
     def signal_send_message(self, message: SendMessage) -> None:
-        self.enqueue(Trigger(kind=message.kind, content=message.content, meta=message.meta))
+        refusal = self._message_refusal(message) if self.bounded_inputs else None
+        if refusal is not None:
+            # A signal cannot be refused: it is dropped, said in the log and on the progress stream.
+            workflow.logger.warning("send_message signal dropped: %s", refusal)
+            self.publish("input_rejected", input="send_message", reason=refusal[:500])
+            return
+        if self.bounded_inputs:
+            self._accept_message(message)
+        else:
+            self.enqueue(Trigger(kind=message.kind, content=message.content, meta=message.meta))
 
     @workflow.update(name="send_message")
     def update_send_message(self, message: SendMessage) -> SendMessageAccepted:
-        self.enqueue(Trigger(kind=message.kind, content=message.content, meta=message.meta))
+        if self.bounded_inputs:
+            self._accept_message(message)
+        else:
+            self.enqueue(Trigger(kind=message.kind, content=message.content, meta=message.meta))
         return SendMessageAccepted(position=len(self.state.inbox) - 1, queued_behind=len(self.state.inbox) - 1)
 
     @update_send_message.validator
     def _validate_send_message(self, message: SendMessage) -> None:
-        if self.state.status in TERMINAL_STATUSES or self._stop_reason is not None:
-            raise ValueError(f"session is {self.state.status.value}; it takes no more messages")
+        refusal = self._message_refusal(message)
+        if refusal is not None:
+            raise ValueError(refusal)
 
     @workflow.signal(name="stop")
     def signal_stop(self, request: StopRequest) -> None:
         if self._stop_reason is None:
-            self._stop_reason = request.reason
+            self._stop_reason = cap_text(clean_text(request.reason), NOTE_CHARS, what="the reason")
             if self._turn_task is not None and not self._turn_task.done():
                 self._turn_task.cancel()
 

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.tables import metadata
+from agent_tools.boundaries import clean_json
 from agent_tools.contracts.events import EventRecord, kind_matches, payload_matches
 
 events = Table(
@@ -86,7 +87,7 @@ async def store_event(store: Store, record: EventRecord, *, size: int = 0) -> St
         "source": record.source,
         "delivery_id": record.delivery_id,
         "kind": record.kind,
-        "payload": record.payload,
+        "payload": clean_json(record.payload, max_depth=64),
         "size": size,
         "received_at": _utc(record.received_at),
     }

@@ -46,6 +46,8 @@ transcript = Table(
     Column("name", String(200)),
     Column("artifact_ref", String(100)),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # The activity attempt that wrote a model answer (None for other messages): see commit_step.
+    Column("attempt", Integer),
 )
 
 usage = Table(

@@ -11,10 +11,12 @@ from sqlalchemy import Connection, func, select
 
 from agent_tools.activities.store.db import Store, upsert, upsert_rows
 from agent_tools.activities.store.tables import artifacts, sessions, transcript, usage
+from agent_tools.boundaries import clean_json, clean_text
+from agent_tools.errors import AgentToolsError
 from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
 from agent_tools.session import SessionConfig
 
-_MESSAGE_UPDATE = ["role", "content", "tool_calls", "tool_call_id", "name", "artifact_ref", "created_at"]
+_MESSAGE_UPDATE = ["role", "content", "tool_calls", "tool_call_id", "name", "artifact_ref", "created_at", "attempt"]
 _USAGE_UPDATE = ["input_tokens", "output_tokens", "cost_usd", "model"]
 
 
@@ -58,13 +60,20 @@ def _message_row(session_id: str, seq: int, m: Message) -> dict[str, Any]:
         "session_id": session_id,
         "seq": seq,
         "role": m.role,
-        "content": m.content,
-        "tool_calls": [tc.model_dump() for tc in m.tool_calls] or None,
-        "tool_call_id": m.tool_call_id,
-        "name": m.name,
+        # The last line of defence for the store: NUL bytes and lone surrogates never reach PostgreSQL (the
+        # boundaries where data enters clean them already).
+        "content": clean_text(m.content),
+        "tool_calls": clean_json([tc.model_dump() for tc in m.tool_calls], max_depth=64) or None,
+        "tool_call_id": clean_text(m.tool_call_id) if m.tool_call_id else None,
+        "name": clean_text(m.name) if m.name else None,
         "artifact_ref": m.artifact_ref,
         "created_at": _now(),
+        "attempt": None,
     }
+
+
+class TranscriptOutOfStep(AgentToolsError):
+    """The stored transcript does not hold the answer the workflow accepted (see ``prefix``)."""
 
 
 class TranscriptStore:
@@ -143,6 +152,13 @@ class TranscriptStore:
         if cached is not None:
             return list(cached)
         found = await self.load(session_id, upto=start)
+        last = next((m for m in reversed(found) if m.role == "assistant"), None)
+        if last_answer is not None and (message_fingerprint(last) if last else None) != last_answer:
+            # The store holds another answer than the one the session received: building on it would give
+            # the model a conversation the session never had. Retried (a replica may lag); then the turn fails.
+            raise TranscriptOutOfStep(
+                f"the stored transcript of {session_id} does not end with the answer the session received"
+            )
         self._remember(session_id, found)
         return list(found)
 
@@ -156,22 +172,35 @@ class TranscriptStore:
         root_id: str,
         model: str,
         used: Usage,
+        attempt: int = 1,
     ) -> int:
         """One model step in one transaction: the messages sent, the answer received, its usage row.
 
         Rows are replaced, not kept: the new messages are exactly what an earlier attempt sent (the workflow
-        re-sends the same ones), and the answer must be the one the workflow received from this attempt.
+        re-sends the same ones), and the answer must be the one the workflow received. That is the latest
+        attempt's: an attempt that timed out may still finish after its retry was accepted, and its write is
+        then dropped (an answer row written by a later attempt stays).
         """
         messages = [*new_messages, answer]
         rows = [_message_row(session_id, position + i, m) for i, m in enumerate(messages)]
         answer_at = position + len(new_messages)
+        rows[-1]["attempt"] = attempt
         usage_row = _usage_row(f"{session_id}:{answer_at}", session_id, root_id, model, used)
+        current = select(transcript.c.attempt).where(
+            transcript.c.session_id == session_id, transcript.c.seq == answer_at
+        )
 
-        def write(conn: Connection) -> None:
+        def write(conn: Connection) -> bool:
+            written = conn.execute(current).scalar()
+            if written is not None and written > attempt:
+                return False  # a later attempt's answer is the one the workflow has
             upsert_rows(conn, transcript, rows, keys=["session_id", "seq"], update=_MESSAGE_UPDATE)
             upsert_rows(conn, usage, [usage_row], keys=["call_key"], update=_USAGE_UPDATE)
+            return True
 
-        await self.store.run(write)
+        if not await self.store.run(write):
+            self._cache.pop(session_id, None)
+            return answer_at + 1
         cached = self._cache.get(session_id)
         if cached is not None and len(cached) == position:
             cached.extend(messages)
@@ -257,7 +286,7 @@ class TranscriptStore:
             "session_id": session_id,
             "run_id": run_id,
             "tool": tool,
-            "content": content,
+            "content": clean_text(content),
             "size": len(content),
             "is_json": int(is_json),
             "created_at": _now(),

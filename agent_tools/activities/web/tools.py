@@ -7,9 +7,10 @@ from typing import Any, Literal
 
 from agent_tools.activities.context import BuiltinContext, ToolImpl
 from agent_tools.activities.model_calls import UsageAccount, complete
+from agent_tools.activities.query import bounded_query
 from agent_tools.activities.web import get_web
 from agent_tools.activity_io import ToolCallOutput
-from agent_tools.contracts.web.jsonquery import JsonQueryError, json_query
+from agent_tools.contracts.query import JsonQueryError, parse_document
 from agent_tools.contracts.web.models import (
     HttpFetchArgs,
     JsonQueryArgs,
@@ -212,7 +213,7 @@ async def http_fetch(args: HttpFetchArgs, ctx: BuiltinContext) -> ToolCallOutput
 
 async def json_query_tool(args: JsonQueryArgs, ctx: BuiltinContext) -> str:
     try:
-        value: Any = json_query(args.document, args.query)
+        value: Any = await bounded_query(lambda: parse_document(args.document), args.query)
     except JsonQueryError as exc:
         raise ToolFailure(error_line("bad_request", str(exc))) from exc
     return json.dumps(value, ensure_ascii=False, indent=None)

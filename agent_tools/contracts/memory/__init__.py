@@ -15,12 +15,12 @@ memory instead of a duplicate.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent_tools.boundaries import describe_validation_error
+from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, OFFSET_MAX, describe_validation_error, limit
 from agent_tools.catalog.spec import ToolSpec
 
 MAX_FACT_CHARS = 4_000
@@ -84,33 +84,36 @@ _FACT: Any = Field(
     max_length=MAX_FACT_CHARS,
     description="One self-contained fact (a preference, decision or detail), at most 4,000 characters",
 )
+Tag = Annotated[str, Field(**limit(chars=LABEL_CHARS))]
 _TAGS: Any = Field(default_factory=list, max_length=10, description="Optional labels for listing, e.g. ['preference']")
 
 
 class SaveMemoryArgs(BaseModel):
     content: str = _FACT
-    tags: list[str] = _TAGS
+    tags: list[Tag] = _TAGS
     tier: Tier = Field(
         default="long_term", description="long_term (kept) or working (expires when unused; for current context)"
     )
 
 
 class UpdateMemoryArgs(BaseModel):
-    memory_id: str = Field(min_length=1, description="ID from saveMemory, listMemories or searchMemory")
+    memory_id: str = Field(
+        min_length=1, description="ID from saveMemory, listMemories or searchMemory", **limit(chars=ID_CHARS)
+    )
     content: str | None = Field(default=None, min_length=1, max_length=MAX_FACT_CHARS, description="New text")
-    tags: list[str] | None = Field(default=None, max_length=10, description="New tags (replace the old ones)")
+    tags: list[Tag] | None = Field(default=None, max_length=10, description="New tags (replace the old ones)")
     tier: Tier | None = Field(default=None, description="Move the memory to another tier")
 
 
 class DeleteMemoryArgs(BaseModel):
-    memory_id: str = Field(min_length=1, description="ID of the memory to delete")
+    memory_id: str = Field(min_length=1, description="ID of the memory to delete", **limit(chars=ID_CHARS))
 
 
 class ListMemoriesArgs(BaseModel):
     tier: Tier | None = Field(default=None, description="Only this tier")
-    tag: str | None = Field(default=None, description="Only memories with this tag")
+    tag: str | None = Field(default=None, description="Only memories with this tag", **limit(chars=LABEL_CHARS))
     limit: int = Field(default=20, ge=1, le=100, description="Maximum memories, newest first")
-    offset: int = Field(default=0, ge=0, description="Skip this many (paging)")
+    offset: int = Field(default=0, ge=0, le=OFFSET_MAX, description="Skip this many (paging)")
 
 
 class SearchMemoryArgs(BaseModel):
@@ -137,7 +140,7 @@ class RecallArgs(BaseModel):
 
 class MemoryRememberArgs(BaseModel):
     content: str = _FACT
-    tags: list[str] = _TAGS
+    tags: list[Tag] = _TAGS
 
 
 class MemoryRecallArgs(BaseModel):

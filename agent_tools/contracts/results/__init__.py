@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
+from agent_tools.boundaries import OFFSET_MAX
 from agent_tools.catalog.spec import ToolSpec
 
 _BARE_REF = re.compile(r"[\w.\-]+")
@@ -40,7 +41,7 @@ _REF = Field(min_length=1, max_length=100, description="The ref id from the save
 
 class ReadToolResultArgs(BaseModel):
     ref: RefField = _REF
-    offset: int = Field(default=0, ge=0, description="First line to read (0-based)")
+    offset: int = Field(default=0, ge=0, le=OFFSET_MAX, description="First line to read (0-based)")
     limit: int = Field(default=200, ge=1, le=2000, description="Number of lines, at most 2,000")
 
 
@@ -78,7 +79,7 @@ class QueryToolResultArgs(BaseModel):
 
 class ReadArtifactArgs(BaseModel):
     ref: RefField = _REF
-    offset: int = Field(default=0, ge=0, description="Character offset to start reading at")
+    offset: int = Field(default=0, ge=0, le=OFFSET_MAX, description="Character offset to start reading at")
     max_chars: int = Field(default=8000, ge=200, le=40_000, description="Characters to return, 200-40,000")
 
 

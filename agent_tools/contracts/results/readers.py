@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_tools.contracts.results.jsonpath import describe, query
+from agent_tools.contracts.query import JsonQueryError, describe, normalize
 from agent_tools.errors import AgentToolsError, InvalidInput
 
 WRAP_CHARS = 2_000
@@ -211,9 +211,17 @@ def key_step(key: str) -> str:
     return f".{key}" if re.fullmatch(r"[A-Za-z0-9_\-$@]+", key) else json.dumps([key])
 
 
-def render_query(ref: str, document: Any, path: str, max_chars: int) -> str:
-    """The value at ``path`` as JSON, cut to ``max_chars`` with a note on how to narrow the path."""
-    value = query(document, path)
+def render_query(ref: str, document: Any, path: str, value: Any, max_chars: int) -> str:
+    """The value a query found at ``path`` as JSON, cut to ``max_chars`` with a note on how to narrow it.
+
+    Raises:
+        JsonQueryError: the path selects nothing (the message describes the document, to aim again).
+    """
+    if value is None and normalize(path) != "@":
+        raise JsonQueryError(
+            f"it selects nothing (a missing key, an index out of range, or a step that does not fit); "
+            f"the result is {describe(document)}"
+        )
     rendered = json.dumps(value, indent=2, ensure_ascii=False)
     head = f"[ref={ref} path={path.strip() or '.'}: {describe(value)}, {len(rendered):,} characters]"
     if len(rendered) <= max_chars:

@@ -8,10 +8,11 @@ never drift apart.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from agent_tools.boundaries import limit
 from agent_tools.messages import Usage
 
 TimeRange = Literal["day", "week", "month", "year"]
@@ -146,25 +147,32 @@ class WebFetchRtcResult(BaseModel):
 # --- codai faces: web_search / web_fetch / http_fetch / json_query / deep_research --------------------
 
 
+# A host name, optionally with a path prefix (253 is DNS's limit for a name).
+Domain = Annotated[str, Field(**limit(chars=300))]
+
+
 class WebSearchArgs(BaseModel):
     """``web_search`` and ``POST /v1/tools/search``."""
 
     query: str = Field(
         description="Trimmed, 1-400 characters. Operators: site:, -site:, filetype:, intitle:, "
-        'inurl:, "exact phrase", -term, A OR B, after:, before:, lang:xx'
+        'inurl:, "exact phrase", -term, A OR B, after:, before:, lang:xx',
+        **limit(chars=400),
     )
     max_results: int = Field(default=5, ge=1, le=10)
-    include_domains: list[str] | None = Field(
-        default=None, description="Up to 10 hosts (subdomains included, optional path prefix)"
+    include_domains: list[Domain] | None = Field(
+        default=None, description="Up to 10 hosts (subdomains included, optional path prefix)", **limit(items=10)
     )
-    exclude_domains: list[str] | None = Field(default=None, description="Up to 10 hosts never returned")
+    exclude_domains: list[Domain] | None = Field(
+        default=None, description="Up to 10 hosts never returned", **limit(items=10)
+    )
     freshness: TimeRange | None = Field(default=None, description="Only pages published within the window")
-    published_after: str | None = Field(default=None, description="YYYY-MM-DD, on or after")
-    published_before: str | None = Field(default=None, description="YYYY-MM-DD, before")
+    published_after: str | None = Field(default=None, description="YYYY-MM-DD, on or after", **limit(chars=10))
+    published_before: str | None = Field(default=None, description="YYYY-MM-DD, before", **limit(chars=10))
     depth: Literal["fast", "deep"] = Field(default="fast", description="deep: more engines and query rewrites")
     content_chars: int = Field(default=0, ge=0, le=2000, description="Verified excerpt length per result")
-    country: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}$")
-    lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}(-[A-Za-z]{2})?$")
+    country: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}$", **limit(chars=2))
+    lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}(-[A-Za-z]{2})?$", **limit(chars=5))
     mode: Literal["codai", "google"] = "codai"
     fallback: Literal["auto", "off"] = "auto"
 
@@ -245,7 +253,9 @@ class HttpFetchArgs(BaseModel):
 
     url: str = Field(min_length=1, max_length=2048)
     method: Literal["GET", "HEAD"] = Field(default="GET", description="Reads only (tool level l1_http)")
-    headers: dict[str, str] | None = Field(default=None, description="Extra request headers (Accept, ...)")
+    headers: dict[str, Annotated[str, Field(**limit(chars=8192))]] | None = Field(
+        default=None, description="Extra request headers (Accept, ...)", **limit(properties=50)
+    )
     max_chars: int = Field(default=20_000, ge=100, le=200_000)
 
     @field_validator("headers")
@@ -273,10 +283,14 @@ class HttpFetchResult(BaseModel):
 
 
 class JsonQueryArgs(BaseModel):
-    """``json_query``: query a JSON document (syntax: :mod:`agent_tools.contracts.web.jsonquery`, docs/web.md)."""
+    """``json_query``: query a JSON document (JMESPath: :mod:`agent_tools.contracts.query`, docs/web.md)."""
 
     document: Any = Field(description="The JSON document: any JSON value, or a string holding JSON text")
-    query: str = Field(min_length=1, max_length=1000, description="e.g. items[?price > 10].name | sort")
+    query: str = Field(
+        min_length=1,
+        max_length=1000,
+        description="JMESPath, e.g. items[?price > `10`].name | sort(@)   (jq-style .a[0].b works too)",
+    )
 
 
 class ResearchRequest(BaseModel):
