@@ -16,6 +16,8 @@ Metadata (title, byline, description, canonical, lang, published date) come from
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -84,6 +86,54 @@ def iso_date(value: str | None) -> str | None:
     return f"{day}T{clock}{tz_h}:{tz_m}"
 
 
+_DATE_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
+# Where a <time> or datePublished element is some other item's date: teaser cards, "most read" lists,
+# embedded posts, comments, sidebars.
+_OTHER_ITEMS_TAGS = frozenset({"nav", "aside", "footer", "blockquote", "li", "menu", "form"})
+_OTHER_ITEMS_HINT = re.compile(
+    r"(^|[\s_-])(related|recommend\w*|most-read|popular|trending|teaser|card|comments?|widget|sidebar|"
+    r"more-stories|latest|tweet|twitter-tweet|embed\w*|promo\w*)([\s_-]|$)",
+    re.I,
+)
+
+
+def _about_other_item(el: Any) -> bool:
+    for anc in el.iterancestors():
+        if anc.tag in _OTHER_ITEMS_TAGS or _OTHER_ITEMS_HINT.search(f"{anc.get('class', '')} {anc.get('id', '')}"):
+            return True
+    return False
+
+
+_DATE_NAME = re.compile(r"date|time|publish|created|issued|modified|updated", re.I)
+
+
+def _date_markup(doc: Any) -> Any | None:
+    """A small tree holding only the page's explicit date markup, for htmldate: every ``<meta>``, the JSON-LD
+    blocks, and the first ``<time datetime>`` / ``itemprop=datePublished`` element of the page's own
+    (not of a teaser, an embedded post or a comment), emptied of its text; None when there is none.
+
+    Given the whole page, htmldate also matches visible text ("Posted on 18 September 2025" before the
+    element's exact ``datetime``) and the dates of teaser cards on a page that has no date of its own;
+    the fixtures showed both. This way a date is never taken from text, and what htmldate adds (which of
+    many meta names, published over modified, validation) is kept.
+    """
+    make = doc.makeelement  # an lxml.html element: htmldate accepts no plain etree element
+    root, head, body = make("html"), make("head"), make("body")
+    root.extend((head, body))
+    for meta in doc.iter("meta"):
+        names = " ".join(meta.get(a) or "" for a in ("name", "property", "itemprop", "http-equiv"))
+        if _DATE_NAME.search(names):
+            head.append(copy.copy(meta))
+    for script in doc.xpath("//script[@type='application/ld+json']"):
+        if "date" in (script.text or "").lower():
+            head.append(copy.copy(script))
+    for el in doc.xpath("//time[@datetime] | //*[@itemprop='datePublished' or @itemprop='dateCreated']"):
+        if not _about_other_item(el):
+            body.append(make(el.tag, {k: v for k, v in el.attrib.items() if k in ("datetime", "itemprop", "content")}))
+            break
+    return root if len(head) or len(body) else None
+
+
 def metadata(doc: Any, base_url: str) -> dict[str, str | None]:
     """Title, byline, description, canonical, lang and published date from the page's explicit markup.
 
@@ -125,7 +175,13 @@ def metadata(doc: Any, base_url: str) -> dict[str, str | None]:
         href = doc.xpath('//link[@rel="canonical"]/@href')
         canonical = _absolute(base_url, str(href[0])) if href else None
     try:
-        date = find_date(doc, extensive_search=False, original_date=True, outputformat="%Y-%m-%dT%H:%M:%S%z")
+        markup = _date_markup(doc)
+        # url="" keeps htmldate from reading a date out of the canonical link's path.
+        date = (
+            find_date(markup, extensive_search=False, original_date=True, outputformat=_DATE_FORMAT, url="")
+            if markup is not None
+            else None
+        )
     except Exception:
         date = None
     lang = str(doc.get("lang") or "").strip().split("-")[0].lower()
@@ -145,15 +201,18 @@ _HIGHLIGHT_CLASS = re.compile(r"(?:^|\s)highlight-(?:source-)?([a-z][\w+#.-]*)")
 
 def code_language(pre: Any) -> str | None:
     """The language a ``<pre>`` declares: ``language-x``/``lang-x`` on it or its ``<code>`` (Prism,
-    highlight.js, Markdown renderers), or ``highlight-x``/``highlight-source-x`` on a wrapper (Sphinx,
-    GitHub)."""
-    nodes = [pre, *pre.findall("code")]
-    for node in nodes:
+    highlight.js, Markdown renderers), or on the wrapper around it, as ``highlight-x``/``highlight-source-x``
+    (Sphinx, GitHub) or ``language-x`` (MkDocs). Only the two nearest wrappers: a ``language-en`` far up
+    the page is the site's language, not the code's."""
+    for node in (pre, *pre.findall("code")):
         m = _LANG_CLASS.search(node.get("class", ""))
         if m:
             return m.group(1)
-    for wrapper in pre.iterancestors("div"):
-        m = _HIGHLIGHT_CLASS.search(wrapper.get("class", ""))
+    for depth, wrapper in enumerate(pre.iterancestors("div")):
+        if depth >= 2:
+            break
+        classes = wrapper.get("class", "")
+        m = _HIGHLIGHT_CLASS.search(classes) or _LANG_CLASS.search(classes)
         if m and m.group(1) not in ("default",):
             return m.group(1)
     return None
@@ -188,15 +247,39 @@ _PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, collect_id
 # category bars, screen-reader-only and hidden elements, navigation landmarks, scripts. Checked in one walk
 # over the tree in Python: the same rules as one XPath (class tokens through concat/normalize-space) cost
 # ten times as much.
-_NOISE_CLASSES = frozenset({"mw-editsection", "toc", "navbox", "catlinks", "noprint", "sr-only", "visually-hidden"})
+_NOISE_CLASSES = frozenset(
+    {
+        "mw-editsection",
+        "toc",
+        "navbox",
+        "catlinks",
+        "noprint",
+        "sr-only",
+        "visually-hidden",
+        "headerlink",  # Sphinx and MkDocs permalink pilcrows
+        "md-content__button",  # MkDocs "Edit this page"
+        "edit-this-page",
+        "edit-link",
+    }
+)
 _NOISE_IDS = frozenset({"toc", "catlinks"})
 _NOISE_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
 _NOISE_TAGS = frozenset({"script", "style", "noscript", "template"})
 _INLINE_TAGS = frozenset({"span", "a", "time", "small", "label", "em", "strong", "b", "i"})
+# The label of an ad slot, alone in its element.
+_AD_LABELS = frozenset(
+    {"advertisement", "advert", "ad", "sponsored", "anzeige", "publicité", "publicidad", "pubblicità"}
+)
+# "Read more: <a>Other story</a>" between paragraphs: a link to another article, not part of this one.
+_READ_MORE = re.compile(r"^(read more|read also|also read|related|see also|more|watch|listen|recommended)\W*$", re.I)
 
 
 def _is_noise(el: Any) -> bool:
     if el.tag in _NOISE_TAGS:
+        return bool(el.get("type") != "application/ld+json")  # JSON-LD is read for the metadata afterwards
+    if len(el) == 0 and el.text and len(el.text) < 20 and el.text.strip().lower() in _AD_LABELS:
+        return True
+    if el.tag == "p" and len(el) <= 2 and _is_read_more(el):
         return True
     attrib = el.attrib
     if not attrib:
@@ -211,7 +294,7 @@ def _is_noise(el: Any) -> bool:
     if attrib.get("aria-hidden") == "true" or "hidden" in attrib:
         return True
     style = attrib.get("style")
-    return bool(style) and "display:none" in style.replace(" ", "")
+    return bool(style) and "display:none" in str(style).replace(" ", "")
 
 
 _HEADING = "self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6"
@@ -220,6 +303,7 @@ _HEADING = "self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6
 _TEASER_LISTS = f"//ul[li][not(li[not(.//*[{_HEADING}][.//a])])] | //ol[li][not(li[not(.//*[{_HEADING}][.//a])])]"
 _BLOCK_TAGS = ("div", "p", "table", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "form", "blockquote", "pre")
 _HAS_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_UNUSUAL = re.compile(r"[\\\s]")  # backslashes and whitespace: urljoin's normalisation decides
 
 
 def _absolute(base: str, href: str) -> str:
@@ -232,13 +316,30 @@ def _absolute(base: str, href: str) -> str:
 def _absolute_links(doc: Any, url: str) -> None:
     """Links made absolute (the Markdown must work outside the page). Only ``<a href>``: the extractor keeps
     no other URL, and rewriting every attribute of every element (lxml's ``make_links_absolute``) cost
-    more than a third of the whole extraction."""
+    more than a third of the whole extraction. The usual forms (``/path``, ``//host/path``, ``#part``) are
+    joined by hand, since ``urljoin`` costs more than the rest of this walk."""
     base = doc.xpath("//base/@href")
     base_url = _absolute(url, str(base[0])) if base else url
+    scheme, _, rest = base_url.partition("://")
+    origin = f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]}" if rest else ""
+    page = base_url.split("#", 1)[0]
+    done: dict[str, str] = {}
     for a in doc.iter("a"):
         href = a.get("href")
-        if href and not href.startswith("#") and not _HAS_SCHEME.match(href):
-            a.set("href", _absolute(base_url, href))
+        if not href or _HAS_SCHEME.match(href):
+            continue
+        absolute = done.get(href)
+        if absolute is None:
+            if href.startswith("//") and scheme:
+                absolute = f"{scheme}:{href}"
+            elif href.startswith("/") and origin and "/." not in href and not _UNUSUAL.search(href):
+                absolute = origin + href
+            elif href.startswith("#") and page:
+                absolute = page + href
+            else:
+                absolute = _absolute(base_url, href)  # ../x, x.html, dot segments: the RFC's rules
+            done[href] = absolute
+        a.set("href", absolute)
 
 
 def _is_layout_table(table: Any) -> bool:
@@ -250,6 +351,14 @@ def _is_layout_table(table: Any) -> bool:
         if next(cell.iterdescendants(*_BLOCK_TAGS), None) is not None or len(cell.text_content().split()) > 60:
             return True
     return False
+
+
+def _is_read_more(p: Any) -> bool:
+    links = p.findall(".//a")
+    if len(links) != 1:
+        return False
+    label = (p.text_content() or "").replace(links[0].text_content() or "", "", 1)
+    return len(label) < 30 and bool(_READ_MORE.match(label.strip()))
 
 
 def _prepare(doc: Any, url: str) -> None:
@@ -304,11 +413,17 @@ def _off_content(heading: Any) -> bool:
     for el in (heading, *heading.iterancestors()):
         if el.tag in ("body", "html"):
             return False
-        if el.tag in _OFF_CONTENT_TAGS:
-            return True
+        if el.tag in _OFF_CONTENT_TAGS or (el is not heading and el.tag == "a"):
+            return True  # an <a> around a heading makes it a teaser's headline
         if _OFF_CONTENT_HINT.search(f"{el.get('class', '')} {el.get('id', '')}"):
             return True
     return False
+
+
+def _linked(heading: Any) -> bool:
+    """A headline that is all link: a teaser pointing at another page."""
+    linked = "".join(a.text_content() for a in heading.iter("a"))
+    return bool(linked.strip()) and linked.split() == heading.text_content().split()
 
 
 def _is_heading_block(block: str) -> bool:
@@ -318,16 +433,22 @@ def _is_heading_block(block: str) -> bool:
 def _restore_headings(md: str, doc: Any) -> str:
     """Put back the section headings the extractor dropped (its readability and jusText fallbacks keep
     paragraphs only), and only those that belong to the article: a heading comes back when the next text
-    block after it on the page is a block the extractor kept, in document order, and the heading is not a
-    linked headline nor inside navigation, an aside or a related-content, newsletter, author or video
-    block."""
+    block after it on the page is a block the extractor kept, in document order, inside the heading's own
+    container, and the heading is not a linked headline nor inside navigation, an aside or a
+    related-content, newsletter, author or video block."""
     from agent_tools.web.text import markdown_to_text
 
     blocks = md.split("\n\n")
     present = {_norm(markdown_to_text(b)) for b in blocks if _is_heading_block(b)}
-    candidates = [h for h in doc.xpath(_RESTORABLE) if _norm(h.text_content()) not in present]
-    if not candidates:
-        return md  # the usual case: nothing was dropped, and the page is not walked again
+    candidates = [
+        h
+        for h in doc.xpath(_RESTORABLE)
+        if (t := _norm(h.text_content())) and len(t) <= 150 and t not in present and not _linked(h)
+    ]
+    # The usual case: every heading is in the output, or is a teaser's or a sidebar's, and the page is not
+    # walked again.
+    if not any(not _off_content(h) for h in candidates):
+        return md
     kept: dict[str, int] = {}
     for i, block in enumerate(blocks):
         if not _is_heading_block(block):
@@ -351,9 +472,13 @@ def _restore_headings(md: str, doc: Any) -> str:
         last = j
         if heading is None or j in inserts or (j > 0 and _is_heading_block(blocks[j - 1])):
             continue
+        # The heading and the block must share a container: the heading's parent holds the block. A card or
+        # teaser box between two paragraphs holds only its own headline.
+        parent = heading.getparent()
+        if parent is None or not any(anc is parent for anc in el.iterancestors()):
+            continue
         title = " ".join(heading.text_content().split())
-        linked = " ".join(" ".join(a.text_content() for a in heading.iter("a")).split())
-        if not title or len(title) > 150 or _norm(title) in present or linked == title or _off_content(heading):
+        if not title or len(title) > 150 or _norm(title) in present or _linked(heading) or _off_content(heading):
             continue
         inserts[j] = "#" * int(heading.tag[1]) + " " + title
     if not inserts:
@@ -461,6 +586,27 @@ def _code_lang(el: Any) -> str | None:
     return m.group(1) if m else None
 
 
+@functools.cache
+def _trafilatura_options() -> Any:
+    """One trafilatura configuration for every page (it is read-only there, and building it parses
+    trafilatura's settings file each time). No ``url``: the links are absolute already, and with a URL
+    trafilatura resolves every link again."""
+    # Imported on first use: trafilatura and its date/language helpers weigh tens of MB that a worker
+    # which never fetches a page should not carry.
+    from trafilatura.settings import Extractor
+
+    return Extractor(
+        output_format="markdown",
+        tables=True,
+        links=True,
+        formatting=True,
+        images=False,
+        comments=False,
+        dedup=False,
+        fast=False,
+    )
+
+
 def extract_html(html: str, url: str) -> Extracted:
     """The article of an HTML page as Markdown, with its metadata."""
     # lxml refuses str input that declares an encoding (XHTML's <?xml ... encoding="utf-8"?>): the text is
@@ -470,26 +616,13 @@ def extract_html(html: str, url: str) -> Extracted:
         doc = lxml.html.document_fromstring(html, parser=_PARSER)
     except (etree.ParserError, ValueError):
         return Extracted(markdown=tidy_markdown(html), extractor="plain")
-    meta = metadata(doc, url)
     _prepare(doc, url)
+    meta = metadata(doc, url)
     originals = _original_code_blocks(doc)
     _mark_code_languages(doc)
-    # Imported on first use: trafilatura and its date/language helpers weigh tens of MB that a worker
-    # which never fetches a page should not carry.
     import trafilatura
 
-    primary = trafilatura.extract(
-        doc,
-        url=url,
-        output_format="markdown",
-        include_tables=True,
-        include_links=True,
-        include_formatting=True,
-        include_images=False,
-        include_comments=False,
-        deduplicate=False,
-        fast=False,
-    )
+    primary = trafilatura.extract(doc, options=_trafilatura_options())
     primary_md = tidy_markdown(_restore_code_blocks(_restore_code_languages(primary), originals)) if primary else ""
     n_primary = len(words(primary_md))
     # Trafilatura (with its own readability/jusText fallbacks) is the better extractor on real articles; the
@@ -501,7 +634,17 @@ def extract_html(html: str, url: str) -> Extracted:
         n_fallback = len(words(container.text_content()))
         if n_primary == 0 or (n_fallback > 100 and n_primary < 0.25 * n_fallback):
             return Extracted(markdown=container_markdown(container), extractor="fallback", **meta)
-    return Extracted(markdown=_restore_headings(primary_md, doc), extractor="trafilatura", **meta)
+    md = _drop_title_heading(_restore_headings(primary_md, doc), meta["title"])
+    return Extracted(markdown=md, extractor="trafilatura", **meta)
+
+
+def _drop_title_heading(md: str, title: str | None) -> str:
+    """The page's headline as the first line is the ``title`` field again: every face shows that field
+    above the content, and article-extraction benchmarks leave the headline out of the body."""
+    first, _, rest = md.partition("\n\n")
+    if title and first.startswith("# ") and _norm(first[2:]) == _norm(title) and rest.strip():
+        return rest
+    return md
 
 
 def extract_document(body: str, content_type: str, url: str) -> Extracted:
