@@ -7,7 +7,7 @@ import base64
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import pytest
 
@@ -39,15 +39,18 @@ def ddg_html(results: list[tuple[str, str, str]], *, ad: bool = True) -> str:
     items = []
     if ad:
         items.append(
-            '<div class="result results_links result--ad"><h2 class="result__title"><a class="result__a" '
-            'href="https://duckduckgo.com/y.js?ad_provider=x">Buy now</a></h2></div>'
+            '<div class="result results_links result--ad"><div class="links_main result__body"><h2 class="result__title">'
+            '<a class="result__a" href="https://duckduckgo.com/y.js?ad_provider=x">Buy now</a></h2>'
+            '<a class="result__snippet" href="https://duckduckgo.com/y.js?ad_provider=x&amp;u3=1">Best prices</a></div></div>'
         )
     for url, title, snippet in results:
         href = "//duckduckgo.com/l/?uddg=" + quote(url, safe="") + "&amp;rut=abc"
+        # DuckDuckGo's HTML endpoint as ddgs parses it: the result body holds the title and the snippet link.
         items.append(
-            f'<div class="result results_links results_links_deep web-result "><div class="links_main">'
-            f'<h2 class="result__title"><a rel="nofollow" class="result__a" href="{href}">{title}</a></h2>'
-            f'<a class="result__snippet" href="{href}">{snippet}</a></div></div>'
+            f'<div class="result results_links results_links_deep web-result "><div class="links_main links_deep '
+            f'result__body"><h2 class="result__title"><a rel="nofollow" class="result__a" href="{href}">{title}</a>'
+            f'</h2><div class="result__extras"><span class="result__url">{url}</span></div>'
+            f'<a class="result__snippet" href="{href}">{snippet}</a><div class="clear"></div></div></div>'
         )
     return f"<html><body><div id='links' class='results'>{''.join(items)}</div></body></html>"
 
@@ -495,3 +498,134 @@ async def test_verification_has_a_time_budget(tmp_path: Path) -> None:
             await close_web(web)
     assert elapsed < 1.8
     assert [h.verified for h in out] == [False, True] and out[0].content is None and out[1].content
+
+
+def test_ddgs_region_from_the_query_market() -> None:
+    from agent_tools.activities.web.engines import EngineQuery, ddgs_region
+
+    assert ddgs_region(EngineQuery("q"), "wt-wt") == "wt-wt"
+    assert ddgs_region(EngineQuery("q", lang="de", country="AT"), "wt-wt") == "at-de"
+    assert ddgs_region(EngineQuery("q", lang="en-GB"), "us-en") == "gb-en"
+    assert ddgs_region(EngineQuery("q", lang="fr"), "us-en") == "us-fr"
+    assert ddgs_region(EngineQuery("q", country="JP"), "us-en") == "jp-en"
+
+
+async def test_ddgs_engines_send_their_requests_to_the_configured_endpoint(tmp_path: Path) -> None:
+    """DuckDuckGo and Bing run on ddgs: its request (form or query, region, time filter) reaches the
+    configured URL, and its parser reads the page; the redirect links come back unwrapped."""
+    from agent_tools.web.models import WebSearchArgs
+
+    with WebServer() as server:
+        b = server.base
+        server.route("/ddg/html/", Reply(body=ddg_html([(f"{b}/d?a=1&b=2", "Duck", "quack")])))
+        server.route("/bing/search", Reply(body=bing_html([(f"{b}/bg", "Bing", "Jan 5, 2026 · Snip")])))
+        for name in ("duckduckgo", "bing"):
+            web = await make_web(tmp_path, **engines_config(server, [name]))
+            try:
+                out = await web.web_search(WebSearchArgs(query=f"tram works {name}", lang="de", country="AT"))
+            finally:
+                await close_web(web)
+            assert out.results[0].source == name
+        ddg = next(r for r in server.requests if r.path == "/ddg/html/")
+        bing = next(r for r in server.requests if r.path == "/bing/search")
+    assert out.results[0].url == f"{b}/bg" and out.results[0].published_at == "2026-01-05T00:00:00Z"
+    form = parse_qs(ddg.body.decode())
+    assert (
+        ddg.method == "POST" and form["q"] == ["tram works duckduckgo"] and form["l"] == ["at-de"] and "df" not in form
+    )
+    assert bing.method == "GET" and bing.query["q"] == ["tram works bing"] and bing.query["cc"] == ["de"]
+    assert "Mozilla/5.0" in ddg.headers.get("user-agent", ddg.headers.get("User-Agent", ""))
+
+
+@pytest.mark.parametrize(
+    ("page", "reason"),
+    [
+        (Reply(status=429, body="slow"), "rate limited (429)"),
+        (Reply(status=503, body="down"), "HTTP 503"),
+        (Reply(body=DDG_CAPTCHA), "CAPTCHA / bot challenge"),
+    ],
+)
+async def test_ddgs_failure_shapes(tmp_path: Path, page: Reply, reason: str) -> None:
+    with WebServer() as server:
+        server.route("/ddg/html/", page)
+        web = await make_web(tmp_path, **engines_config(server, ["duckduckgo"]))
+        try:
+            with pytest.raises(WebError) as info:
+                await web.search_rtc("q", max_results=3, time_range=None)
+        finally:
+            await close_web(web)
+    assert info.value.details["engines_failed"] == [{"engine": "duckduckgo", "reason": reason}]
+
+
+async def test_ddgs_connection_refused_is_an_engine_failure(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    web = await make_web(tmp_path, web_search_engines=["bing"], web_bing_url=f"http://127.0.0.1:{port}/search")
+    try:
+        with pytest.raises(WebError) as info:
+            await web.search_rtc("q", max_results=3, time_range=None)
+    finally:
+        await close_web(web)
+    assert info.value.details["engines_failed"][0]["reason"].startswith("connection failed (")
+
+
+HOSTILE_ROWS = [
+    ("javascript:alert(1)", "JS", "x"),
+    ("https://ok.example/" + "a" * 3000, "Too long", "x"),
+    ("https://ok.example/nul\x00", "NUL", "x"),
+    ("https://ok.example/fine", "T\x00itle \ud800 " + "w" * 5000, "s" * 50_000),
+]
+
+
+async def test_junk_result_rows_are_dropped_or_normalised(tmp_path: Path) -> None:
+    with WebServer() as server:
+        rows = [{"url": u, "title": t, "content": c} for u, t, c in HOSTILE_ROWS] + [
+            {"url": 5, "title": ["x"], "content": {"a": 1}},
+            "not an object",
+            {"title": "no url"},
+        ]
+        server.route("/searx/search", json_reply({"results": rows, "unresponsive_engines": "junk"}))
+        server.route("/brave/search", json_reply({"web": [1, 2, 3]}))
+        server.route(
+            "/ddg/html/",
+            Reply(body=ddg_html([(u, t.replace("\ud800", ""), c) for u, t, c in HOSTILE_ROWS[:3]]) + "\x00" * 1000),
+        )
+        got: dict[str, Any] = {}
+        for name in ("searxng", "brave", "duckduckgo"):
+            web = await make_web(tmp_path, **engines_config(server, [name]))
+            try:
+                got[name] = await web.search_rtc(f"junk {name}", max_results=10, time_range=None)
+            except WebError as exc:
+                got[name] = exc
+            finally:
+                await close_web(web)
+    (only,) = got["searxng"].results
+    assert only.url == "https://ok.example/fine" and len(only.title) <= 500 and len(only.snippet) <= 2000
+    assert "\x00" not in only.title and "\ud800" not in only.title
+    # an API answer of the wrong shape is "no results", a result page of junk rows too: nothing crashes
+    for name in ("brave", "duckduckgo"):
+        assert got[name].results == [] and got[name].engines_failed == [] and got[name].engines_tried == [name]
+
+
+async def test_searxng_answer_that_is_not_an_object(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/searx/search", json_reply([1, 2, 3]))
+        web = await make_web(tmp_path, **engines_config(server, ["searxng"]))
+        try:
+            with pytest.raises(WebError) as info:
+                await web.search_rtc("q", max_results=3, time_range=None)
+        finally:
+            await close_web(web)
+    assert info.value.details["engines_failed"][0]["reason"] == "malformed response (not a JSON object)"
+
+
+def test_unwrap_decoded_duckduckgo_links() -> None:
+    # ddgs percent-decodes the whole link: the target's own "&" survive, DuckDuckGo's "&rut=" goes.
+    assert unwrap_redirect("//duckduckgo.com/l/?uddg=https://a.com/x?y=1&z=2&rut=abc") == "https://a.com/x?y=1&z=2"
+    assert unwrap_redirect("/l/?uddg=https%3A%2F%2Fb.com%2F&rut=z") == "https://b.com/"
+    assert (
+        unwrap_redirect("https://notduckduckgo.com/l/?uddg=https://x") == "https://notduckduckgo.com/l/?uddg=https://x"
+    )
