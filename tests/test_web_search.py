@@ -629,3 +629,67 @@ def test_unwrap_decoded_duckduckgo_links() -> None:
     assert (
         unwrap_redirect("https://notduckduckgo.com/l/?uddg=https://x") == "https://notduckduckgo.com/l/?uddg=https://x"
     )
+
+
+@pytest.mark.parametrize(
+    ("query", "market"),
+    [
+        ("Wie funktioniert eine Wärmepumpe", ("de", "DE")),
+        ("restaurants près de la gare", ("fr", "FR")),
+        ("Jak ugotować pierogi ruskie", ("pl", "PL")),
+        ("東京の天気", ("ja", "JP")),
+        ("서울 날씨", ("ko", "KR")),
+        ("¿cuál es la capital de Australia?", ("es", None)),  # many Spanish-speaking markets: none named
+        ("Which EU countries require B2B e-invoicing in 2026?", ("en", None)),
+        ("python asyncio tutorial", (None, None)),  # not confident: nothing inferred
+        ("東京 天気", (None, None)),  # kanji only: Japanese or Chinese
+        ("site:bahn.de Streik", (None, "DE")),
+        ("site:gov.uk strike dates", (None, "GB")),
+        ("site:github.io docs", (None, None)),  # a vanity country domain
+        ("site:gov.uk OR site:bahn.de strike", (None, None)),  # two countries: none
+        ("lang:fr voitures électriques", ("fr", "FR")),
+        ("x", (None, None)),
+        ("2026", (None, None)),
+        ("\ud800\udfff \x00\x00 lone surrogates", (None, None)),
+        ("word " * 80, (None, None)),
+    ],
+)
+def test_market_inferred_from_the_query(query: str, market: tuple[str | None, str | None]) -> None:
+    from agent_tools.activities.web.market import infer_market
+
+    assert infer_market(query) == market
+
+
+def test_given_market_is_never_overridden() -> None:
+    from agent_tools.activities.web.market import infer_market
+
+    assert infer_market("Wie funktioniert eine Wärmepumpe", lang="en") == ("en", None)
+    assert infer_market("Wie funktioniert eine Wärmepumpe", country="AT") == ("de", "AT")
+    assert infer_market("site:bahn.de Streik", lang="de", country="CH") == ("de", "CH")
+
+
+async def test_web_search_sends_the_inferred_market_to_the_engines(tmp_path: Path) -> None:
+    with WebServer() as server:
+        b = server.base
+        server.route("/searx/search", json_reply(searxng_results(b, 2)))
+        server.route("/ddg/html/", Reply(body=ddg_html([(f"{b}/d", "D", "d")])))
+        server.route(
+            "/brave/search", json_reply({"web": {"results": [{"title": "B", "url": f"{b}/b", "description": "b"}]}})
+        )
+        server.route("/tavily/search", json_reply({"results": [{"title": "T", "url": f"{b}/t", "content": "t"}]}))
+        for name in ("searxng", "duckduckgo", "brave", "tavily"):
+            web = await make_web(tmp_path, **engines_config(server, [name]))
+            try:
+                await web.web_search(WebSearchArgs(query=f"東京の天気 {name}"))
+                await web.web_search(WebSearchArgs(query=f"東京の天気 {name}", lang="en", country="US"))
+            finally:
+                await close_web(web)
+        by_path = {
+            p: [r for r in server.requests if r.path == p]
+            for p in ("/searx/search", "/ddg/html/", "/brave/search", "/tavily/search")
+        }
+    assert [r.query["language"] for r in by_path["/searx/search"]] == [["ja"], ["en"]]
+    assert [parse_qs(r.body.decode())["l"] for r in by_path["/ddg/html/"]] == [["jp-ja"], ["us-en"]]
+    brave = [(r.query["search_lang"], r.query["country"]) for r in by_path["/brave/search"]]
+    assert brave == [(["jp"], ["jp"]), (["en"], ["us"])]  # Brave's own code for Japanese
+    assert [json.loads(r.body).get("country") for r in by_path["/tavily/search"]] == ["japan", "united states"]

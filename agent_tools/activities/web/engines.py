@@ -265,6 +265,20 @@ class DdgsEngine(SearchEngine):
         return make_hit(getattr(result, "title", ""), url, snippet, self.name, published)
 
 
+# Tavily names countries in full; a code it does not know is left out rather than failing the search.
+_TAVILY_COUNTRIES = {
+    "US": "united states", "GB": "united kingdom", "CA": "canada", "AU": "australia", "IE": "ireland",
+    "NZ": "new zealand", "IN": "india", "DE": "germany", "AT": "austria", "CH": "switzerland",
+    "FR": "france", "BE": "belgium", "IT": "italy", "ES": "spain", "PT": "portugal", "NL": "netherlands",
+    "SE": "sweden", "DK": "denmark", "NO": "norway", "FI": "finland", "PL": "poland", "CZ": "czech republic",
+    "SK": "slovakia", "HU": "hungary", "RO": "romania", "TR": "turkey", "GR": "greece", "RU": "russia",
+    "UA": "ukraine", "BG": "bulgaria", "JP": "japan", "KR": "south korea", "CN": "china", "IL": "israel",
+    "ID": "indonesia", "VN": "vietnam", "TH": "thailand", "MX": "mexico", "BR": "brazil", "AR": "argentina",
+}  # fmt: skip
+# Brave's search_lang codes where they differ from ISO 639-1.
+_BRAVE_LANGS = {"ja": "jp", "zh": "zh-hans", "pt": "pt-pt"}
+
+
 class TavilyEngine(SearchEngine):
     name = "tavily"
 
@@ -280,8 +294,8 @@ class TavilyEngine(SearchEngine):
         }
         if q.time_range:
             payload["time_range"] = q.time_range
-        if q.country:
-            payload["country"] = q.country.lower()
+        if q.country and q.country.upper() in _TAVILY_COUNTRIES:
+            payload["country"] = _TAVILY_COUNTRIES[q.country.upper()]
         response = await client.post(self.url, json=payload, headers={"Authorization": f"Bearer {self.api_key}"})
         body = _json_body(self.name, response)
         hits = (
@@ -306,7 +320,8 @@ class BraveEngine(SearchEngine):
         if q.country:
             params["country"] = q.country.lower()
         if q.lang:
-            params["search_lang"] = q.lang.split("-")[0]
+            lang = q.lang.split("-")[0].lower()
+            params["search_lang"] = _BRAVE_LANGS.get(lang, lang)
         response = await client.get(
             self.url,
             params=params,
