@@ -468,3 +468,75 @@ async def test_http_fetch_drops_credential_headers(tmp_path: Path) -> None:
         HttpFetchArgs(url="https://x.org", headers={"X": "a\r\nInjected: 1"})
     with pytest.raises(ValidationError):
         HttpFetchArgs(url="https://x.org", headers={f"H{i}": "v" for i in range(21)})
+
+
+async def test_fetch_cache_lasts_fifteen_minutes(tmp_path: Path) -> None:
+    now = [4_000_000.0]
+    with WebServer() as server:
+        server.page("/news", "news")
+        web = await make_web(tmp_path, clock=lambda: now[0])
+        try:
+            first = await web.web_fetch(WebFetchArgs(url=server.url("/news")))
+            now[0] += 15 * 60 - 1
+            second = await web.web_fetch(WebFetchArgs(url=server.url("/news")))
+            now[0] += 2
+            third = await web.web_fetch(WebFetchArgs(url=server.url("/news")))
+        finally:
+            await close_web(web)
+        hits = server.hits("/news")
+    assert (first.cached, second.cached, third.cached) == (False, True, False) and hits == 2
+
+
+async def test_default_body_caps_three_and_ten_megabytes(tmp_path: Path) -> None:
+    """The service's own limits, no override: web_fetch keeps the first 3 MB of a longer body (marked
+    truncated); webFetch reads up to 10 MB and refuses a larger body."""
+    mb = 1024 * 1024
+    line = "word " * 19 + "ends\n"  # 100 bytes
+    with WebServer() as server:
+        server.route("/5mb.txt", Reply(body=line * (5 * mb // 100), content_type="text/plain"))
+        server.route("/over10mb.txt", Reply(body=line * (10 * mb // 100) + line, content_type="text/plain"))
+        web = await make_web(tmp_path)
+        try:
+            codai, _ = await web.page(server.url("/5mb.txt"), profile="codai")
+            rtc, _ = await web.page(server.url("/5mb.txt"), profile="rtc")
+            with pytest.raises(WebError) as large:
+                await web.page(server.url("/over10mb.txt"), profile="rtc")
+            fetched = await web.web_fetch(WebFetchArgs(url=server.url("/5mb.txt")))
+        finally:
+            await close_web(web)
+    assert codai.body_truncated and codai.bytes == 3 * mb
+    assert not rtc.body_truncated and rtc.bytes == 5 * mb - (5 * mb) % 100
+    assert large.value.code == "too_large" and large.value.http_status == 413
+    assert fetched.truncated  # the cut body is reported through the face
+
+
+async def test_https_is_prepended_when_the_scheme_is_missing(tmp_path: Path) -> None:
+    """codai's web_fetch and http_fetch: a URL without a scheme is fetched over HTTPS (a real TLS server on
+    127.0.0.1 with a test CA), never silently over plain HTTP."""
+    import shutil
+    import ssl
+
+    from tests.test_web_ssrf import _make_certs
+
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    ca, cert, key = _make_certs(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    with WebServer() as server:
+        server.server.socket = server_ctx.wrap_socket(server.server.socket, server_side=True)
+        server.page("/doc", "docs")
+        server.route("/raw", Reply(body="plain body", content_type="text/plain"))
+        web = await make_web(tmp_path, resolver=resolver, verify=ssl.create_default_context(cafile=str(ca)))
+        try:
+            page = await web.web_fetch(WebFetchArgs(url=f"secure.test:{server.port}/doc"))
+            raw = await web.http_fetch(HttpFetchArgs(url=f"  secure.test:{server.port}/raw"))
+        finally:
+            await close_web(web)
+    assert page.url == page.final_url == f"https://secure.test:{server.port}/doc"
+    assert page.title == "Configuring retries"
+    assert raw.final_url == f"https://secure.test:{server.port}/raw" and raw.body == "plain body"

@@ -693,3 +693,49 @@ async def test_web_search_sends_the_inferred_market_to_the_engines(tmp_path: Pat
     brave = [(r.query["search_lang"], r.query["country"]) for r in by_path["/brave/search"]]
     assert brave == [(["jp"], ["jp"]), (["en"], ["us"])]  # Brave's own code for Japanese
     assert [json.loads(r.body).get("country") for r in by_path["/tavily/search"]] == ["japan", "united states"]
+
+
+async def test_search_cache_lasts_ten_minutes(tmp_path: Path) -> None:
+    """Both faces: a repeated search within 10 minutes is served from the cache (no engine call), one
+    after 10 minutes asks the engines again. Time is the service's clock."""
+    now = [3_000_000.0]
+    with WebServer() as server:
+        server.route("/searx/search", json_reply(searxng_results(server.base, 3)))
+        web = await make_web(tmp_path, clock=lambda: now[0], **engines_config(server, ["searxng"]))
+        try:
+            first = await web.web_search(WebSearchArgs(query="cache me"))
+            rtc_first = await web.search_rtc("cache me", max_results=3, time_range=None)
+            now[0] += 10 * 60 - 1
+            second = await web.web_search(WebSearchArgs(query="cache me"))
+            rtc_second = await web.search_rtc("cache me", max_results=3, time_range=None)
+            assert server.hits("/searx/search") == 2  # one per face: their keys differ
+            now[0] += 2
+            third = await web.web_search(WebSearchArgs(query="cache me"))
+            rtc_third = await web.search_rtc("cache me", max_results=3, time_range=None)
+        finally:
+            await close_web(web)
+        hits = server.hits("/searx/search")
+    assert (first.cached, second.cached, third.cached) == (False, True, False)
+    assert (rtc_first.cached, rtc_second.cached, rtc_third.cached) == (False, True, False)
+    assert second.results == first.results and hits == 4
+
+
+async def test_every_engine_down_is_search_unavailable_on_both_faces(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/searx/search", Reply(status=500, body="boom"))
+        server.route("/ddg/html/", Reply(status=202, body=""))
+        server.route("/bing/search", Reply(body=BING_CAPTCHA))
+        server.route("/tavily/search", json_reply({"error": "quota"}, status=429))
+        server.route("/brave/search", Reply(status=503, body="down"))
+        web = await make_web(tmp_path, **engines_config(server))
+        try:
+            with pytest.raises(WebError) as codai:
+                await web.web_search(WebSearchArgs(query="anything at all"))
+            web.breaker = type(web.breaker)()  # fresh breakers: the RTC face asks every engine too
+            with pytest.raises(WebError) as rtc:
+                await web.search_rtc("anything at all", max_results=5, time_range=None)
+        finally:
+            await close_web(web)
+    for info in (codai, rtc):
+        assert info.value.code == "search_unavailable" and info.value.http_status == 503
+        assert [f["engine"] for f in info.value.details["engines_failed"]] == ALL
