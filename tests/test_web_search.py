@@ -538,23 +538,25 @@ async def test_ddgs_engines_send_their_requests_to_the_configured_endpoint(tmp_p
 
 
 @pytest.mark.parametrize(
-    ("page", "reason"),
+    ("engine", "path", "page", "reason"),
     [
-        (Reply(status=429, body="slow"), "rate limited (429)"),
-        (Reply(status=503, body="down"), "HTTP 503"),
-        (Reply(body=DDG_CAPTCHA), "CAPTCHA / bot challenge"),
+        ("duckduckgo", "/ddg/html/", Reply(status=429, body="slow"), "rate limited (429)"),
+        ("duckduckgo", "/ddg/html/", Reply(status=503, body="down"), "HTTP 503"),
+        ("duckduckgo", "/ddg/html/", Reply(body=DDG_CAPTCHA), "CAPTCHA / bot challenge"),
+        ("searxng", "/searx/search", json_reply([1, 2, 3]), "malformed response (not a JSON object)"),
+        ("searxng", "/searx/search", Reply(body="<html>", content_type="text/html"), "malformed response (not JSON)"),
     ],
 )
-async def test_ddgs_failure_shapes(tmp_path: Path, page: Reply, reason: str) -> None:
+async def test_single_engine_failure_shapes(tmp_path: Path, engine: str, path: str, page: Reply, reason: str) -> None:
     with WebServer() as server:
-        server.route("/ddg/html/", page)
-        web = await make_web(tmp_path, **engines_config(server, ["duckduckgo"]))
+        server.route(path, page)
+        web = await make_web(tmp_path, **engines_config(server, [engine]))
         try:
             with pytest.raises(WebError) as info:
                 await web.search_rtc("q", max_results=3, time_range=None)
         finally:
             await close_web(web)
-    assert info.value.details["engines_failed"] == [{"engine": "duckduckgo", "reason": reason}]
+    assert info.value.details["engines_failed"] == [{"engine": engine, "reason": reason}]
 
 
 async def test_ddgs_connection_refused_is_an_engine_failure(tmp_path: Path) -> None:
@@ -608,18 +610,6 @@ async def test_junk_result_rows_are_dropped_or_normalised(tmp_path: Path) -> Non
     # an API answer of the wrong shape is "no results", a result page of junk rows too: nothing crashes
     for name in ("brave", "duckduckgo"):
         assert got[name].results == [] and got[name].engines_failed == [] and got[name].engines_tried == [name]
-
-
-async def test_searxng_answer_that_is_not_an_object(tmp_path: Path) -> None:
-    with WebServer() as server:
-        server.route("/searx/search", json_reply([1, 2, 3]))
-        web = await make_web(tmp_path, **engines_config(server, ["searxng"]))
-        try:
-            with pytest.raises(WebError) as info:
-                await web.search_rtc("q", max_results=3, time_range=None)
-        finally:
-            await close_web(web)
-    assert info.value.details["engines_failed"][0]["reason"] == "malformed response (not a JSON object)"
 
 
 def test_unwrap_decoded_duckduckgo_links() -> None:

@@ -275,12 +275,16 @@ _READ_MORE = re.compile(r"^(read more|read also|also read|related|see also|more|
 
 
 def _is_noise(el: Any) -> bool:
-    if el.tag in _NOISE_TAGS:
+    tag = el.tag
+    if tag in _NOISE_TAGS:
         return bool(el.get("type") != "application/ld+json")  # JSON-LD is read for the metadata afterwards
-    if len(el) == 0 and el.text and len(el.text) < 20 and el.text.strip().lower() in _AD_LABELS:
-        return True
-    if el.tag == "p" and len(el) <= 2 and _is_read_more(el):
-        return True
+    children = len(el)
+    if children == 0:
+        text = el.text
+        if text and len(text) < 20 and text.strip().lower() in _AD_LABELS:
+            return True
+    elif tag == "p" and children <= 2 and el[-1].tag == "a" and not (el[-1].tail or "").strip() and _is_read_more(el):
+        return True  # cheap tests first: the link must end the paragraph
     attrib = el.attrib
     if not attrib:
         return False
@@ -407,17 +411,30 @@ _RESTORABLE = "//h2 | //h3 | //h4"
 _TEXT_BLOCKS = "//h2 | //h3 | //h4 | //p | //li | //pre | //blockquote | //dd | //figcaption | //td | //th"
 
 
-def _off_content(heading: Any) -> bool:
-    """Inside navigation, an aside, a header or footer, or a block whose class or id says it is related
-    content, a newsletter box, an author box, comments or a video rail."""
-    for el in (heading, *heading.iterancestors()):
+def _off_content(heading: Any, seen: dict[Any, bool] | None = None) -> bool:
+    """Inside navigation, an aside, a header or footer, a link, or a block whose class or id says it is
+    related content, a newsletter box, an author box, comments or a video rail. ``seen`` remembers the
+    answer for ancestors already looked at (the headings of one page share most of them)."""
+    seen = {} if seen is None else seen
+    path: list[Any] = []
+    verdict = False
+    for el in heading.iterancestors():
+        if el in seen:
+            verdict = seen[el]
+            break
+        path.append(el)
         if el.tag in ("body", "html"):
-            return False
-        if el.tag in _OFF_CONTENT_TAGS or (el is not heading and el.tag == "a"):
-            return True  # an <a> around a heading makes it a teaser's headline
-        if _OFF_CONTENT_HINT.search(f"{el.get('class', '')} {el.get('id', '')}"):
-            return True
-    return False
+            break
+        if (
+            el.tag in _OFF_CONTENT_TAGS
+            or el.tag == "a"  # an <a> around a heading makes it a teaser's headline
+            or _OFF_CONTENT_HINT.search(f"{el.get('class', '')} {el.get('id', '')}")
+        ):
+            verdict = True
+            break
+    for el in path:
+        seen[el] = verdict
+    return verdict or bool(_OFF_CONTENT_HINT.search(f"{heading.get('class', '')} {heading.get('id', '')}"))
 
 
 def _linked(heading: Any) -> bool:
@@ -447,7 +464,8 @@ def _restore_headings(md: str, doc: Any) -> str:
     ]
     # The usual case: every heading is in the output, or is a teaser's or a sidebar's, and the page is not
     # walked again.
-    if not any(not _off_content(h) for h in candidates):
+    seen: dict[Any, bool] = {}
+    if all(_off_content(h, seen) for h in candidates):
         return md
     kept: dict[str, int] = {}
     for i, block in enumerate(blocks):
@@ -478,7 +496,7 @@ def _restore_headings(md: str, doc: Any) -> str:
         if parent is None or not any(anc is parent for anc in el.iterancestors()):
             continue
         title = " ".join(heading.text_content().split())
-        if not title or len(title) > 150 or _norm(title) in present or _linked(heading) or _off_content(heading):
+        if not title or len(title) > 150 or _norm(title) in present or _linked(heading) or _off_content(heading, seen):
             continue
         inserts[j] = "#" * int(heading.tag[1]) + " " + title
     if not inserts:
