@@ -283,8 +283,8 @@ def _is_noise(el: Any) -> bool:
         text = el.text
         if text and len(text) < 20 and text.strip().lower() in _AD_LABELS:
             return True
-    elif tag == "p" and children <= 2 and el[-1].tag == "a" and not (el[-1].tail or "").strip() and _is_read_more(el):
-        return True  # cheap tests first: the link must end the paragraph
+    elif tag == "p" and children <= 2 and _ends_with_link(el) and _is_read_more(el):
+        return True  # the cheap test first: the link ends the paragraph
     attrib = el.attrib
     if not attrib:
         return False
@@ -355,6 +355,14 @@ def _is_layout_table(table: Any) -> bool:
         if next(cell.iterdescendants(*_BLOCK_TAGS), None) is not None or len(cell.text_content().split()) > 60:
             return True
     return False
+
+
+def _ends_with_link(p: Any) -> bool:
+    """``<p>Read more: <a>..</a></p>`` or ``<p><strong>READ MORE: <a>..</a></strong></p>``."""
+    last = p[-1]
+    if last.tag == "a":
+        return not (last.tail or "").strip()
+    return len(last) > 0 and last[-1].tag == "a"
 
 
 def _is_read_more(p: Any) -> bool:
