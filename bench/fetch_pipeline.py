@@ -1,9 +1,21 @@
-"""Fetch-pipeline bench: pages per second through the whole pipeline (SSRF guard, HTTP GET on 127.0.0.1,
-content-type gate, extraction, Markdown, SQL cache write) and extraction word-F1 on the fixture set
-(tests/fixtures/pages: news, docs, blog, forum, table-heavy, code-heavy, each with hand-made ground truth)
-against a whole-page markdownify baseline.
+"""Fetch-pipeline bench: extraction quality and cost against trafilatura alone, and pages per second
+through the whole pipeline.
 
-    python bench/fetch_pipeline.py [--rounds 20] [--concurrency 8]
+1. Quality: the word-shingle F1, precision and recall of article-extraction benchmarks
+   (bench/extraction_score.py) on the fixture set tests/fixtures/extraction (42 real-world-shaped pages)
+   and the older tests/fixtures/pages, ours next to trafilatura alone.
+2. Cost: our extraction (parse, preparation, metadata, trafilatura, repairs) against trafilatura alone
+   (``trafilatura.extract`` on the same HTML string with the same options), both on every page, run
+   side by side and interleaved: each round times every page with both, alternating which goes first, so
+   that a noisy neighbour on the machine slows both. The ratio is printed per round with its median and
+   spread.
+3. Throughput: the whole pipeline (SSRF guard, HTTP GET on 127.0.0.1, content-type gate, extraction,
+   Markdown, SQLite cache write), concurrently.
+
+    python bench/fetch_pipeline.py [--rounds 7] [--benchmark DIR] [--pipeline-rounds 10] [--concurrency 8]
+
+``--benchmark DIR`` adds a local copy of a public benchmark (ground-truth.json + html/, see
+bench/extraction_score.py) to 1 and 2.
 """
 
 from __future__ import annotations
@@ -23,12 +35,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent_tools.activities.store.db import Store  # noqa: E402
-from agent_tools.activities.web.extractor import extract_html, whole_page_markdown  # noqa: E402
+from agent_tools.activities.web.extractor import extract_html  # noqa: E402
 from agent_tools.activities.web.service import WebService  # noqa: E402
 from agent_tools.contracts.web.config import WebConfig  # noqa: E402
-from agent_tools.contracts.web.text import markdown_to_text, word_f1  # noqa: E402
+from bench.extraction_score import (  # noqa: E402
+    TRAFILATURA_OPTIONS,
+    Case,
+    benchmark_cases,
+    evaluate,
+    fixture_cases,
+    ours,
+    trafilatura_alone,
+)
 
 PAGES = ROOT / "tests" / "fixtures" / "pages"
+EXTRACTION = ROOT / "tests" / "fixtures" / "extraction"
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -36,24 +57,57 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
-def quality() -> list[tuple[str, float, float, float, float]]:
-    rows = []
-    for html_path in sorted(PAGES.glob("*.html")):
-        html = html_path.read_text()
-        truth = html_path.with_suffix(".txt").read_text()
-        ours = extract_html(html, f"https://bench.example/{html_path.stem}")
-        p, r, f1 = word_f1(markdown_to_text(ours.markdown), truth)
-        _, _, base = word_f1(markdown_to_text(whole_page_markdown(html)), truth)
-        rows.append((html_path.stem, p, r, f1, base))
-    return rows
+def quality(label: str, cases: list[Case]) -> None:
+    mine, _ = evaluate(cases, ours)
+    theirs, _ = evaluate(cases, trafilatura_alone)
+    print(f"{label} ({len(cases)} pages)")
+    print(f"  {'':<18} {'F1':>6} {'precision':>10} {'recall':>7}")
+    for name, s in (("ours", mine), ("trafilatura alone", theirs)):
+        print(f"  {name:<18} {s.f1:>6.3f} {s.precision:>10.3f} {s.recall:>7.3f}")
+
+
+def cost(label: str, cases: list[Case], rounds: int) -> None:
+    import trafilatura
+
+    def run_ours(c: Case) -> None:
+        extract_html(c.html, c.url)
+
+    def run_theirs(c: Case) -> None:
+        trafilatura.extract(c.html, url=c.url, **TRAFILATURA_OPTIONS)
+
+    for c in cases[:3]:  # warm-up: imports, caches
+        run_ours(c)
+        run_theirs(c)
+    ratios: list[float] = []
+    totals = [0.0, 0.0]
+    for r in range(rounds):
+        spent = [0.0, 0.0]
+        for i, c in enumerate(cases):
+            order = [(0, run_ours), (1, run_theirs)]
+            if (i + r) % 2:
+                order.reverse()
+            for slot, fn in order:
+                started = time.perf_counter()
+                fn(c)
+                spent[slot] += time.perf_counter() - started
+        ratios.append(spent[0] / spent[1])
+        totals = [totals[0] + spent[0], totals[1] + spent[1]]
+        print(f"  round {r + 1}: ours {spent[0]:.2f} s, trafilatura {spent[1]:.2f} s, ratio {ratios[-1]:.3f}")
+    n = rounds * len(cases)
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
+    print(
+        f"{label}: ours {1000 * totals[0] / n:.1f} ms/page, trafilatura alone {1000 * totals[1] / n:.1f} ms/page; "
+        f"ratio median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}, "
+        f"quartiles {q[0]:.3f}-{q[2]:.3f}, {rounds} interleaved rounds)"
+    )
 
 
 async def throughput(rounds: int, concurrency: int) -> tuple[int, float]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(PAGES)))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(EXTRACTION)))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
-    names = [p.name for p in sorted(PAGES.glob("*.html"))]
+    names = [p.name for p in sorted(EXTRACTION.glob("*.html"))]
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite+aiosqlite:///{tmp}/bench.sqlite")
         await store.create_schema()
@@ -75,23 +129,26 @@ async def throughput(rounds: int, concurrency: int) -> tuple[int, float]:
 
 
 def main() -> None:
-    fmt = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
+    parser.add_argument("--benchmark", type=Path, help="a local benchmark copy (ground-truth.json, html/)")
+    parser.add_argument("--pipeline-rounds", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
-    rows = quality()
-    print(f"{'page':<8} {'precision':>9} {'recall':>7} {'F1':>6} {'whole-page F1':>14}")
-    for name, p, r, f1, base in rows:
-        print(f"{name:<8} {p:>9.3f} {r:>7.3f} {f1:>6.3f} {base:>14.3f}")
+    sets = [("extraction fixtures", list(fixture_cases(EXTRACTION))), ("older fixtures", list(fixture_cases(PAGES)))]
+    if args.benchmark:
+        sets.append((f"benchmark {args.benchmark}", list(benchmark_cases(args.benchmark))))
+    print("== quality (word-shingle F1, as article-extraction benchmarks score)")
+    for label, cases in sets:
+        quality(label, cases)
+    print("\n== cost against trafilatura alone (same pages, same options, interleaved)")
+    for label, cases in sets:
+        if label != "older fixtures":
+            cost(label, cases, args.rounds)
+    n, elapsed = asyncio.run(throughput(args.pipeline_rounds, args.concurrency))
     print(
-        f"{'mean':<8} {'':>9} {'':>7} {statistics.mean(r[3] for r in rows):>6.3f} "
-        f"{statistics.mean(r[4] for r in rows):>14.3f}"
-    )
-    n, elapsed = asyncio.run(throughput(args.rounds, args.concurrency))
-    print(
-        f"\npipeline: {n} pages in {elapsed:.2f} s = {n / elapsed:.1f} pages/s "
-        f"(concurrency {args.concurrency}, SQLite cache writes included)"
+        f"\n== pipeline: {n} pages in {elapsed:.2f} s = {n / elapsed:.1f} pages/s "
+        f"(concurrency {args.concurrency}, HTTP on 127.0.0.1 and SQLite cache writes included)"
     )
 
 

@@ -186,3 +186,30 @@ async def test_research_endpoints(
                 bad = await http.post("/v1/research", json={"question": "q", "time_budget_s": 5}, headers=KEY)
                 assert bad.status_code == 400
                 await client.research.wait(started.json()["id"], timeout_s=30)
+
+
+async def test_every_engine_down_is_503_search_unavailable(tmp_path: Path, settings: Settings) -> None:
+    """All five engines configured and each failing its own way: the endpoint answers 503
+    search_unavailable (type server_error) and lists what every engine did."""
+    from tests.test_web_search import BING_CAPTCHA, engines_config
+    from tests.test_web_support import json_reply
+
+    with WebServer() as srv:
+        srv.route("/searx/search", json_reply({"results": [], "unresponsive_engines": [["google", "CAPTCHA"]]}))
+        srv.route("/ddg/html/", Reply(status=202, body=""))
+        srv.route("/bing/search", Reply(body=BING_CAPTCHA))
+        srv.route("/tavily/search", json_reply({"error": "quota"}, status=429, **{"Retry-After": "30"}))
+        srv.route("/brave/search", Reply(status=500, body="down"))
+        web = await make_web(tmp_path, **engines_config(srv))
+        app = create_app(settings, web=web, api_keys=["key-1"])
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc") as http:
+                res = await http.post("/v1/tools/search", json={"query": "trams everywhere"}, headers=KEY)
+        finally:
+            await close_web(web)
+    assert res.status_code == 503
+    error = res.json()["error"]
+    assert error["type"] == "server_error" and error["code"] == "search_unavailable"
+    failed = {f["engine"]: f["reason"] for f in error["details"]["engines_failed"]}
+    assert set(failed) == {"searxng", "duckduckgo", "bing", "tavily", "brave"}
+    assert failed["duckduckgo"] == "rate limited (202)" and failed["bing"] == "CAPTCHA / bot challenge"

@@ -107,6 +107,9 @@ async def test_output_schema_answer_is_validated(
         job = await client.research.run({"question": "tram facts", "max_sources": 3, "output_schema": schema})
     assert job.status == "completed", job.error
     assert job.answer == {"stops": 19, "cost_meur": 610} and job.report is None
+    import jsonschema  # type: ignore[import-untyped]
+
+    jsonschema.validate(job.answer, schema)
     assert job.usage.calls == 3  # planner, the writer's rejected answer, its corrected one
 
 
@@ -176,3 +179,84 @@ async def test_client_tools_search_and_fetch(settings: Settings, worker_for: Any
     assert res.sources_tried == ["searxng"] and res.coverage == 1
     assert "42,000 passengers a day" in page.content and page.chars <= 600
     assert refused.value.code == "bad_request" and refused.value.status == 400
+
+
+def _cited_report(report: str) -> str:
+    body, sep, _ = report.rpartition("\n\nSources:\n")
+    assert sep, report
+    return body
+
+
+async def test_every_claim_cites_a_source_that_exists(
+    settings: Settings, script: Any, worker_for: Any, web_env: WebServer
+) -> None:
+    """The writer's first report cites a source that was never read and leaves a paragraph uncited; the
+    job sends it back once, and the report it returns cites only [S1]..[Sn] of its own sources."""
+    import re
+
+    from agent_tools.activities.research import citation_problems
+
+    bad = (
+        "The council approved a 14-kilometre tram line with 19 stops [S1].\n\n"
+        "Construction will cost 610 million euros, most of it from a state loan [S7].\n\n"
+        "Three bus routes will be shortened or merged once the trams are running."
+    )
+    good = (
+        "The council approved a 14-kilometre tram line with 19 stops [S1].\n\n"
+        "Construction will cost 610 million euros, most of it from a state loan [S1].\n\n"
+        "What else the sources say:\n\n"
+        "- Three bus routes will be shortened or merged once the trams run [S1].\n"
+        "- The writer of the second source runs SQLite in production, unrelated to trams [S2]."
+    )
+    settings.model = research_script(script, [bad, good])
+    async with worker_for() as client:
+        job = await client.research.run({"question": "What did the council decide about the tram?", "max_sources": 3})
+    assert job.status == "completed", job.error
+    assert job.report is not None
+    body = _cited_report(job.report)
+    assert body == good and job.usage.calls == 3  # planner, the rejected report, the corrected one
+    numbers = {s.n for s in job.sources}
+    cited = {int(n) for n in re.findall(r"\[S(\d+)\]", body)}
+    assert cited and cited <= numbers
+    for block in body.split("\n\n"):
+        for line in block.split("\n"):
+            if len(line.split()) >= 6 and not line.endswith(":"):
+                assert re.search(r"\[S\d+\]", line), line
+    assert citation_problems(body, len(job.sources)) == []
+    assert citation_problems(bad, len(job.sources)) == [
+        "it cites [S7], but the sources are [S1]..[S3]",
+        "1 paragraph(s) or list item(s) cite no source (first: 'Three bus routes will be shortened or merged "
+        "once the trams are running.')",
+    ]
+
+
+async def test_a_report_that_never_cites_fails_the_job(
+    settings: Settings, script: Any, worker_for: Any, web_env: WebServer
+) -> None:
+    uncited = "The council approved a tram line with many stops and a big budget."
+    settings.model = research_script(script, [uncited, uncited])
+    async with worker_for() as client:
+        job = await client.research.run({"question": "tram?", "max_sources": 3})
+    assert job.status == "failed" and job.error and "did not cite its sources" in job.error
+    assert job.report is None and job.usage.calls == 3
+
+
+@pytest.mark.parametrize(
+    ("report", "problems"),
+    [
+        ("Claim one is stated here with a source [S1].", []),
+        ("Two sources back this claim up nicely here [S1, S2].", []),
+        ("## Summary\n\nShort line.\n\nIntro to the list follows here:\n\n- a claim with six words cited [S2]", []),
+        ("A claim citing source zero, which cannot exist [S0].", ["it cites [S0], but the sources are [S1]..[S2]"]),
+        (
+            "A claim citing a huge source number here [S99999999999999999999].",
+            ["it cites [S99999999999999999999], but the sources are [S1]..[S2]"],
+        ),
+        ("", []),
+        ("\x00 \ud800 " * 5000, []),
+    ],
+)
+def test_citation_problems(report: str, problems: list[str]) -> None:
+    from agent_tools.activities.research import citation_problems
+
+    assert citation_problems(report, 2) == problems

@@ -7,7 +7,7 @@ import base64
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import pytest
 
@@ -40,15 +40,18 @@ def ddg_html(results: list[tuple[str, str, str]], *, ad: bool = True) -> str:
     items = []
     if ad:
         items.append(
-            '<div class="result results_links result--ad"><h2 class="result__title"><a class="result__a" '
-            'href="https://duckduckgo.com/y.js?ad_provider=x">Buy now</a></h2></div>'
+            '<div class="result results_links result--ad"><div class="links_main result__body"><h2 class="result__title">'
+            '<a class="result__a" href="https://duckduckgo.com/y.js?ad_provider=x">Buy now</a></h2>'
+            '<a class="result__snippet" href="https://duckduckgo.com/y.js?ad_provider=x&amp;u3=1">Best prices</a></div></div>'
         )
     for url, title, snippet in results:
         href = "//duckduckgo.com/l/?uddg=" + quote(url, safe="") + "&amp;rut=abc"
+        # DuckDuckGo's HTML endpoint as ddgs parses it: the result body holds the title and the snippet link.
         items.append(
-            f'<div class="result results_links results_links_deep web-result "><div class="links_main">'
-            f'<h2 class="result__title"><a rel="nofollow" class="result__a" href="{href}">{title}</a></h2>'
-            f'<a class="result__snippet" href="{href}">{snippet}</a></div></div>'
+            f'<div class="result results_links results_links_deep web-result "><div class="links_main links_deep '
+            f'result__body"><h2 class="result__title"><a rel="nofollow" class="result__a" href="{href}">{title}</a>'
+            f'</h2><div class="result__extras"><span class="result__url">{url}</span></div>'
+            f'<a class="result__snippet" href="{href}">{snippet}</a><div class="clear"></div></div></div>'
         )
     return f"<html><body><div id='links' class='results'>{''.join(items)}</div></body></html>"
 
@@ -496,3 +499,234 @@ async def test_verification_has_a_time_budget(tmp_path: Path) -> None:
             await close_web(web)
     assert elapsed < 1.8
     assert [h.verified for h in out] == [False, True] and out[0].content is None and out[1].content
+
+
+def test_ddgs_region_from_the_query_market() -> None:
+    from agent_tools.activities.web.engines import EngineQuery, ddgs_region
+
+    assert ddgs_region(EngineQuery("q"), "wt-wt") == "wt-wt"
+    assert ddgs_region(EngineQuery("q", lang="de", country="AT"), "wt-wt") == "at-de"
+    assert ddgs_region(EngineQuery("q", lang="en-GB"), "us-en") == "gb-en"
+    assert ddgs_region(EngineQuery("q", lang="fr"), "us-en") == "us-fr"
+    assert ddgs_region(EngineQuery("q", country="JP"), "us-en") == "jp-en"
+
+
+async def test_ddgs_engines_send_their_requests_to_the_configured_endpoint(tmp_path: Path) -> None:
+    """DuckDuckGo and Bing run on ddgs: its request (form or query, region, time filter) reaches the
+    configured URL, and its parser reads the page; the redirect links come back unwrapped."""
+    from agent_tools.contracts.web.models import WebSearchArgs
+
+    with WebServer() as server:
+        b = server.base
+        server.route("/ddg/html/", Reply(body=ddg_html([(f"{b}/d?a=1&b=2", "Duck", "quack")])))
+        server.route("/bing/search", Reply(body=bing_html([(f"{b}/bg", "Bing", "Jan 5, 2026 · Snip")])))
+        for name in ("duckduckgo", "bing"):
+            web = await make_web(tmp_path, **engines_config(server, [name]))
+            try:
+                out = await web.web_search(WebSearchArgs(query=f"tram works {name}", lang="de", country="AT"))
+            finally:
+                await close_web(web)
+            assert out.results[0].source == name
+        ddg = next(r for r in server.requests if r.path == "/ddg/html/")
+        bing = next(r for r in server.requests if r.path == "/bing/search")
+    assert out.results[0].url == f"{b}/bg" and out.results[0].published_at == "2026-01-05T00:00:00Z"
+    form = parse_qs(ddg.body.decode())
+    assert (
+        ddg.method == "POST" and form["q"] == ["tram works duckduckgo"] and form["l"] == ["at-de"] and "df" not in form
+    )
+    assert bing.method == "GET" and bing.query["q"] == ["tram works bing"] and bing.query["cc"] == ["de"]
+    assert "Mozilla/5.0" in ddg.headers.get("user-agent", ddg.headers.get("User-Agent", ""))
+
+
+@pytest.mark.parametrize(
+    ("engine", "path", "page", "reason"),
+    [
+        ("duckduckgo", "/ddg/html/", Reply(status=429, body="slow"), "rate limited (429)"),
+        ("duckduckgo", "/ddg/html/", Reply(status=503, body="down"), "HTTP 503"),
+        ("duckduckgo", "/ddg/html/", Reply(body=DDG_CAPTCHA), "CAPTCHA / bot challenge"),
+        ("searxng", "/searx/search", json_reply([1, 2, 3]), "malformed response (not a JSON object)"),
+        ("searxng", "/searx/search", Reply(body="<html>", content_type="text/html"), "malformed response (not JSON)"),
+    ],
+)
+async def test_single_engine_failure_shapes(tmp_path: Path, engine: str, path: str, page: Reply, reason: str) -> None:
+    with WebServer() as server:
+        server.route(path, page)
+        web = await make_web(tmp_path, **engines_config(server, [engine]))
+        try:
+            with pytest.raises(WebError) as info:
+                await web.search_rtc("q", max_results=3, time_range=None)
+        finally:
+            await close_web(web)
+    assert info.value.details["engines_failed"] == [{"engine": engine, "reason": reason}]
+
+
+async def test_ddgs_connection_refused_is_an_engine_failure(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    web = await make_web(tmp_path, web_search_engines=["bing"], web_bing_url=f"http://127.0.0.1:{port}/search")
+    try:
+        with pytest.raises(WebError) as info:
+            await web.search_rtc("q", max_results=3, time_range=None)
+    finally:
+        await close_web(web)
+    assert info.value.details["engines_failed"][0]["reason"].startswith("connection failed (")
+
+
+HOSTILE_ROWS = [
+    ("javascript:alert(1)", "JS", "x"),
+    ("https://ok.example/" + "a" * 3000, "Too long", "x"),
+    ("https://ok.example/nul\x00", "NUL", "x"),
+    ("https://ok.example/fine", "T\x00itle \ud800 " + "w" * 5000, "s" * 50_000),
+]
+
+
+async def test_junk_result_rows_are_dropped_or_normalised(tmp_path: Path) -> None:
+    with WebServer() as server:
+        rows = [{"url": u, "title": t, "content": c} for u, t, c in HOSTILE_ROWS] + [
+            {"url": 5, "title": ["x"], "content": {"a": 1}},
+            "not an object",
+            {"title": "no url"},
+        ]
+        server.route("/searx/search", json_reply({"results": rows, "unresponsive_engines": "junk"}))
+        server.route("/brave/search", json_reply({"web": [1, 2, 3]}))
+        server.route(
+            "/ddg/html/",
+            Reply(body=ddg_html([(u, t.replace("\ud800", ""), c) for u, t, c in HOSTILE_ROWS[:3]]) + "\x00" * 1000),
+        )
+        got: dict[str, Any] = {}
+        for name in ("searxng", "brave", "duckduckgo"):
+            web = await make_web(tmp_path, **engines_config(server, [name]))
+            try:
+                got[name] = await web.search_rtc(f"junk {name}", max_results=10, time_range=None)
+            except WebError as exc:
+                got[name] = exc
+            finally:
+                await close_web(web)
+    (only,) = got["searxng"].results
+    assert only.url == "https://ok.example/fine" and len(only.title) <= 500 and len(only.snippet) <= 2000
+    assert "\x00" not in only.title and "\ud800" not in only.title
+    # an API answer of the wrong shape is "no results", a result page of junk rows too: nothing crashes
+    for name in ("brave", "duckduckgo"):
+        assert got[name].results == [] and got[name].engines_failed == [] and got[name].engines_tried == [name]
+
+
+def test_unwrap_decoded_duckduckgo_links() -> None:
+    # ddgs percent-decodes the whole link: the target's own "&" survive, DuckDuckGo's "&rut=" goes.
+    assert unwrap_redirect("//duckduckgo.com/l/?uddg=https://a.com/x?y=1&z=2&rut=abc") == "https://a.com/x?y=1&z=2"
+    assert unwrap_redirect("/l/?uddg=https%3A%2F%2Fb.com%2F&rut=z") == "https://b.com/"
+    assert (
+        unwrap_redirect("https://notduckduckgo.com/l/?uddg=https://x") == "https://notduckduckgo.com/l/?uddg=https://x"
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "market"),
+    [
+        ("Wie funktioniert eine Wärmepumpe", ("de", "DE")),
+        ("restaurants près de la gare", ("fr", "FR")),
+        ("Jak ugotować pierogi ruskie", ("pl", "PL")),
+        ("東京の天気", ("ja", "JP")),
+        ("서울 날씨", ("ko", "KR")),
+        ("¿cuál es la capital de Australia?", ("es", None)),  # many Spanish-speaking markets: none named
+        ("Which EU countries require B2B e-invoicing in 2026?", ("en", None)),
+        ("python asyncio tutorial", (None, None)),  # not confident: nothing inferred
+        ("東京 天気", (None, None)),  # kanji only: Japanese or Chinese
+        ("site:bahn.de Streik", (None, "DE")),
+        ("site:gov.uk strike dates", (None, "GB")),
+        ("site:github.io docs", (None, None)),  # a vanity country domain
+        ("site:gov.uk OR site:bahn.de strike", (None, None)),  # two countries: none
+        ("lang:fr voitures électriques", ("fr", "FR")),
+        ("x", (None, None)),
+        ("2026", (None, None)),
+        ("\ud800\udfff \x00\x00 lone surrogates", (None, None)),
+        ("word " * 80, (None, None)),
+    ],
+)
+def test_market_inferred_from_the_query(query: str, market: tuple[str | None, str | None]) -> None:
+    from agent_tools.activities.web.market import infer_market
+
+    assert infer_market(query) == market
+
+
+def test_given_market_is_never_overridden() -> None:
+    from agent_tools.activities.web.market import infer_market
+
+    assert infer_market("Wie funktioniert eine Wärmepumpe", lang="en") == ("en", None)
+    assert infer_market("Wie funktioniert eine Wärmepumpe", country="AT") == ("de", "AT")
+    assert infer_market("site:bahn.de Streik", lang="de", country="CH") == ("de", "CH")
+
+
+async def test_web_search_sends_the_inferred_market_to_the_engines(tmp_path: Path) -> None:
+    with WebServer() as server:
+        b = server.base
+        server.route("/searx/search", json_reply(searxng_results(b, 2)))
+        server.route("/ddg/html/", Reply(body=ddg_html([(f"{b}/d", "D", "d")])))
+        server.route(
+            "/brave/search", json_reply({"web": {"results": [{"title": "B", "url": f"{b}/b", "description": "b"}]}})
+        )
+        server.route("/tavily/search", json_reply({"results": [{"title": "T", "url": f"{b}/t", "content": "t"}]}))
+        for name in ("searxng", "duckduckgo", "brave", "tavily"):
+            web = await make_web(tmp_path, **engines_config(server, [name]))
+            try:
+                await web.web_search(WebSearchArgs(query=f"東京の天気 {name}"))
+                await web.web_search(WebSearchArgs(query=f"東京の天気 {name}", lang="en", country="US"))
+            finally:
+                await close_web(web)
+        by_path = {
+            p: [r for r in server.requests if r.path == p]
+            for p in ("/searx/search", "/ddg/html/", "/brave/search", "/tavily/search")
+        }
+    assert [r.query["language"] for r in by_path["/searx/search"]] == [["ja"], ["en"]]
+    assert [parse_qs(r.body.decode())["l"] for r in by_path["/ddg/html/"]] == [["jp-ja"], ["us-en"]]
+    brave = [(r.query["search_lang"], r.query["country"]) for r in by_path["/brave/search"]]
+    assert brave == [(["jp"], ["jp"]), (["en"], ["us"])]  # Brave's own code for Japanese
+    assert [json.loads(r.body).get("country") for r in by_path["/tavily/search"]] == ["japan", "united states"]
+
+
+async def test_search_cache_lasts_ten_minutes(tmp_path: Path) -> None:
+    """Both faces: a repeated search within 10 minutes is served from the cache (no engine call), one
+    after 10 minutes asks the engines again. Time is the service's clock."""
+    now = [3_000_000.0]
+    with WebServer() as server:
+        server.route("/searx/search", json_reply(searxng_results(server.base, 3)))
+        web = await make_web(tmp_path, clock=lambda: now[0], **engines_config(server, ["searxng"]))
+        try:
+            first = await web.web_search(WebSearchArgs(query="cache me"))
+            rtc_first = await web.search_rtc("cache me", max_results=3, time_range=None)
+            now[0] += 10 * 60 - 1
+            second = await web.web_search(WebSearchArgs(query="cache me"))
+            rtc_second = await web.search_rtc("cache me", max_results=3, time_range=None)
+            assert server.hits("/searx/search") == 2  # one per face: their keys differ
+            now[0] += 2
+            third = await web.web_search(WebSearchArgs(query="cache me"))
+            rtc_third = await web.search_rtc("cache me", max_results=3, time_range=None)
+        finally:
+            await close_web(web)
+        hits = server.hits("/searx/search")
+    assert (first.cached, second.cached, third.cached) == (False, True, False)
+    assert (rtc_first.cached, rtc_second.cached, rtc_third.cached) == (False, True, False)
+    assert second.results == first.results and hits == 4
+
+
+async def test_every_engine_down_is_search_unavailable_on_both_faces(tmp_path: Path) -> None:
+    with WebServer() as server:
+        server.route("/searx/search", Reply(status=500, body="boom"))
+        server.route("/ddg/html/", Reply(status=202, body=""))
+        server.route("/bing/search", Reply(body=BING_CAPTCHA))
+        server.route("/tavily/search", json_reply({"error": "quota"}, status=429))
+        server.route("/brave/search", Reply(status=503, body="down"))
+        web = await make_web(tmp_path, **engines_config(server))
+        try:
+            with pytest.raises(WebError) as codai:
+                await web.web_search(WebSearchArgs(query="anything at all"))
+            web.breaker = type(web.breaker)()  # fresh breakers: the RTC face asks every engine too
+            with pytest.raises(WebError) as rtc:
+                await web.search_rtc("anything at all", max_results=5, time_range=None)
+        finally:
+            await close_web(web)
+    for info in (codai, rtc):
+        assert info.value.code == "search_unavailable" and info.value.http_status == 503
+        assert [f["engine"] for f in info.value.details["engines_failed"]] == ALL

@@ -284,7 +284,7 @@ async def test_https_to_the_pinned_address_keeps_sni_and_certificate_checks(tmp_
         web = await make_web(tmp_path, resolver=resolver, verify=client_ctx)
         try:
             page = await web.web_fetch(WebFetchArgs(url=f"https://secure.test:{server.port}/doc"))
-            assert "Configuring retries" in page.content
+            assert page.title == "Configuring retries" and "When a task raises an exception" in page.content
             assert server.requests[-1].headers["Host"] == f"secure.test:{server.port}"
             # same address, a name the certificate does not cover: verification must fail
             with pytest.raises(WebError) as info:

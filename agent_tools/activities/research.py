@@ -118,6 +118,48 @@ def parse_json_answer(text: str) -> Any:
     return json.loads(text)
 
 
+_CITATION = re.compile(r"\[(S\d+(?:\s*[,;]\s*S?\d+)*)\]")
+_LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
+_WORDS = re.compile(r"[^\W\d_]{2,}")
+_UNPRINTABLE = re.compile("[\x00-\x1f\ud800-\udfff]")
+
+
+def citation_problems(report: str, n_sources: int) -> list[str]:
+    """What is wrong with a report's citations: numbers outside [S1]..[Sn], and paragraphs or list items
+    that state something (six words or more, not a heading, not an introduction ending in a colon) without
+    citing any source. Empty when every claim cites a source that exists."""
+    problems: list[str] = []
+    unknown = sorted(
+        {
+            int(n)
+            for group in _CITATION.findall(report)
+            for n in re.findall(r"\d+", group)
+            if not 1 <= int(n) <= n_sources
+        }
+    )
+    if unknown:
+        problems.append(
+            f"it cites {', '.join(f'[S{n}]' for n in unknown[:5])}, but the sources are [S1]..[S{n_sources}]"
+        )
+    uncited = 0
+    first = ""
+    for block in re.split(r"\n\s*\n", report.strip()):
+        lines = [ln for ln in block.split("\n") if ln.strip()]
+        units = [ln for ln in lines if _LIST_ITEM.match(ln)] if lines and _LIST_ITEM.match(lines[-1]) else []
+        if not units:
+            units = [" ".join(lines)]
+        for unit in units:
+            text = unit.strip()
+            if not text or text.startswith("#") or text.endswith(":") or len(_WORDS.findall(text)) < 6:
+                continue
+            if not _CITATION.search(text):
+                uncited += 1
+                first = first or _UNPRINTABLE.sub("", text)[:80]
+    if uncited:
+        problems.append(f"{uncited} paragraph(s) or list item(s) cite no source (first: {first!r})")
+    return problems
+
+
 def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
     @activity.defn(name="agent_tools.research.plan")
     async def plan(inp: ResearchPlanInput) -> ResearchPlan:
@@ -186,16 +228,37 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
             blocks.append(f"[S{s.n}] {s.title} — {s.url}\n" + fence_untrusted(excerpt, source=s.url))
         sources_text = "\n\n".join(blocks)
         if inp.output_schema is None:
-            text, used = await _complete(
-                services,
-                "large",
-                "research_writer",
-                WRITE_SYSTEM,
-                f"Question:\n{inp.question}\n\nSources:\n\n{sources_text}",
-                call="write",
+            user = f"Question:\n{inp.question}\n\nSources:\n\n{sources_text}"
+            follow_up: list[Message] = []
+            spent = Usage()
+            problems: list[str] = []
+            for attempt in range(2):
+                # The first call keeps its original usage key, so a retried activity still overwrites it.
+                call = "write" if attempt == 0 else f"write-{attempt}"
+                text, used = await _complete(
+                    services, "large", "research_writer", WRITE_SYSTEM, user, follow_up, call=call
+                )
+                spent = spent + used
+                problems = citation_problems(text, len(inp.sources))
+                if not problems:
+                    listing = "\n".join(f"[S{s.n}] {s.title} — {s.url}" for s in inp.sources)
+                    return ResearchWriteOutput(report=f"{text.strip()}\n\nSources:\n{listing}", usage=spent)
+                follow_up = [
+                    Message(role="assistant", content=text),
+                    Message(
+                        role="user",
+                        content="That report does not cite its sources correctly: "
+                        + "; ".join(problems)
+                        + f". Write it again: every paragraph and list item that states a fact cites "
+                        f"[S1]..[S{len(inp.sources)}] right after the claim, and no other numbers.",
+                    ),
+                ]
+            raise ApplicationError(
+                f"the report did not cite its sources: {'; '.join(problems)}",
+                spent.model_dump(),
+                type="CitationMismatch",
+                non_retryable=True,
             )
-            listing = "\n".join(f"[S{s.n}] {s.title} — {s.url}" for s in inp.sources)
-            return ResearchWriteOutput(report=f"{text.strip()}\n\nSources:\n{listing}", usage=used)
         prompt = (
             f"Question:\n{inp.question}\n\nJSON Schema:\n{json.dumps(inp.output_schema)}\n\nSources:\n\n{sources_text}"
         )
@@ -203,7 +266,7 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
         import jsonschema  # type: ignore[import-untyped]
 
         problem = ""
-        follow_up: list[Message] = []
+        follow_up = []
         spent = Usage()
         for attempt in range(2):
             text, used = await _complete(

@@ -148,7 +148,11 @@ class DeepResearch:
             )
         except (ActivityError, ApplicationError) as exc:
             cause = exc.cause if isinstance(exc, ActivityError) and exc.cause is not None else exc
-            if isinstance(cause, ApplicationError) and cause.type == "SchemaMismatch" and cause.details:
+            if (
+                isinstance(cause, ApplicationError)
+                and cause.type in ("SchemaMismatch", "CitationMismatch")
+                and cause.details
+            ):
                 self._spent(Usage.model_validate(cause.details[0]))  # the writer's failed attempts
             self.job.status = "failed"
             self._phase("failed")

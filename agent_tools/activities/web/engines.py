@@ -49,9 +49,40 @@ class EngineQuery:
 
 
 def clean_text(value: Any) -> str:
-    """Tags stripped, entities decoded, whitespace collapsed."""
-    text = re.sub(r"<[^>]+>", "", str(value or ""))
-    return " ".join(html_lib.unescape(text).split())
+    """Tags stripped, entities decoded, NUL bytes and lone surrogates dropped, whitespace collapsed."""
+    text = re.sub(r"<[^>]+>", "", str(value or "")[:100_000])
+    text = _UNSAFE.sub("\ufffd", html_lib.unescape(text))
+    return " ".join(text.split())
+
+
+# NUL and lone surrogates (which no encoder can write out) become U+FFFD.
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+
+
+_TITLE_CHARS = 500
+_SNIPPET_CHARS = 2000
+_URL_CHARS = 2048
+
+
+def make_hit(title: Any, url: Any, snippet: Any, source: str, published_at: str | None = None) -> SearchHit | None:
+    """One engine result, normalised: tags and entities out, whitespace collapsed, lengths capped, and
+    None for a result without an http(s) URL of sane length (an engine's junk row is dropped, never
+    fatal)."""
+    link = str(url or "").strip()
+    if not link.lower().startswith(("http://", "https://")) or len(link) > _URL_CHARS or "\x00" in link:
+        return None
+    return SearchHit(
+        title=clean_text(title)[:_TITLE_CHARS],
+        url=link,
+        snippet=clean_text(snippet)[:_SNIPPET_CHARS],
+        source=source,
+        published_at=published_at,
+    )
+
+
+def _rows(value: Any) -> list[dict[str, Any]]:
+    """The result rows of an API answer: a list of objects, whatever else the engine sent."""
+    return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 
 
 def iso_or_none(value: Any) -> str | None:
@@ -118,138 +149,137 @@ class SearxngEngine(SearchEngine):
             params["language"] = q.lang
         response = await client.get(f"{self.base_url}/search", params=params, headers={"Accept": "application/json"})
         body = _json_body(self.name, response)
-        results = body.get("results") or []
-        unresponsive = body.get("unresponsive_engines") or []
-        if not results and unresponsive:
+        if not isinstance(body, dict):
+            raise EngineError("malformed response (not a JSON object)")
+        results = _rows(body.get("results"))
+        unresponsive = body.get("unresponsive_engines")
+        if not results and isinstance(unresponsive, list) and unresponsive:
             names = ", ".join(
-                f"{u[0]} ({u[1]})" if isinstance(u, list) and len(u) > 1 else str(u) for u in unresponsive
+                f"{u[0]} ({u[1]})" if isinstance(u, list) and len(u) > 1 else str(u) for u in unresponsive[:10]
             )
-            raise EngineError(f"no results; upstream engines unresponsive: {names}")
-        return [
-            SearchHit(
-                title=clean_text(r.get("title")),
-                url=str(r.get("url", "")),
-                snippet=clean_text(r.get("content")),
-                source=self.name,
-                published_at=iso_or_none(r.get("publishedDate")),
-            )
+            raise EngineError(f"no results; upstream engines unresponsive: {clean_text(names)[:300]}")
+        hits = (
+            make_hit(r.get("title"), r.get("url"), r.get("content"), self.name, iso_or_none(r.get("publishedDate")))
             for r in results
-            if isinstance(r, dict) and r.get("url")
-        ]
-
-
-class DuckDuckGoEngine(SearchEngine):
-    name = "duckduckgo"
-    _DF = {"day": "d", "week": "w", "month": "m", "year": "y"}
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    async def search(self, client: httpx.AsyncClient, q: EngineQuery) -> list[SearchHit]:
-        data = {"q": q.query, "b": ""}
-        if q.time_range:
-            data["df"] = self._DF[q.time_range]
-        if q.country and q.lang:
-            data["kl"] = f"{q.country.lower()}-{q.lang.split('-')[0].lower()}"
-        response = await client.post(self.url, data=data)
-        if response.status_code == 202:
-            # DuckDuckGo answers 202 with an empty page when it throttles a client.
-            raise EngineError("rate limited (202)")
-        _raise_for_status(self.name, response)
-        return parse_duckduckgo(response.text)
-
-
-def _parse_html(text: str) -> Any:
-    # Imported with the first result page: lxml weighs 5 MB in a worker that may never search.
-    import lxml.html  # type: ignore[import-untyped]
-
-    return lxml.html.fromstring(text or "<html/>")
-
-
-def parse_duckduckgo(text: str) -> list[SearchHit]:
-    doc = _parse_html(text)
-    hits: list[SearchHit] = []
-    for result in doc.xpath('//div[contains(concat(" ", normalize-space(@class), " "), " result ")]'):
-        if "result--ad" in (result.get("class") or ""):
-            continue
-        links = result.xpath('.//a[contains(@class, "result__a")]')
-        if not links:
-            continue
-        url = unwrap_redirect(links[0].get("href", ""))
-        if "duckduckgo.com/y.js" in url:
-            continue  # ad click
-        snippet = result.xpath('.//*[contains(@class, "result__snippet")]')
-        hits.append(
-            SearchHit(
-                title=clean_text(links[0].text_content()),
-                url=url,
-                snippet=clean_text(snippet[0].text_content()) if snippet else "",
-                source="duckduckgo",
-            )
         )
-    if not hits and _CAPTCHA.search(text or "") and not doc.xpath('//*[contains(@class, "no-results")]'):
-        raise EngineError("CAPTCHA / bot challenge")
-    return hits
+        return [h for h in hits if h is not None]
 
 
-class BingEngine(SearchEngine):
-    """Bing's HTML results page (the Bing Search API was retired on 2025-08-11)."""
-
-    name = "bing"
-    _FILTERS = {"day": 'ex1:"ez1"', "week": 'ex1:"ez2"', "month": 'ex1:"ez3"'}
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    async def search(self, client: httpx.AsyncClient, q: EngineQuery) -> list[SearchHit]:
-        params = {"q": q.query, "count": str(min(max(q.max_results, 10), 50))}
-        if q.time_range == "year":
-            today = (dt.date.today() - dt.date(1970, 1, 1)).days
-            params["filters"] = f'ex1:"ez5_{today - 365}_{today}"'
-        elif q.time_range:
-            params["filters"] = self._FILTERS[q.time_range]
-        if q.lang:
-            params["setlang"] = q.lang
-        if q.country:
-            params["cc"] = q.country.upper()
-        response = await client.get(self.url, params=params)
-        _raise_for_status(self.name, response)
-        return parse_bing(response.text)
-
-
+_TIMELIMIT = {"day": "d", "week": "w", "month": "m", "year": "y"}
 _BING_DATE = re.compile(r"^([A-Z][a-z]{2} \d{1,2}, \d{4})\s*[\u00b7\u2013-]\s*")
 
 
-def parse_bing(text: str) -> list[SearchHit]:
-    doc = _parse_html(text)
-    hits: list[SearchHit] = []
-    for li in doc.xpath('//li[contains(concat(" ", normalize-space(@class), " "), " b_algo ")]'):
-        links = li.xpath(".//h2/a")
-        if not links:
-            continue
-        url = unwrap_redirect(links[0].get("href", ""))
-        paras = li.xpath('.//div[contains(@class, "b_caption")]//p | .//p[contains(@class, "b_lineclamp")]')
-        snippet = clean_text(paras[0].text_content()) if paras else ""
+def ddgs_region(q: EngineQuery, default: str) -> str:
+    """ddgs's region code, ``<country>-<language>`` (``us-en``; ``wt-wt`` is worldwide), from the query's
+    market: country and language when both are known, the language's own region (``en-gb``) else."""
+    lang, _, lang_region = (q.lang or "").lower().partition("-")
+    country = (q.country or lang_region).lower()
+    if lang and country:
+        return f"{country}-{lang}"
+    if country:
+        return f"{country}-{default.split('-')[1]}" if default != "wt-wt" else f"{country}-en"
+    if lang:
+        return f"{default.split('-')[0]}-{lang}"
+    return default
+
+
+class DdgsEngine(SearchEngine):
+    """An HTML search page scraped by the ddgs library (DuckDuckGo's HTML endpoint, Bing).
+
+    ddgs is maintained against the engines' markup changes: it builds the request (parameters, region,
+    time filter, Bing's market cookies), sends it with a browser-like client (primp) and parses the
+    result page with its engine's XPath. What stays ours is what the failover needs and ddgs does not
+    report: the throttle status (DuckDuckGo's 202, 429), CAPTCHA and challenge pages, and the
+    normalisation every engine's results get. ddgs is synchronous, so a search runs in a thread; the
+    search layer's timeout bounds the wait, and primp's own timeout (the same) ends the thread.
+    """
+
+    def __init__(self, name: str, ddgs_name: str, url: str, *, timeout_s: float, default_region: str) -> None:
+        self.name = name
+        self.ddgs_name = ddgs_name
+        self.url = url
+        self.timeout_s = timeout_s
+        self.default_region = default_region
+
+    async def search(self, client: httpx.AsyncClient, q: EngineQuery) -> list[SearchHit]:
+        return await asyncio.to_thread(self._search, q)
+
+    def _engine(self) -> Any:
+        # Imported with the first search: ddgs brings primp and lxml, which a worker that never searches
+        # these engines does not need.
+        from ddgs.engines.bing import Bing
+        from ddgs.engines.duckduckgo import Duckduckgo
+
+        engine_class = {"duckduckgo": Duckduckgo, "bing": Bing}[self.ddgs_name]
+        # A new engine per search: Bing's request sets market cookies on the client, and one search's
+        # cookies must not ride along with another's.
+        engine = engine_class(timeout=self.timeout_s)  # type: ignore[arg-type]  # primp takes float seconds
+        engine.search_url = self.url  # configurable endpoint: a mirror, or a local server in tests
+        return engine
+
+    def _search(self, q: EngineQuery) -> list[SearchHit]:
+        from ddgs.exceptions import DDGSException, TimeoutException
+
+        engine = self._engine()
+        payload = engine.build_payload(
+            query=q.query,
+            region=ddgs_region(q, self.default_region),
+            safesearch="moderate",
+            timelimit=_TIMELIMIT.get(q.time_range or ""),
+            page=1,
+        )
+        body = "params" if engine.search_method == "GET" else "data"
+        try:
+            response = engine.http_client.request(engine.search_method, self.url, **{body: payload})
+        except TimeoutException as exc:
+            raise TimeoutError(str(exc)) from exc
+        except DDGSException as exc:
+            cause = exc.__cause__ or exc
+            raise EngineError(f"connection failed ({cause.__class__.__name__})") from exc
+        if response.status_code == 202:
+            # DuckDuckGo answers 202 with an empty page when it throttles a client.
+            raise EngineError("rate limited (202)")
+        if response.status_code == 429:
+            raise EngineError("rate limited (429)")
+        if response.status_code >= 400:
+            raise EngineError(f"HTTP {response.status_code}")
+        text = response.text or ""
+        try:
+            results = engine.post_extract_results(engine.extract_results(text)) if text.strip() else []
+        except (ValueError, TypeError, UnicodeError) as exc:  # lxml on a page that is not HTML at all
+            raise EngineError(f"malformed result page ({exc.__class__.__name__})") from exc
+        hits = [h for r in results if (h := self._hit(r)) is not None]
+        if not hits and _CAPTCHA.search(text) and "no-results" not in text:
+            raise EngineError("CAPTCHA / bot challenge")
+        return hits
+
+    def _hit(self, result: Any) -> SearchHit | None:
+        url = unwrap_redirect(str(getattr(result, "href", "") or ""))
+        if "duckduckgo.com/y.js" in url:
+            return None  # an ad's click link
+        snippet = clean_text(getattr(result, "body", ""))
         published = None
-        m = _BING_DATE.match(snippet)
-        if m:
+        if self.ddgs_name == "bing" and (m := _BING_DATE.match(snippet)):
             try:
                 published = dt.datetime.strptime(m.group(1), "%b %d, %Y").strftime("%Y-%m-%dT00:00:00Z")
                 snippet = snippet[m.end() :]
             except ValueError:
                 published = None
-        hits.append(
-            SearchHit(
-                title=clean_text(links[0].text_content()),
-                url=url,
-                snippet=snippet,
-                source="bing",
-                published_at=published,
-            )
-        )
-    if not hits and _CAPTCHA.search(text or ""):
-        raise EngineError("CAPTCHA / bot challenge")
-    return hits
+        return make_hit(getattr(result, "title", ""), url, snippet, self.name, published)
+
+
+# Tavily names countries in full; a code it does not know is left out rather than failing the search.
+_TAVILY_COUNTRIES = {
+    "US": "united states", "GB": "united kingdom", "CA": "canada", "AU": "australia", "IE": "ireland",
+    "NZ": "new zealand", "IN": "india", "DE": "germany", "AT": "austria", "CH": "switzerland",
+    "FR": "france", "BE": "belgium", "IT": "italy", "ES": "spain", "PT": "portugal", "NL": "netherlands",
+    "SE": "sweden", "DK": "denmark", "NO": "norway", "FI": "finland", "PL": "poland", "CZ": "czech republic",
+    "SK": "slovakia", "HU": "hungary", "RO": "romania", "TR": "turkey", "GR": "greece", "RU": "russia",
+    "UA": "ukraine", "BG": "bulgaria", "JP": "japan", "KR": "south korea", "CN": "china", "IL": "israel",
+    "ID": "indonesia", "VN": "vietnam", "TH": "thailand", "MX": "mexico", "BR": "brazil", "AR": "argentina",
+}  # fmt: skip
+# Brave's search_lang codes where they differ from ISO 639-1.
+_BRAVE_LANGS = {"ja": "jp", "zh": "zh-hans", "pt": "pt-pt"}
 
 
 class TavilyEngine(SearchEngine):
@@ -267,21 +297,15 @@ class TavilyEngine(SearchEngine):
         }
         if q.time_range:
             payload["time_range"] = q.time_range
-        if q.country:
-            payload["country"] = q.country.lower()
+        if q.country and q.country.upper() in _TAVILY_COUNTRIES:
+            payload["country"] = _TAVILY_COUNTRIES[q.country.upper()]
         response = await client.post(self.url, json=payload, headers={"Authorization": f"Bearer {self.api_key}"})
         body = _json_body(self.name, response)
-        return [
-            SearchHit(
-                title=clean_text(r.get("title")),
-                url=str(r["url"]),
-                snippet=clean_text(r.get("content")),
-                source=self.name,
-                published_at=iso_or_none(r.get("published_date")),
-            )
-            for r in body.get("results") or []
-            if isinstance(r, dict) and r.get("url")
-        ]
+        hits = (
+            make_hit(r.get("title"), r.get("url"), r.get("content"), self.name, iso_or_none(r.get("published_date")))
+            for r in _rows(body.get("results") if isinstance(body, dict) else None)
+        )
+        return [h for h in hits if h is not None]
 
 
 class BraveEngine(SearchEngine):
@@ -299,24 +323,20 @@ class BraveEngine(SearchEngine):
         if q.country:
             params["country"] = q.country.lower()
         if q.lang:
-            params["search_lang"] = q.lang.split("-")[0]
+            lang = q.lang.split("-")[0].lower()
+            params["search_lang"] = _BRAVE_LANGS.get(lang, lang)
         response = await client.get(
             self.url,
             params=params,
             headers={"X-Subscription-Token": self.api_key, "Accept": "application/json"},
         )
         body = _json_body(self.name, response)
-        return [
-            SearchHit(
-                title=clean_text(r.get("title")),
-                url=str(r["url"]),
-                snippet=clean_text(r.get("description")),
-                source=self.name,
-                published_at=iso_or_none(r.get("page_age")),
-            )
-            for r in (body.get("web") or {}).get("results") or []
-            if isinstance(r, dict) and r.get("url")
-        ]
+        web = body.get("web") if isinstance(body, dict) else None
+        hits = (
+            make_hit(r.get("title"), r.get("url"), r.get("description"), self.name, iso_or_none(r.get("page_age")))
+            for r in _rows(web.get("results") if isinstance(web, dict) else None)
+        )
+        return [h for h in hits if h is not None]
 
 
 def build_engine(name: str, config: WebConfig) -> SearchEngine | None:
@@ -324,9 +344,17 @@ def build_engine(name: str, config: WebConfig) -> SearchEngine | None:
     if name == "searxng" and config.web_searxng_url:
         return SearxngEngine(config.web_searxng_url)
     if name == "duckduckgo":
-        return DuckDuckGoEngine(config.web_duckduckgo_url)
+        return DdgsEngine(
+            "duckduckgo",
+            "duckduckgo",
+            config.web_duckduckgo_url,
+            timeout_s=config.web_engine_timeout_s,
+            default_region="wt-wt",
+        )
     if name == "bing":
-        return BingEngine(config.web_bing_url)
+        return DdgsEngine(
+            "bing", "bing", config.web_bing_url, timeout_s=config.web_engine_timeout_s, default_region="us-en"
+        )
     if name == "tavily" and config.web_tavily_api_key:
         return TavilyEngine(config.web_tavily_url, config.web_tavily_api_key)
     if name == "brave" and config.web_brave_api_key:

@@ -16,10 +16,13 @@ Metadata (title, byline, description, canonical, lang, published date) come from
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urljoin
 
 import lxml.html  # type: ignore[import-untyped]
 from lxml import etree  # type: ignore[import-untyped]
@@ -49,19 +52,6 @@ _BOILERPLATE_HINT = re.compile(
     r"popup|modal)([\s_-]|$)",
     re.I,
 )
-_DATE_META = (
-    "article:published_time",
-    "og:published_time",
-    "datePublished",
-    "date",
-    "dc.date",
-    "dc.date.issued",
-    "pubdate",
-    "publishdate",
-    "publish-date",
-    "sailthru.date",
-    "parsely-pub-date",
-)
 
 
 @dataclass
@@ -76,86 +66,132 @@ class Extracted:
     extractor: str = "trafilatura"
 
 
-def _meta(doc: Any, *names: str) -> str | None:
-    for name in names:
-        for attr in ("property", "name", "itemprop"):
-            found = doc.xpath(f'//meta[@{attr}="{name}"]/@content')
-            if found and str(found[0]).strip():
-                return str(found[0]).strip()
-    return None
+_META_CHARS = 2000  # a title or byline longer than this is junk, and it would ride in every cached page
 
 
-def _json_ld(doc: Any) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    for script in doc.xpath('//script[@type="application/ld+json"]/text()'):
-        try:
-            data = json.loads(script)
-        except ValueError:
-            continue
-        stack = data if isinstance(data, list) else [data]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, dict):
-                items.append(node)
-                graph = node.get("@graph")
-                if isinstance(graph, list):
-                    stack.extend(graph)
-    return items
+def _clip(value: Any) -> str | None:
+    text = " ".join(str(value).split())[:_META_CHARS] if value else ""
+    return text or None
 
 
-def _iso_date(value: str | None) -> str | None:
-    """Keep a date only when it is an explicit ISO 8601 date or date-time."""
-    if not value:
-        return None
-    value = value.strip()
-    m = re.match(r"^(\d{4}-\d{2}-\d{2})([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?", value)
+def iso_date(value: str | None) -> str | None:
+    """htmldate's answer in ISO 8601: ``+0100`` becomes ``+01:00``, and a date that came without a time
+    (htmldate pads it with midnight) stays a plain date, so no time of day is ever made up."""
+    m = re.match(r"^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:([+-]\d{2}):?(\d{2}))?$", value or "")
     if not m:
         return None
-    return m.group(0).replace(" ", "T") if m.group(2) else m.group(1)
+    day, clock, tz_h, tz_m = m.groups()
+    if tz_h is None:
+        return day if clock == "00:00:00" else f"{day}T{clock}"
+    return f"{day}T{clock}{tz_h}:{tz_m}"
+
+
+_DATE_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
+# Where a <time> or datePublished element is some other item's date: teaser cards, "most read" lists,
+# embedded posts, comments, sidebars.
+_OTHER_ITEMS_TAGS = frozenset({"nav", "aside", "footer", "blockquote", "li", "menu", "form"})
+_OTHER_ITEMS_HINT = re.compile(
+    r"(^|[\s_-])(related|recommend\w*|most-read|popular|trending|teaser|card|comments?|widget|sidebar|"
+    r"more-stories|latest|tweet|twitter-tweet|embed\w*|promo\w*)([\s_-]|$)",
+    re.I,
+)
+
+
+def _about_other_item(el: Any) -> bool:
+    for anc in el.iterancestors():
+        if anc.tag in _OTHER_ITEMS_TAGS or _OTHER_ITEMS_HINT.search(f"{anc.get('class', '')} {anc.get('id', '')}"):
+            return True
+    return False
+
+
+_DATE_NAME = re.compile(r"date|time|publish|created|issued|modified|updated", re.I)
+
+
+def _date_markup(doc: Any) -> Any | None:
+    """A small tree holding only the page's explicit date markup, for htmldate: every ``<meta>``, the JSON-LD
+    blocks, and the first ``<time datetime>`` / ``itemprop=datePublished`` element of the page's own
+    (not of a teaser, an embedded post or a comment), emptied of its text; None when there is none.
+
+    Given the whole page, htmldate also matches visible text ("Posted on 18 September 2025" before the
+    element's exact ``datetime``) and the dates of teaser cards on a page that has no date of its own;
+    the fixtures showed both. This way a date is never taken from text, and what htmldate adds (which of
+    many meta names, published over modified, validation) is kept.
+    """
+    make = doc.makeelement  # an lxml.html element: htmldate accepts no plain etree element
+    root, head, body = make("html"), make("head"), make("body")
+    root.extend((head, body))
+    for meta in doc.iter("meta"):
+        names = " ".join(meta.get(a) or "" for a in ("name", "property", "itemprop", "http-equiv"))
+        if _DATE_NAME.search(names):
+            head.append(copy.copy(meta))
+    for script in doc.xpath("//script[@type='application/ld+json']"):
+        if "date" in (script.text or "").lower():
+            head.append(copy.copy(script))
+    for el in doc.xpath("//time[@datetime] | //*[@itemprop='datePublished' or @itemprop='dateCreated']"):
+        if not _about_other_item(el):
+            body.append(make(el.tag, {k: v for k, v in el.attrib.items() if k in ("datetime", "itemprop", "content")}))
+            break
+    return root if len(head) or len(body) else None
 
 
 def metadata(doc: Any, base_url: str) -> dict[str, str | None]:
-    ld = _json_ld(doc)
-    title = _meta(doc, "og:title", "twitter:title")
+    """Title, byline, description, canonical, lang and published date from the page's explicit markup.
+
+    trafilatura reads the meta tags (Open Graph, Twitter, Dublin Core, ...) and JSON-LD, htmldate the
+    publication date (header markup and structural elements only: ``extensive_search`` off, and no URL, so
+    a date is never guessed from free text or from the address). trafilatura's ``extract_metadata`` is not
+    called whole: its author search over the body (a copy of the whole tree), categories, tags and licence
+    cost more than the extraction itself and feed no field of ours.
+    """
+    # Imported on first use, like trafilatura in extract_html.
+    from htmldate import find_date
+    from trafilatura.metadata import examine_meta, extract_meta_json, extract_title, extract_url
+
+    # Each step is a library's parser over third-party markup: one that breaks on a page leaves its fields
+    # empty instead of failing the fetch (metadata is optional, the article is not).
+    try:
+        found = examine_meta(doc)
+    except Exception:
+        from trafilatura.settings import Document
+
+        found = Document()
+    if found.author and " " not in found.author:
+        found.author = None  # as extract_metadata does: a one-word "author" is a login name or "admin"
+    try:
+        found = extract_meta_json(doc, found)
+    except Exception:
+        pass
+    title = found.title
     if not title:
-        t = doc.xpath("//title/text()")
-        title = str(t[0]).strip() if t else None
-    if not title:
-        h1 = doc.xpath("//h1")
-        title = h1[0].text_content().strip() if h1 else None
-    byline = _meta(doc, "author", "article:author", "byl", "parsely-author", "dc.creator")
-    if not byline:
-        for node in ld:
-            author = node.get("author")
-            if isinstance(author, dict) and author.get("name"):
-                byline = str(author["name"])
-            elif isinstance(author, list) and author and isinstance(author[0], dict):
-                byline = ", ".join(str(a.get("name")) for a in author if isinstance(a, dict) and a.get("name"))
-            elif isinstance(author, str):
-                byline = author
-            if byline:
-                break
-    if not byline:
-        rel = doc.xpath('//*[@rel="author"]')
-        byline = rel[0].text_content().strip() or None if rel else None
-    published = _iso_date(_meta(doc, *_DATE_META))
-    if not published:
-        for node in ld:
-            published = _iso_date(str(node.get("datePublished") or "")) or published
-            if published:
-                break
-    if not published:
-        times = doc.xpath("//article//time/@datetime | //*[@itemprop='datePublished']/@datetime")
-        published = _iso_date(str(times[0])) if times else None
-    canonical = doc.xpath('//link[@rel="canonical"]/@href')
-    lang = doc.xpath("/html/@lang") or doc.xpath("//html/@lang")
+        try:
+            title = extract_title(doc)
+        except Exception:
+            title = None
+    try:
+        canonical = extract_url(doc)
+    except Exception:
+        canonical = None
+    if not canonical:
+        href = doc.xpath('//link[@rel="canonical"]/@href')
+        canonical = _absolute(base_url, str(href[0])) if href else None
+    try:
+        markup = _date_markup(doc)
+        # url="" keeps htmldate from reading a date out of the canonical link's path.
+        date = (
+            find_date(markup, extensive_search=False, original_date=True, outputformat=_DATE_FORMAT, url="")
+            if markup is not None
+            else None
+        )
+    except Exception:
+        date = None
+    lang = str(doc.get("lang") or "").strip().split("-")[0].lower()
     return {
-        "title": title,
-        "byline": byline,
-        "description": _meta(doc, "description", "og:description", "twitter:description"),
-        "canonical": lxml.html.urljoin(base_url, str(canonical[0]).strip()) if canonical else None,
-        "lang": str(lang[0]).strip().split("-")[0].lower() or None if lang else None,
-        "published_at": published,
+        "title": _clip(title),
+        "byline": _clip(found.author),
+        "description": _clip(found.description),
+        "canonical": _clip(canonical),
+        "lang": lang[:8] or None,
+        "published_at": iso_date(date),
     }
 
 
@@ -165,15 +201,18 @@ _HIGHLIGHT_CLASS = re.compile(r"(?:^|\s)highlight-(?:source-)?([a-z][\w+#.-]*)")
 
 def code_language(pre: Any) -> str | None:
     """The language a ``<pre>`` declares: ``language-x``/``lang-x`` on it or its ``<code>`` (Prism,
-    highlight.js, Markdown renderers), or ``highlight-x``/``highlight-source-x`` on a wrapper (Sphinx,
-    GitHub)."""
-    nodes = [pre, *pre.findall("code")]
-    for node in nodes:
+    highlight.js, Markdown renderers), or on the wrapper around it, as ``highlight-x``/``highlight-source-x``
+    (Sphinx, GitHub) or ``language-x`` (MkDocs). Only the two nearest wrappers: a ``language-en`` far up
+    the page is the site's language, not the code's."""
+    for node in (pre, *pre.findall("code")):
         m = _LANG_CLASS.search(node.get("class", ""))
         if m:
             return m.group(1)
-    for wrapper in pre.iterancestors("div"):
-        m = _HIGHLIGHT_CLASS.search(wrapper.get("class", ""))
+    for depth, wrapper in enumerate(pre.iterancestors("div")):
+        if depth >= 2:
+            break
+        classes = wrapper.get("class", "")
+        m = _HIGHLIGHT_CLASS.search(classes) or _LANG_CLASS.search(classes)
         if m and m.group(1) not in ("default",):
             return m.group(1)
     return None
@@ -198,47 +237,113 @@ def _restore_code_languages(md: str) -> str:
 
 
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
-_INLINE_TAGS = frozenset({"span", "a", "time", "small", "label", "em", "strong", "b", "i"})
-
-
-def _space_inline_neighbours(doc: Any) -> None:
-    """``<a>kjell</a><span>Moderator</span>`` renders as two words in a browser (CSS spacing) but as
-    "kjellModerator" in text; a space between adjacent inline elements keeps the words apart."""
-    for el in doc.iter(*_INLINE_TAGS):
-        if el.xpath("ancestor::pre or ancestor::code"):
-            continue  # highlighted code is one span per token: spacing would change the program
-        nxt = el.getnext()
-        if nxt is not None and isinstance(nxt.tag, str) and nxt.tag in _INLINE_TAGS and not (el.tail or "").strip():
-            el.tail = " "
+# Comments and processing instructions are dropped while parsing: React renders "<!-- -->" between text
+# runs, and a comment node left in the tree cuts the sentence around it in trafilatura's text handling
+# (given a string, trafilatura parses with the same two options). Doing it in the parser costs nothing.
+_PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, collect_ids=False)
 
 
 # Noise with unambiguous markup: edit links, citation markers, tables of contents, navigation boxes,
-# category bars, screen-reader-only and hidden elements. Removed before any extractor sees the page.
-_NOISE_XPATH = " | ".join(
-    [
-        "//*[contains(concat(' ', normalize-space(@class), ' '), ' mw-editsection ')]",
-        "//sup[contains(concat(' ', normalize-space(@class), ' '), ' reference ')]",
-        "//*[@id='toc' or contains(concat(' ', normalize-space(@class), ' '), ' toc ')]",
-        "//*[contains(concat(' ', normalize-space(@class), ' '), ' navbox ')]",
-        "//*[@id='catlinks' or contains(concat(' ', normalize-space(@class), ' '), ' catlinks ')]",
-        "//*[contains(concat(' ', normalize-space(@class), ' '), ' noprint ')]",
-        "//*[contains(concat(' ', normalize-space(@class), ' '), ' sr-only ')]",
-        "//*[contains(concat(' ', normalize-space(@class), ' '), ' visually-hidden ')]",
-        "//*[@aria-hidden='true']",
-        "//*[@hidden]",
-        "//*[contains(translate(@style, ' ', ''), 'display:none')]",
-        "//*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search']",
-        "//script | //style | //noscript | //template",
-    ]
+# category bars, screen-reader-only and hidden elements, navigation landmarks, scripts. Checked in one walk
+# over the tree in Python: the same rules as one XPath (class tokens through concat/normalize-space) cost
+# ten times as much.
+_NOISE_CLASSES = frozenset(
+    {
+        "mw-editsection",
+        "toc",
+        "navbox",
+        "catlinks",
+        "noprint",
+        "sr-only",
+        "visually-hidden",
+        "headerlink",  # Sphinx and MkDocs permalink pilcrows
+        "md-content__button",  # MkDocs "Edit this page"
+        "edit-this-page",
+        "edit-link",
+    }
 )
+_NOISE_IDS = frozenset({"toc", "catlinks"})
+_NOISE_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
+_NOISE_TAGS = frozenset({"script", "style", "noscript", "template"})
+_INLINE_TAGS = frozenset({"span", "a", "time", "small", "label", "em", "strong", "b", "i"})
+# The label of an ad slot, alone in its element.
+_AD_LABELS = frozenset(
+    {"advertisement", "advert", "ad", "sponsored", "anzeige", "publicité", "publicidad", "pubblicità"}
+)
+# "Read more: <a>Other story</a>" between paragraphs: a link to another article, not part of this one.
+_READ_MORE = re.compile(r"^(read more|read also|also read|related|see also|more|watch|listen|recommended)\W*$", re.I)
+
+
+def _is_noise(el: Any) -> bool:
+    tag = el.tag
+    if tag in _NOISE_TAGS:
+        return bool(el.get("type") != "application/ld+json")  # JSON-LD is read for the metadata afterwards
+    children = len(el)
+    if children == 0:
+        text = el.text
+        if text and len(text) < 20 and text.strip().lower() in _AD_LABELS:
+            return True
+    elif tag == "p" and children <= 2 and _ends_with_link(el) and _is_read_more(el):
+        return True  # the cheap test first: the link ends the paragraph
+    attrib = el.attrib
+    if not attrib:
+        return False
+    classes = attrib.get("class")
+    if classes and (
+        not _NOISE_CLASSES.isdisjoint(classes.split()) or (el.tag == "sup" and "reference" in classes.split())
+    ):
+        return True
+    if attrib.get("id") in _NOISE_IDS or attrib.get("role") in _NOISE_ROLES:
+        return True
+    if attrib.get("aria-hidden") == "true" or "hidden" in attrib:
+        return True
+    style = attrib.get("style")
+    return bool(style) and "display:none" in str(style).replace(" ", "")
+
+
+_HEADING = "self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6"
+# A list whose every item holds a linked headline is a grid of teaser cards ("Our latest stories"), never
+# the article; trafilatura keeps some of them as empty bullets followed by loose "####" sublines.
+_TEASER_LISTS = f"//ul[li][not(li[not(.//*[{_HEADING}][.//a])])] | //ol[li][not(li[not(.//*[{_HEADING}][.//a])])]"
 _BLOCK_TAGS = ("div", "p", "table", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "form", "blockquote", "pre")
+_HAS_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_UNUSUAL = re.compile(r"[\\\s]")  # backslashes and whitespace: urljoin's normalisation decides
 
 
-def _preclean(doc: Any) -> None:
-    for el in doc.xpath(_NOISE_XPATH):
-        parent = el.getparent()
-        if parent is not None and el.tag not in ("html", "body"):
-            el.drop_tree()  # keeps the tail text, which belongs to the parent
+def _absolute(base: str, href: str) -> str:
+    try:
+        return urljoin(base, href.strip())
+    except ValueError:
+        return href
+
+
+def _absolute_links(doc: Any, url: str) -> None:
+    """Links made absolute (the Markdown must work outside the page). Only ``<a href>``: the extractor keeps
+    no other URL, and rewriting every attribute of every element (lxml's ``make_links_absolute``) cost
+    more than a third of the whole extraction. The usual forms (``/path``, ``//host/path``, ``#part``) are
+    joined by hand, since ``urljoin`` costs more than the rest of this walk."""
+    base = doc.xpath("//base/@href")
+    base_url = _absolute(url, str(base[0])) if base else url
+    scheme, _, rest = base_url.partition("://")
+    origin = f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]}" if rest else ""
+    page = base_url.split("#", 1)[0]
+    done: dict[str, str] = {}
+    for a in doc.iter("a"):
+        href = a.get("href")
+        if not href or _HAS_SCHEME.match(href):
+            continue
+        absolute = done.get(href)
+        if absolute is None:
+            if href.startswith("//") and scheme:
+                absolute = f"{scheme}:{href}"
+            elif href.startswith("/") and origin and "/." not in href and not _UNUSUAL.search(href):
+                absolute = origin + href
+            elif href.startswith("#") and page:
+                absolute = page + href
+            else:
+                absolute = _absolute(base_url, href)  # ../x, x.html, dot segments: the RFC's rules
+            done[href] = absolute
+        a.set("href", absolute)
 
 
 def _is_layout_table(table: Any) -> bool:
@@ -252,8 +357,46 @@ def _is_layout_table(table: Any) -> bool:
     return False
 
 
-def _unwrap_layout_tables(doc: Any) -> None:
-    for table in doc.xpath("//table"):
+def _ends_with_link(p: Any) -> bool:
+    """``<p>Read more: <a>..</a></p>`` or ``<p><strong>READ MORE: <a>..</a></strong></p>``."""
+    last = p[-1]
+    if last.tag == "a":
+        return not (last.tail or "").strip()
+    return len(last) > 0 and last[-1].tag == "a"
+
+
+def _is_read_more(p: Any) -> bool:
+    links = p.findall(".//a")
+    if len(links) != 1:
+        return False
+    label = (p.text_content() or "").replace(links[0].text_content() or "", "", 1)
+    return len(label) < 30 and bool(_READ_MORE.match(label.strip()))
+
+
+def _prepare(doc: Any, url: str) -> None:
+    """Everything done to the tree before trafilatura sees it, each step one pass over the tree."""
+    in_code = set(doc.xpath("//pre//* | //code//*"))
+    noise: list[Any] = []
+    for el in doc.iter():
+        if not isinstance(el.tag, str):
+            continue  # entities
+        if _is_noise(el):
+            noise.append(el)
+        elif el.tag in _INLINE_TAGS and not el.tail and el not in in_code:
+            # <a>kjell</a><span>Moderator</span> renders as two words in a browser (CSS spacing) but as
+            # "kjellModerator" in text; a space between adjacent inline elements keeps the words apart.
+            # Not inside code, where highlighting makes one span per token.
+            nxt = el.getnext()
+            if nxt is not None and nxt.tag in _INLINE_TAGS:
+                el.tail = " "
+    for el in noise:
+        if el.getparent() is not None:
+            el.drop_tree()  # keeps the tail text, which belongs to the parent
+    for el in doc.xpath(_TEASER_LISTS):
+        if el.getparent() is not None:
+            el.drop_tree()
+    _absolute_links(doc, url)
+    for table in doc.iter("table"):
         if _is_layout_table(table):
             for el in table.iter("table", "tbody", "thead", "tfoot", "tr", "td"):
                 el.tag = "div"
@@ -265,27 +408,105 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
+_OFF_CONTENT_TAGS = frozenset({"nav", "aside", "footer", "header", "form", "menu", "dialog"})
+_OFF_CONTENT_HINT = re.compile(
+    r"(^|[\s_-])(nav|navbar|menu|sidebar|rail|footer|masthead|related|recommend\w*|promo\w*|newsletter|"
+    r"subscribe|signup|social|share|trending|popular|most-read|more-stories|latest|teaser|widget|author|"
+    r"byline|bio|comments?|video|playlist|outbrain|taboola|ad|ads|advert\w*)([\s_-]|$)",
+    re.I,
+)
+_RESTORABLE = "//h2 | //h3 | //h4"
+_TEXT_BLOCKS = "//h2 | //h3 | //h4 | //p | //li | //pre | //blockquote | //dd | //figcaption | //td | //th"
+
+
+def _off_content(heading: Any, seen: dict[Any, bool] | None = None) -> bool:
+    """Inside navigation, an aside, a header or footer, a link, or a block whose class or id says it is
+    related content, a newsletter box, an author box, comments or a video rail. ``seen`` remembers the
+    answer for ancestors already looked at (the headings of one page share most of them)."""
+    seen = {} if seen is None else seen
+    path: list[Any] = []
+    verdict = False
+    for el in heading.iterancestors():
+        if el in seen:
+            verdict = seen[el]
+            break
+        path.append(el)
+        if el.tag in ("body", "html"):
+            break
+        if (
+            el.tag in _OFF_CONTENT_TAGS
+            or el.tag == "a"  # an <a> around a heading makes it a teaser's headline
+            or _OFF_CONTENT_HINT.search(f"{el.get('class', '')} {el.get('id', '')}")
+        ):
+            verdict = True
+            break
+    for el in path:
+        seen[el] = verdict
+    return verdict or bool(_OFF_CONTENT_HINT.search(f"{heading.get('class', '')} {heading.get('id', '')}"))
+
+
+def _linked(heading: Any) -> bool:
+    """A headline that is all link: a teaser pointing at another page."""
+    linked = "".join(a.text_content() for a in heading.iter("a"))
+    return bool(linked.strip()) and linked.split() == heading.text_content().split()
+
+
+def _is_heading_block(block: str) -> bool:
+    return bool(re.match(r"^#{1,6}\s", block)) and "\n" not in block
+
+
 def _restore_headings(md: str, doc: Any) -> str:
-    """Put back section headings the extractor dropped (its fallbacks keep paragraphs only) when the
-    paragraph that follows a heading on the page was kept: structure for the reader, words for recall."""
+    """Put back the section headings the extractor dropped (its readability and jusText fallbacks keep
+    paragraphs only), and only those that belong to the article: a heading comes back when the next text
+    block after it on the page is a block the extractor kept, in document order, inside the heading's own
+    container, and the heading is not a linked headline nor inside navigation, an aside or a
+    related-content, newsletter, author or video block."""
     from agent_tools.contracts.web.text import markdown_to_text
 
     blocks = md.split("\n\n")
-    plain = [_norm(markdown_to_text(b)) for b in blocks]
-    present = _norm(markdown_to_text(md))
+    present = {_norm(markdown_to_text(b)) for b in blocks if _is_heading_block(b)}
+    candidates = [
+        h
+        for h in doc.xpath(_RESTORABLE)
+        if (t := _norm(h.text_content())) and len(t) <= 150 and t not in present and not _linked(h)
+    ]
+    # The usual case: every heading is in the output, or is a teaser's or a sidebar's, and the page is not
+    # walked again.
+    seen: dict[Any, bool] = {}
+    if all(_off_content(h, seen) for h in candidates):
+        return md
+    kept: dict[str, int] = {}
+    for i, block in enumerate(blocks):
+        if not _is_heading_block(block):
+            text = _norm(markdown_to_text(block))
+            if len(text) >= 20:
+                kept.setdefault(text[:40], i)
     inserts: dict[int, str] = {}
-    for heading in doc.xpath("//h2 | //h3 | //h4"):
+    pending: Any = None
+    last = -1
+    for el in doc.xpath(_TEXT_BLOCKS):
+        if el.tag in ("h2", "h3", "h4"):
+            pending = el
+            continue
+        text = _norm(el.text_content())
+        if not text:
+            continue
+        heading, pending = pending, None
+        j = kept.get(text[:40]) if len(text) >= 20 else None
+        if j is None or j <= last:
+            continue
+        last = j
+        if heading is None or j in inserts or (j > 0 and _is_heading_block(blocks[j - 1])):
+            continue
+        # The heading and the block must share a container: the heading's parent holds the block. A card or
+        # teaser box between two paragraphs holds only its own headline.
+        parent = heading.getparent()
+        if parent is None or not any(anc is parent for anc in el.iterancestors()):
+            continue
         title = " ".join(heading.text_content().split())
-        if not title or len(title) > 150 or _norm(title) in present:
+        if not title or len(title) > 150 or _norm(title) in present or _linked(heading) or _off_content(heading, seen):
             continue
-        following = heading.xpath("following::p[string-length(normalize-space()) > 30][1]")
-        if not following:
-            continue
-        prefix = _norm(following[0].text_content())[:50]
-        for i, text in enumerate(plain):
-            if text.startswith(prefix) and i not in inserts:
-                inserts[i] = "#" * int(heading.tag[1]) + " " + title
-                break
+        inserts[j] = "#" * int(heading.tag[1]) + " " + title
     if not inserts:
         return md
     out: list[str] = []
@@ -391,38 +612,43 @@ def _code_lang(el: Any) -> str | None:
     return m.group(1) if m else None
 
 
+@functools.cache
+def _trafilatura_options() -> Any:
+    """One trafilatura configuration for every page (it is read-only there, and building it parses
+    trafilatura's settings file each time). No ``url``: the links are absolute already, and with a URL
+    trafilatura resolves every link again."""
+    # Imported on first use: trafilatura and its date/language helpers weigh tens of MB that a worker
+    # which never fetches a page should not carry.
+    from trafilatura.settings import Extractor
+
+    return Extractor(
+        output_format="markdown",
+        tables=True,
+        links=True,
+        formatting=True,
+        images=False,
+        comments=False,
+        dedup=False,
+        fast=False,
+    )
+
+
 def extract_html(html: str, url: str) -> Extracted:
     """The article of an HTML page as Markdown, with its metadata."""
     # lxml refuses str input that declares an encoding (XHTML's <?xml ... encoding="utf-8"?>): the text is
     # already decoded, so the declaration goes.
     html = _XML_DECLARATION.sub("", html, count=1)
     try:
-        doc = lxml.html.document_fromstring(html)
+        doc = lxml.html.document_fromstring(html, parser=_PARSER)
     except (etree.ParserError, ValueError):
         return Extracted(markdown=tidy_markdown(html), extractor="plain")
-    doc.make_links_absolute(url, resolve_base_href=True, handle_failures="ignore")
+    _prepare(doc, url)
     meta = metadata(doc, url)
-    _preclean(doc)
-    _unwrap_layout_tables(doc)
     originals = _original_code_blocks(doc)
-    _space_inline_neighbours(doc)
     _mark_code_languages(doc)
-    # Imported on first use: trafilatura and its date/language helpers weigh tens of MB that a worker
-    # which never fetches a page should not carry.
     import trafilatura
 
-    primary = trafilatura.extract(
-        doc,
-        url=url,
-        output_format="markdown",
-        include_tables=True,
-        include_links=True,
-        include_formatting=True,
-        include_images=False,
-        include_comments=False,
-        deduplicate=False,
-        fast=False,
-    )
+    primary = trafilatura.extract(doc, options=_trafilatura_options())
     primary_md = tidy_markdown(_restore_code_blocks(_restore_code_languages(primary), originals)) if primary else ""
     n_primary = len(words(primary_md))
     # Trafilatura (with its own readability/jusText fallbacks) is the better extractor on real articles; the
@@ -434,8 +660,17 @@ def extract_html(html: str, url: str) -> Extracted:
         n_fallback = len(words(container.text_content()))
         if n_primary == 0 or (n_fallback > 100 and n_primary < 0.25 * n_fallback):
             return Extracted(markdown=container_markdown(container), extractor="fallback", **meta)
-    md, extractor = _restore_headings(primary_md, doc), "trafilatura"
-    return Extracted(markdown=md, extractor=extractor, **meta)
+    md = _drop_title_heading(_restore_headings(primary_md, doc), meta["title"])
+    return Extracted(markdown=md, extractor="trafilatura", **meta)
+
+
+def _drop_title_heading(md: str, title: str | None) -> str:
+    """The page's headline as the first line is the ``title`` field again: every face shows that field
+    above the content, and article-extraction benchmarks leave the headline out of the body."""
+    first, _, rest = md.partition("\n\n")
+    if title and first.startswith("# ") and _norm(first[2:]) == _norm(title) and rest.strip():
+        return rest
+    return md
 
 
 def extract_document(body: str, content_type: str, url: str) -> Extracted:

@@ -31,6 +31,7 @@ from agent_tools.activities.web.engines import (
     merge_hits,
 )
 from agent_tools.activities.web.fetcher import FetchError, FetchLimits, GuardedFetcher, Resolver, media_type
+from agent_tools.activities.web.market import infer_market
 from agent_tools.contracts.web.config import WebConfig
 from agent_tools.contracts.web.models import (
     FetchResponse,
@@ -382,12 +383,17 @@ class WebService:
         if cached is not None:
             return SearchOutcome.model_validate({**cached, "cached": True})
         deep = args.depth == "deep"
+        # codai: lang and country left unset are inferred from the query (in a thread: the identifier's
+        # model loads on first use, and classifying is CPU work).
+        lang, country = args.lang, args.country
+        if lang is None or country is None:
+            lang, country = await asyncio.to_thread(infer_market, args.query, lang=lang, country=country)
         eq = EngineQuery(
             query=self.engine_query_text(args),
             max_results=max(10, args.max_results * 2),
             time_range=args.freshness,
-            lang=args.lang,
-            country=args.country,
+            lang=lang,
+            country=country,
         )
         primary_engines = self.fallback if args.mode == "google" else self.primary
         group = await self.search_engines(

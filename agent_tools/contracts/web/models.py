@@ -171,8 +171,18 @@ class WebSearchArgs(BaseModel):
     published_before: str | None = Field(default=None, description="YYYY-MM-DD, before", **limit(chars=10))
     depth: Literal["fast", "deep"] = Field(default="fast", description="deep: more engines and query rewrites")
     content_chars: int = Field(default=0, ge=0, le=2000, description="Verified excerpt length per result")
-    country: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}$", **limit(chars=2))
-    lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}(-[A-Za-z]{2})?$", **limit(chars=5))
+    country: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z]{2}$",
+        description="Two-letter market code; inferred from the query when omitted",
+        **limit(chars=2),
+    )
+    lang: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z]{2}(-[A-Za-z]{2})?$",
+        description="xx or xx-yy language tag; inferred from the query when omitted",
+        **limit(chars=5),
+    )
     mode: Literal["codai", "google"] = "codai"
     fallback: Literal["auto", "off"] = "auto"
 

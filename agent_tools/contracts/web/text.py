@@ -44,6 +44,11 @@ def tidy_markdown(md: str) -> str:
     return "\n".join(out).strip() + ("\n" if out else "")
 
 
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+_PRIVATE = 0xF0000  # supplementary private use area: never in a page's text, far from every ASCII mark
+_UNESCAPE = re.compile("[\U000f0020-\U000f007e]")
+
+
 def markdown_to_text(md: str) -> str:
     """Plain text from Markdown: link text without URLs, no emphasis marks, headings and tables flattened."""
     lines: list[str] = []
@@ -57,7 +62,10 @@ def markdown_to_text(md: str) -> str:
             continue
         if re.match(r"^\s*\|?\s*:?-{3,}", line):
             continue  # table separator row
-        s = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", line)
+        # Markdown escapes (output\_dir, \*) stand aside as private-use characters while the marks are
+        # removed, and come back as the plain characters.
+        s = _ESCAPED.sub(lambda m: chr(_PRIVATE + ord(m.group(1))), line)
+        s = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", s)
         s = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", s)
         s = re.sub(r"^\s{0,3}#{1,6}\s+", "", s)
         s = re.sub(r"^\s*>\s?", "", s)
@@ -66,7 +74,7 @@ def markdown_to_text(md: str) -> str:
         s = re.sub(r"`([^`]*)`", r"\1", s)
         if s.strip().startswith("|"):
             s = " | ".join(c.strip() for c in s.strip().strip("|").split("|"))
-        lines.append(s.rstrip())
+        lines.append(_UNESCAPE.sub(lambda m: chr(ord(m.group(0)) - _PRIVATE), s).rstrip())
     text = "\n".join(lines)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 

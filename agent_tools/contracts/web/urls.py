@@ -60,14 +60,22 @@ def unwrap_redirect(url: str) -> str:
     """
     if url.startswith("//"):
         url = "https:" + url
+    elif url.startswith("/l/?"):
+        url = "https://duckduckgo.com" + url  # DuckDuckGo's HTML endpoint also links relative
     try:
         parts = urlsplit(url)
     except ValueError:
         return url
     host = (parts.hostname or "").lower()
     params = parse_qs(parts.query)
-    if host.endswith("duckduckgo.com") and parts.path.startswith("/l/") and params.get("uddg"):
-        return unquote(params["uddg"][0]) if "%" in params["uddg"][0] else params["uddg"][0]
+    if (host == "duckduckgo.com" or host.endswith(".duckduckgo.com")) and parts.path.startswith("/l/"):
+        raw = parts.query.partition("uddg=")[2]
+        if "://" in raw.split("&", 1)[0] or raw.startswith(("http://", "https://")):
+            # Already percent-decoded (ddgs unquotes the whole link): the target's own "&" are in it, and
+            # only DuckDuckGo's trailing "&rut=..." is not part of it.
+            return re.sub(r"&rut=[^&]*$", "", raw)
+        if params.get("uddg"):
+            return unquote(params["uddg"][0]) if "%" in params["uddg"][0] else params["uddg"][0]
     if host.endswith("bing.com") and parts.path.startswith("/ck/") and params.get("u"):
         encoded = params["u"][0]
         if encoded.startswith("a1"):
