@@ -89,7 +89,8 @@ class ToolSpec:
         if limits:
             # Checked on the parsed arguments: the contracts' own normalisation (trimming, a ref taken out of
             # a pasted pointer, a timeout capped as the document says) comes first.
-            error = limit_error(self.name, self.parameters_schema(), parsed.model_dump(mode="json"))
+            dumped = parsed.model_dump(mode="json", fallback=lambda _value: None)  # sentinels (MCP) read as unset
+            error = limit_error(self.name, self.parameters_schema(), dumped)
             if error is not None:
                 raise error
         return parsed
