@@ -34,6 +34,8 @@ class ProviderEndpoint(BaseModel):
     kind: str = "openai"  # "openai" (chat completions wire format) or "anthropic" (messages)
     base_url: str
     api_key: str | None = None
+    # Ask for a streamed reply (server-sent events); off for a server that cannot stream.
+    stream: bool = True
 
 
 DEFAULT_PRICES: dict[str, Price] = {
