@@ -27,6 +27,7 @@ from agent_tools.activity_io import ProgressEvent
 from agent_tools.contracts.human import AnswerAccepted, PendingQuestion
 from agent_tools.errors import ConfigurationError, SessionError
 from agent_tools.messages import Message
+from agent_tools.progress_text import session_details, session_summary
 from agent_tools.session import (
     WORKFLOW_NAME,
     LatestMessageView,
@@ -320,7 +321,18 @@ class AgentToolsClient:
             id=sid,
             task_queue=self.settings.task_queue,
             search_attributes=attrs,
-            static_summary=f"{request.agent}: {(request.title or request.prompt or '')[:80]}",
+            # The Temporal UI's list and the top of the session's page name it by these.
+            static_summary=session_summary(request.agent, request.title, request.prompt),
+            static_details=session_details(
+                agent=request.agent,
+                title=request.title,
+                prompt=request.prompt,
+                model=request.model,
+                scope=f"{request.organisation}/{request.project} · user {request.user}",
+                parent_id=request.parent_id,
+                root_id=request.root_id,
+                depth=request.depth,
+            ),
         )
         return SessionHandle(self, sid)
 

@@ -15,7 +15,7 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from agent_tools.activities.heartbeat import with_heartbeat
-from agent_tools.activities.providers.base import ModelRequest, ModelResponse, ToolSchema
+from agent_tools.activities.providers.base import ModelRequest, ModelResponse, TextSink, ToolSchema
 from agent_tools.activities.services import Services
 from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError, error_type
 from agent_tools.messages import Message, Usage
@@ -51,8 +51,11 @@ async def complete(
     max_tokens: int | None = None,
     meta: dict[str, Any] | None = None,
     account: UsageAccount | None = None,
+    on_text: TextSink | None = None,
 ) -> tuple[ModelResponse, Usage]:
     """Call the model ``spec``; returns its response and the priced usage.
+
+    ``on_text`` gets each piece of the reply's text while the provider streams it.
 
     Raises:
         ApplicationError: retryable, for 429/5xx/timeouts, with ``next_retry_delay`` from Retry-After.
@@ -65,7 +68,7 @@ async def complete(
         model=model_name, messages=messages, tools=list(tools), max_tokens=max_tokens, meta=meta or {}
     )
     try:
-        response = await with_heartbeat(provider.complete(request))
+        response = await with_heartbeat(provider.complete(request, on_text))
     except ProviderRetryableError as exc:
         delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
         raise ApplicationError(str(exc), type=error_type(ProviderRetryableError), next_retry_delay=delay) from exc

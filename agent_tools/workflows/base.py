@@ -99,7 +99,9 @@ class SessionBase:
             raise ValueError(f"unknown progress event kind {kind!r}")
         self.stream.topic("progress").publish(ProgressEvent(kind=kind, session_id=self.config.session_id, data=data))  # type: ignore[arg-type]
 
-    async def wait_until(self, done: typing.Callable[[], bool], timeout: float | timedelta | None = None) -> None:
+    async def wait_until(
+        self, done: typing.Callable[[], bool], timeout: float | timedelta | None = None, *, summary: str | None = None
+    ) -> None:
         """``workflow.wait_condition`` for a tool's durable wait, which also ends when the session stops.
 
         A stop cancels the running turn, but an activity that completes in the same activation absorbs that

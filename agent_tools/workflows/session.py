@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.catalog.registry import builtin_specs
     from agent_tools.messages import Message, ToolCall, message_fingerprint
     from agent_tools.policy import ExecutionPolicy
+    from agent_tools.progress_text import preview, shorten, step_summary
     from agent_tools.prompt import render_trigger
     from agent_tools.session import (
         TERMINAL_STATUSES,
@@ -64,6 +65,12 @@ BUILTIN_SPECS = {s.name: s for s in builtin_specs()}
 PATCH_LOCAL_PREPARE = "prepare-as-local-activity"
 # Progress items carried across continue-as-new for late subscribers.
 _STREAM_CARRY = 50
+# Live text costs signals, each a few history events: past this history length a run stops streaming text
+# (the terminal keeps its status lines, the final message still comes) so no turn can push the history
+# towards Temporal's event limit.
+_STREAM_HISTORY_EVENTS = 20_000
+# Native tool calls the current details list.
+_NATIVE_CALLS_KEPT = 8
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -77,6 +84,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self._stop_reason = None
         self._turn_task: asyncio.Task[None] | None = None
         self._last_answer: str | None = None
+        self._step_position = 0
         if input.state is None and input.request.prompt:
             self.state.inbox.append(Trigger(kind="user", content=input.request.prompt))
 
@@ -212,7 +220,8 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             message = out.message
             self._remember_message(message)
             if message.content:
-                self.publish("assistant_message", content=message.content)
+                # ``position`` ties the message to its step's live text (text_delta items).
+                self.publish("assistant_message", content=message.content, position=self._step_position)
             if not message.tool_calls:
                 break
             outputs = await asyncio.gather(*(self._call_tool(call) for call in message.tool_calls))
@@ -232,11 +241,18 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self.publish("turn_finished", turn=self.state.turns)
         self.refresh_details()
 
+    def _stream_text(self) -> bool:
+        return (
+            self.config.options.stream_text is not False
+            and workflow.info().get_current_history_length() < _STREAM_HISTORY_EVENTS
+        )
+
     async def _llm_step(self, new_messages: list[Message]) -> LlmStepOutput:
         self.state.steps += 1
-        # No activity summary here (tool calls keep theirs): the SDK enters the sandbox four times for each
-        # payload a command carries, which measured as a quarter of the workflow's extra CPU per session.
-        # The activity type names the step; the current details name the model.
+        self._step_position = self.state.transcript_len
+        self.publish("step_started", step=self.state.steps, position=self._step_position, model=self.config.model)
+        # The summary names the step in the UI's timeline (``model step 3 · gpt-4.1-mini``). It costs the
+        # sandbox entries of one more payload per step (docs/design-notes.md, "Workflow sandbox").
         out: LlmStepOutput = await workflow.execute_activity(
             ACTIVITY_LLM_STEP,
             LlmStepInput(
@@ -249,8 +265,11 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 title=self.config.title,
                 role=self.config.role,
                 last_answer=self._last_answer,
+                stream=self._stream_text(),
+                step=self.state.steps,
             ),
             result_type=LlmStepOutput,
+            summary=step_summary(self.state.steps, self.config.model),
             **call_options(self.config.policy.model_step, MODEL_NON_RETRYABLE),
         )
         self.state.transcript_len = out.position
@@ -284,12 +303,24 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
             else:
                 out = await getattr(self, method)(args, call)
+            self._trace_native(spec.summary(call.arguments), out)
         else:
             out = await self._activity_tool(call, spec.summary(call.arguments) if spec else call.name)
         if out.usage is not None:
             self.state.tree_usage = self.state.tree_usage + out.usage
-        self.publish("tool_finished", tool=call.name, call_id=call.id, is_error=out.is_error, preview=out.content[:200])
+        self.publish(
+            "tool_finished", tool=call.name, call_id=call.id, is_error=out.is_error, preview=preview(out.content, 200)
+        )
         return out
+
+    def _trace_native(self, summary: str, out: ToolCallOutput) -> None:
+        """One line for the current details: a native tool runs no activity, so this is its trace in the UI."""
+        mark = "✗" if out.is_error else "✓"
+        line = f"{workflow.now():%H:%M:%S} · turn {self.state.turns} · {summary} {mark} {shorten(preview(out.content), 80)}"
+        calls = self.state.native_calls
+        calls.append(line)
+        del calls[:-_NATIVE_CALLS_KEPT]
+        self.refresh_details()
 
     async def _activity_tool(self, call: ToolCall, summary: str) -> ToolCallOutput:
         try:
@@ -341,7 +372,10 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             f" · turns {self.state.turns}"
             f" · steps {self.state.steps} · tokens {self.state.usage.input_tokens}+{self.state.usage.output_tokens}"
         )
-        workflow.set_current_details("\n\n".join([head, *self._details_sections()]))
+        sections = [head, *self._details_sections()]
+        if self.state.native_calls:
+            sections.append("**Workflow tools (latest)**\n" + "\n".join(f"- {c}" for c in self.state.native_calls))
+        workflow.set_current_details("\n\n".join(sections))
 
     def _result(self) -> SessionResult:
         last = self.state.last_message
