@@ -9,6 +9,7 @@ result = await handle.result()
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -57,6 +58,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+# Marks the end of the root's stream in a tree's merged progress.
+_ROOT_DONE = ProgressEvent(kind="status", session_id="", data={"_end": True})
 
 
 def new_session_id() -> str:
@@ -180,13 +184,57 @@ class SessionHandle:
         ]
 
     async def progress(
-        self, from_offset: int = 0, *, poll: timedelta = timedelta(milliseconds=100)
+        self, from_offset: int = 0, *, poll: timedelta = timedelta(milliseconds=100), tree: bool = False
     ) -> AsyncIterator[ProgressEvent]:
-        """Live progress (turns, tool calls, todos, questions, sub-agents) until the session ends."""
+        """Live progress (turns, model steps and their streamed text, tool calls, todos, questions,
+        sub-agents) until the session ends.
+
+        With ``tree``, the progress of its sub-agents too (and theirs), each event under its own
+        ``session_id``: a sub-agent is followed from its ``subagent_started`` event on. The model's text
+        arrives as ``text_delta`` items; :class:`agent_tools.live_text.LiveText` turns them into what to show.
+        """
+        if tree:
+            async for event in self._tree_progress(from_offset, poll):
+                yield event
+            return
         stream = WorkflowStreamClient.create(self._client.temporal, self.id)
         async with _existing(self.id):
             async for item in stream.subscribe("progress", from_offset, result_type=ProgressEvent, poll_cooldown=poll):
                 yield item.data
+
+    async def _tree_progress(self, from_offset: int, poll: timedelta) -> AsyncIterator[ProgressEvent]:
+        queue: asyncio.Queue[ProgressEvent | BaseException | None] = asyncio.Queue()
+        followed: dict[str, asyncio.Task[None]] = {}
+
+        async def pump(handle: SessionHandle, offset: int) -> None:
+            try:
+                async for event in handle.progress(offset, poll=poll):
+                    await queue.put(event)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                # The root's failure ends the iteration with its error; a sub-agent's ends only its part.
+                await queue.put(exc if handle.id == self.id else None)
+                return
+            await queue.put(None if handle.id != self.id else _ROOT_DONE)
+
+        followed[self.id] = asyncio.create_task(pump(self, from_offset))
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    continue
+                if item is _ROOT_DONE:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                child = item.data.get("id") if item.kind == "subagent_started" else None
+                if isinstance(child, str) and child not in followed:
+                    followed[child] = asyncio.create_task(pump(self._client.session(child), 0))
+        finally:
+            for task in followed.values():
+                task.cancel()
 
 
 class AgentToolsClient:
