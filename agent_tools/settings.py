@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     # (a deploy's stop timeout should be longer); what is still running then is retried elsewhere.
     worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0)
 
+    # OpenTelemetry spans of sessions, turns, model calls and tool calls (agent_tools.tracing).
+    tracing: bool = False
+
     # Store
     database_url: str = "sqlite+aiosqlite:///./agent_tools.db"
 

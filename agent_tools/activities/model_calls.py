@@ -14,6 +14,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from agent_tools import tracing
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.providers.base import ModelRequest, ModelResponse, TextSink, ToolSchema
 from agent_tools.activities.services import Services
@@ -67,17 +68,37 @@ async def complete(
     request = ModelRequest(
         model=model_name, messages=messages, tools=list(tools), max_tokens=max_tokens, meta=meta or {}
     )
-    try:
-        response = await with_heartbeat(provider.complete(request, on_text))
-    except ProviderRetryableError as exc:
-        delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
-        raise ApplicationError(str(exc), type=error_type(ProviderRetryableError), next_retry_delay=delay) from exc
-    used = Usage(
-        calls=1,
-        input_tokens=response.input_tokens,
-        output_tokens=response.output_tokens,
-        cost_usd=cost_of(services, spec, response.input_tokens, response.output_tokens),
-    )
+    # GenAI semantic conventions: one "chat" span per call, the usage and cost on it once known.
+    with tracing.span(
+        f"chat {model_name}",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": spec.partition(":")[0],
+            "gen_ai.request.model": model_name,
+            "gen_ai.request.max_tokens": max_tokens,
+            "agent_tools.model_spec": spec,
+        },
+    ):
+        try:
+            response = await with_heartbeat(provider.complete(request, on_text))
+        except ProviderRetryableError as exc:
+            delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
+            raise ApplicationError(str(exc), type=error_type(ProviderRetryableError), next_retry_delay=delay) from exc
+        used = Usage(
+            calls=1,
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            cost_usd=cost_of(services, spec, response.input_tokens, response.output_tokens),
+        )
+        tracing.set_attributes(
+            {
+                "gen_ai.response.model": model_name,
+                "gen_ai.usage.input_tokens": used.input_tokens,
+                "gen_ai.usage.output_tokens": used.output_tokens,
+                "gen_ai.response.finish_reasons": [response.finish_reason] if response.finish_reason else [],
+                "agent_tools.cost_usd": used.cost_usd,
+            }
+        )
     if account is not None:
         await services.transcripts.record_usage(
             call_key=account.call_key, session_id=account.session_id, root_id=account.root_id, model=spec, used=used

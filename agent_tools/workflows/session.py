@@ -27,6 +27,7 @@ from agent_tools.workflows.planning import PlanningMixin
 
 with workflow.unsafe.imports_passed_through():
     from agent_tools import search_attributes as sa
+    from agent_tools import tracing
     from agent_tools.activity_io import (
         ACTIVITY_LLM_STEP,
         ACTIVITY_PREPARE,
@@ -99,8 +100,21 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             self.state.created_at = self.now_iso()
         self._upsert_tree_attributes()
         self._on_start()
+        c = self.config
         try:
-            await self._loop()
+            with tracing.span(
+                f"invoke_agent {c.agent}",
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": c.agent,
+                    "gen_ai.conversation.id": c.session_id,
+                    "gen_ai.request.model": c.model,
+                    "agent_tools.root_id": c.root_id,
+                    "agent_tools.parent_id": c.parent_id,
+                    "agent_tools.depth": c.depth,
+                },
+            ):
+                await self._loop()
         except asyncio.CancelledError:
             # Cancelled from outside (client or parent): stop the subtree first, then let Temporal record it.
             await self._finish_stop("cancelled")
@@ -150,7 +164,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 self.set_status(SessionStatus.completed)
                 return
             trigger = self.state.inbox.pop(0)
-            self._turn_task = asyncio.create_task(self._run_turn(trigger))
+            self._turn_task = asyncio.create_task(self._traced_turn(trigger))
             try:
                 await self._turn_task
             except asyncio.CancelledError:
@@ -196,6 +210,13 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self.set_status(SessionStatus.stopped)
 
     # ---- one turn -----------------------------------------------------------------------------------
+
+    async def _traced_turn(self, trigger: Trigger) -> None:
+        with tracing.span(
+            f"turn {self.state.turns + 1}",
+            {"agent_tools.turn": self.state.turns + 1, "agent_tools.trigger": trigger.kind},
+        ):
+            await self._run_turn(trigger)
 
     async def _run_turn(self, trigger: Trigger) -> None:
         self.set_status(SessionStatus.running)
@@ -293,6 +314,13 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 content=f"Invalid arguments for {call.name}: arguments must be a JSON object, got {call.raw_arguments[:200]!r}",
                 is_error=True,
             )
+        with tracing.span(
+            f"execute_tool {call.name}",
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id},
+        ):
+            return await self._run_tool(call)
+
+    async def _run_tool(self, call: ToolCall) -> ToolCallOutput:
         spec = BUILTIN_SPECS.get(call.name)
         self.publish("tool_started", tool=call.name, call_id=call.id, arguments=call.arguments)
         method = NATIVE_TOOLS.get(call.name)
