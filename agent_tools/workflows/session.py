@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.catalog.registry import builtin_specs
     from agent_tools.messages import Message, ToolCall, message_fingerprint
     from agent_tools.policy import ExecutionPolicy
-    from agent_tools.progress_text import preview, shorten, step_summary
+    from agent_tools.progress_text import model_label, preview, shorten, step_summary
     from agent_tools.prompt import render_trigger
     from agent_tools.session import (
         TERMINAL_STATUSES,
@@ -396,7 +396,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
     def refresh_details(self) -> None:
         c = self.config
         head = (
-            f"**{c.title}**  \nagent `{c.agent}` · model `{c.model}` · status **{self.state.status.value}**"
+            f"**{c.title}**  \nagent `{c.agent}` · model `{model_label(c.model)}` · status **{self.state.status.value}**"
             f" · turns {self.state.turns}"
             f" · steps {self.state.steps} · tokens {self.state.usage.input_tokens}+{self.state.usage.output_tokens}"
         )
