@@ -59,9 +59,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-# Marks the end of the root's stream in a tree's merged progress.
-_ROOT_DONE = ProgressEvent(kind="status", session_id="", data={"_end": True})
-
 
 def new_session_id() -> str:
     return f"session-{uuid.uuid4()}"
@@ -203,8 +200,14 @@ class SessionHandle:
                 yield item.data
 
     async def _tree_progress(self, from_offset: int, poll: timedelta) -> AsyncIterator[ProgressEvent]:
-        queue: asyncio.Queue[ProgressEvent | BaseException | None] = asyncio.Queue()
+        # Items: events, or the id of a session whose stream has ended, or the root's error.
+        queue: asyncio.Queue[ProgressEvent | str | BaseException] = asyncio.Queue()
         followed: dict[str, asyncio.Task[None]] = {}
+        ended: set[str] = set()
+        # A parent's subagent_done is held until the sub-agent's own stream has ended (or for a moment):
+        # each stream is polled on its own, so the sub-agent's last words would otherwise come after it.
+        held: dict[str, tuple[float, ProgressEvent]] = {}
+        loop = asyncio.get_running_loop()
 
         async def pump(handle: SessionHandle, offset: int) -> None:
             try:
@@ -214,23 +217,42 @@ class SessionHandle:
                 raise
             except BaseException as exc:
                 # The root's failure ends the iteration with its error; a sub-agent's ends only its part.
-                await queue.put(exc if handle.id == self.id else None)
-                return
-            await queue.put(None if handle.id != self.id else _ROOT_DONE)
+                if handle.id == self.id:
+                    await queue.put(exc)
+                    return
+            await queue.put(handle.id)
+
+        def release(now: float, child: str | None = None) -> list[ProgressEvent]:
+            due = [k for k, (deadline, _) in held.items() if k == child or deadline <= now]
+            return [held.pop(k)[1] for k in due]
 
         followed[self.id] = asyncio.create_task(pump(self, from_offset))
         try:
             while True:
-                item = await queue.get()
-                if item is None:
+                timeout = max(0.0, min(d for d, _ in held.values()) - loop.time()) if held else None
+                try:
+                    item = await asyncio.wait_for(queue.get(), timeout)
+                except TimeoutError:
+                    for event in release(loop.time()):
+                        yield event
                     continue
-                if item is _ROOT_DONE:
-                    return
                 if isinstance(item, BaseException):
                     raise item
+                if isinstance(item, str):
+                    ended.add(item)
+                    for event in release(loop.time(), item):
+                        yield event
+                    if item == self.id:
+                        for _, event in held.values():
+                            yield event
+                        return
+                    continue
+                child = item.data.get("id")
+                if item.kind == "subagent_done" and isinstance(child, str) and child in followed and child not in ended:
+                    held[child] = (loop.time() + 2.0, item)
+                    continue
                 yield item
-                child = item.data.get("id") if item.kind == "subagent_started" else None
-                if isinstance(child, str) and child not in followed:
+                if item.kind == "subagent_started" and isinstance(child, str) and child not in followed:
                     followed[child] = asyncio.create_task(pump(self._client.session(child), 0))
         finally:
             for task in followed.values():

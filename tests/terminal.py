@@ -4,6 +4,7 @@ screen with capture-pane and types with send-keys."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import shutil
 import subprocess
@@ -19,7 +20,10 @@ import pytest
 class Terminal:
     def __init__(self, cwd: Path, width: int = 120, height: int = 40) -> None:
         if shutil.which("tmux") is None:
-            pytest.skip("tmux is not installed (.ci/run installs Debian's tmux)")
+            reason = "tmux is not installed (.ci/run installs Debian's tmux)"
+            if os.environ.get("CI"):
+                pytest.fail(reason)
+            pytest.skip(reason)
         self.socket = f"agent-tools-test-{uuid.uuid4().hex[:10]}"
         self.cwd = cwd
         self.width, self.height = width, height

@@ -121,7 +121,8 @@ class LiveConsole:
 
     def status(self, text: str, style: str | None = None) -> None:
         """A status line: one terminal line, shortened at a word boundary to fit."""
-        self.line(shorten(text, max(20, self.console.width - 1)), style)
+        indent = text[: len(text) - len(text.lstrip(" "))]
+        self.line(indent + shorten(text, max(20, self.console.width - 1 - len(indent))), style)
 
     def _prefix(self, sid: str) -> str:
         label = self.labels.get(sid)
