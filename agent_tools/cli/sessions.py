@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import typer
@@ -188,19 +189,7 @@ def register(app: typer.Typer) -> None:
         ui_port: int = typer.Option(8233, help="With --embedded: Temporal UI port"),
     ) -> None:
         """Start a session, stream its progress, answer its questions at the terminal, print the answer."""
-        code = run_or_explain(
-            _run(
-                prompt,
-                agent=agent,
-                model=model,
-                chat=chat,
-                embedded=embedded,
-                yes=yes,
-                keep_open=keep_open,
-                ports=(port, ui_port),
-            )
-        )
-        raise typer.Exit(code)
+        _command(_Run(prompt, agent, model, chat, embedded, yes, keep_open, (port, ui_port)))
 
     @app.command()
     def chat(
@@ -213,19 +202,7 @@ def register(app: typer.Typer) -> None:
         ui_port: int = typer.Option(8233, help="With --embedded: Temporal UI port"),
     ) -> None:
         """A conversation: the session stays open, each line you type is its next message (`run --chat`)."""
-        code = run_or_explain(
-            _run(
-                prompt,
-                agent=agent,
-                model=model,
-                chat=True,
-                embedded=embedded,
-                yes=yes,
-                keep_open=False,
-                ports=(port, ui_port),
-            )
-        )
-        raise typer.Exit(code)
+        _command(_Run(prompt, agent, model, chat=True, embedded=embedded, yes=yes, ports=(port, ui_port)))
 
     @app.command()
     def demo(
@@ -235,19 +212,7 @@ def register(app: typer.Typer) -> None:
         ui_port: int = typer.Option(8233, help="Temporal UI port"),
     ) -> None:
         """The demo session on the embedded dev server (scripted model unless an API key is set)."""
-        code = run_or_explain(
-            _run(
-                DEMO_PROMPT,
-                agent="assistant",
-                model=None,
-                chat=False,
-                embedded=True,
-                yes=yes,
-                keep_open=keep_open,
-                ports=(port, ui_port),
-            )
-        )
-        raise typer.Exit(code)
+        _command(_Run(DEMO_PROMPT, embedded=True, yes=yes, keep_open=keep_open, ports=(port, ui_port)))
 
     @app.command()
     def send(session_id: str, message: str) -> None:
@@ -327,17 +292,28 @@ def register(app: typer.Typer) -> None:
         run_or_explain(go())
 
 
-async def _run(
-    prompt: str | None,
-    *,
-    agent: str,
-    model: str | None,
-    chat: bool,
-    embedded: bool,
-    yes: bool,
-    keep_open: bool,
-    ports: tuple[int, int],
-) -> int:
+@dataclass(frozen=True)
+class _Run:
+    """What run, chat and demo ask for."""
+
+    prompt: str | None
+    agent: str = "assistant"
+    model: str | None = None
+    chat: bool = False
+    embedded: bool = False
+    yes: bool = False
+    keep_open: bool = False
+    ports: tuple[int, int] = (7233, 8233)
+
+
+def _command(run: _Run) -> None:
+    """One session, followed at this terminal; exits with its status."""
+    raise typer.Exit(run_or_explain(_run(run)))
+
+
+async def _run(run: _Run) -> int:
+    prompt, agent, model, chat, embedded, yes = run.prompt, run.agent, run.model, run.chat, run.embedded, run.yes
+    keep_open, ports = run.keep_open, run.ports
     settings = Settings()
     fields: dict[str, Any] = {"agent": agent}
     if model:

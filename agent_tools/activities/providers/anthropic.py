@@ -11,23 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from agent_tools.activities.providers.base import (
-    MAX_BODY_BYTES,
+    HttpProvider,
     ModelRequest,
     ModelResponse,
     ReplyText,
     TextSink,
     clean_text,
     clean_value,
-    decode_object,
-    is_event_stream,
-    open_stream,
     parse_arguments,
-    read_bounded,
+    token_count,
 )
-from agent_tools.activities.providers.sse import event_object, sse_events
+from agent_tools.activities.providers.sse import complete_streamed
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
 
@@ -69,10 +64,6 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 def _raise_error(provider: str, body: dict[str, Any]) -> None:
     error = _obj(body.get("error"))
     kind = str(error.get("type", ""))
@@ -106,8 +97,8 @@ class _Reply:
         if kind == "message_start":
             message = _obj(event.get("message"))
             usage = _obj(message.get("usage"))
-            self.input_tokens = _count(usage.get("input_tokens"))
-            self.output_tokens = _count(usage.get("output_tokens"))
+            self.input_tokens = token_count(usage.get("input_tokens"))
+            self.output_tokens = token_count(usage.get("output_tokens"))
         elif kind == "content_block_start":
             block = event.get("content_block")
             index = event.get("index")
@@ -139,9 +130,9 @@ class _Reply:
                 self.stop_reason = str(delta["stop_reason"])
             usage = _obj(event.get("usage"))
             if "output_tokens" in usage:
-                self.output_tokens = _count(usage.get("output_tokens"))  # cumulative, not an increment
+                self.output_tokens = token_count(usage.get("output_tokens"))  # cumulative, not an increment
             if usage.get("input_tokens"):
-                self.input_tokens = _count(usage.get("input_tokens"))
+                self.input_tokens = token_count(usage.get("input_tokens"))
         elif kind == "message_stop":
             self.done = True
         elif kind == "error":
@@ -192,29 +183,16 @@ def parse_message(provider: str, body: dict[str, Any]) -> ModelResponse:
         raise ProviderRequestError(f"{provider}: malformed response: {exc!r}: {str(body)[:300]}") from exc
     return ModelResponse(
         message=Message(role="assistant", content="".join(texts), tool_calls=calls),
-        input_tokens=_count(used.get("input_tokens")),
-        output_tokens=_count(used.get("output_tokens")),
+        input_tokens=token_count(used.get("input_tokens")),
+        output_tokens=token_count(used.get("output_tokens")),
         finish_reason=body.get("stop_reason"),
     )
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     """POST {base_url}/v1/messages, streamed unless ``stream=False``."""
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        *,
-        base_url: str,
-        api_key: str | None,
-        name: str = "anthropic",
-        stream: bool = True,
-    ):
-        self.client = client
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.name = name
-        self.stream = stream
+    default_name = "anthropic"
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_anthropic(request.messages)
@@ -237,14 +215,12 @@ class AnthropicProvider:
         headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if self.api_key:
             headers["x-api-key"] = self.api_key
-        url = f"{self.base_url}/v1/messages"
-        async with open_stream(self.client, self.name, url, headers=headers, payload=self.payload(request)) as resp:
-            if not is_event_stream(resp):
-                body = await read_bounded(resp, MAX_BODY_BYTES, self.name)
-                return parse_message(self.name, decode_object(self.name, body))
-            reply = _Reply(self.name, ReplyText(self.name, on_text))
-            async for event in sse_events(resp, self.name):
-                reply.take(event_object(self.name, event))
-                if reply.done:
-                    break
-        return reply.response()
+        return await complete_streamed(
+            self.client,
+            self.name,
+            f"{self.base_url}/v1/messages",
+            headers=headers,
+            payload=self.payload(request),
+            reply=_Reply(self.name, ReplyText(self.name, on_text)),
+            whole=parse_message,
+        )

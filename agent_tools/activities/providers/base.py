@@ -58,6 +58,28 @@ class Provider(Protocol):
         ...
 
 
+class HttpProvider:
+    """What the HTTP providers share: the worker's client (its own retries off), the endpoint and key, and
+    whether to ask for a stream."""
+
+    default_name = "http"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        base_url: str,
+        api_key: str | None,
+        name: str | None = None,
+        stream: bool = True,
+    ) -> None:
+        self.client = client
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.name = name or self.default_name
+        self.stream = stream
+
+
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -118,6 +140,11 @@ def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
     if isinstance(parsed, dict):
         return parsed, None
     return {}, clean_text(text[:2000])
+
+
+def token_count(value: Any) -> int:
+    """A token count from a provider's usage: a non-negative integer, else 0 (never a crash on junk)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -11,23 +11,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from agent_tools.activities.providers.base import (
-    MAX_BODY_BYTES,
+    HttpProvider,
     ModelRequest,
     ModelResponse,
     ReplyText,
     TextSink,
     clean_text,
     clean_value,
-    decode_object,
-    is_event_stream,
-    open_stream,
     parse_arguments,
-    read_bounded,
+    token_count,
 )
-from agent_tools.activities.providers.sse import event_object, sse_events
+from agent_tools.activities.providers.sse import complete_streamed
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
 
@@ -147,14 +142,10 @@ class _Reply:
         ]
         return ModelResponse(
             message=Message(role="assistant", content=self.text.text(), tool_calls=calls),
-            input_tokens=_count(self.usage.get("prompt_tokens")),
-            output_tokens=_count(self.usage.get("completion_tokens")),
+            input_tokens=token_count(self.usage.get("prompt_tokens")),
+            output_tokens=token_count(self.usage.get("completion_tokens")),
             finish_reason=self.finish_reason,
         )
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _raise_stream_error(provider: str, error: Any) -> None:
@@ -182,29 +173,16 @@ def parse_completion(provider: str, body: dict[str, Any]) -> ModelResponse:
         used = {}
     return ModelResponse(
         message=Message(role="assistant", content=clean_text(content), tool_calls=tool_calls),
-        input_tokens=_count(used.get("prompt_tokens")),
-        output_tokens=_count(used.get("completion_tokens")),
+        input_tokens=token_count(used.get("prompt_tokens")),
+        output_tokens=token_count(used.get("completion_tokens")),
         finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None,
     )
 
 
-class OpenAIProvider:
+class OpenAIProvider(HttpProvider):
     """POST {base_url}/chat/completions, streamed unless ``stream=False`` (servers that cannot)."""
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        *,
-        base_url: str,
-        api_key: str | None,
-        name: str = "openai",
-        stream: bool = True,
-    ):
-        self.client = client
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.name = name
-        self.stream = stream
+    default_name = "openai"
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": request.model, "messages": to_openai_messages(request.messages)}
@@ -228,15 +206,12 @@ class OpenAIProvider:
         headers = {"content-type": "application/json"}
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
-        url = f"{self.base_url}/chat/completions"
-        async with open_stream(self.client, self.name, url, headers=headers, payload=self.payload(request)) as resp:
-            if not is_event_stream(resp):
-                body = await read_bounded(resp, MAX_BODY_BYTES, self.name)
-                return parse_completion(self.name, decode_object(self.name, body))
-            reply = _Reply(self.name, ReplyText(self.name, on_text))
-            async for event in sse_events(resp, self.name):
-                if event.data.strip() == "[DONE]":
-                    reply.done = True
-                    break
-                reply.take(event_object(self.name, event))
-        return reply.response()
+        return await complete_streamed(
+            self.client,
+            self.name,
+            f"{self.base_url}/chat/completions",
+            headers=headers,
+            payload=self.payload(request),
+            reply=_Reply(self.name, ReplyText(self.name, on_text)),
+            whole=parse_completion,
+        )

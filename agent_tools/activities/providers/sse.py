@@ -10,12 +10,20 @@ than :data:`MAX_STREAM_BYTES`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
+from agent_tools.activities.providers.base import (
+    MAX_BODY_BYTES,
+    ModelResponse,
+    decode_object,
+    is_event_stream,
+    open_stream,
+    read_bounded,
+)
 from agent_tools.errors import ProviderRequestError
 
 MAX_LINE_BYTES = 1_000_000
@@ -96,3 +104,38 @@ def event_object(provider: str, event: SseEvent) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ProviderRequestError(f"{provider}: malformed stream event (not a JSON object): {event.data[:200]!r}")
     return value
+
+
+class StreamedReply(Protocol):
+    """A provider's reply as its events build it."""
+
+    done: bool
+
+    def take(self, event: dict[str, Any]) -> None: ...
+
+    def response(self) -> ModelResponse: ...
+
+
+async def complete_streamed(
+    client: httpx.AsyncClient,
+    provider: str,
+    url: str,
+    *,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    reply: StreamedReply,
+    whole: Callable[[str, dict[str, Any]], ModelResponse],
+) -> ModelResponse:
+    """POST, then feed the reply the stream's events until it is done (``data: [DONE]`` ends OpenAI's);
+    a server that answered one JSON body instead is parsed by ``whole``."""
+    async with open_stream(client, provider, url, headers=headers, payload=payload) as response:
+        if not is_event_stream(response):
+            return whole(provider, decode_object(provider, await read_bounded(response, MAX_BODY_BYTES, provider)))
+        async for event in sse_events(response, provider):
+            if event.data.strip() == "[DONE]":
+                reply.done = True
+            else:
+                reply.take(event_object(provider, event))
+            if reply.done:
+                break
+    return reply.response()
