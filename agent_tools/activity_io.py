@@ -95,6 +95,10 @@ class LlmStepInput(BaseModel):
     role: str | None = None
     # Fingerprint of the last model answer before ``position`` (see messages.message_fingerprint).
     last_answer: str | None = None
+    # Publish the reply's text to the session's progress stream while it is generated (``text_delta``).
+    stream: bool = False
+    # The session's step counter for this call (names the step in progress events and traces).
+    step: int | None = None
 
 
 class LlmStepOutput(BaseModel):
@@ -137,6 +141,12 @@ ProgressKind = Literal[
     "loop",
     "event",
     "status",
+    # A model step began (the workflow): {step, position, model}.
+    "step_started",
+    # Text of a running model step (the llm_step activity, batched): {position, attempt, offset, text}.
+    "text_delta",
+    # A retried model step: drop the text earlier attempts of that step streamed: {position, attempt}.
+    "text_discard",
     # A client's signal that could not be taken (signals cannot be refused to the sender).
     "input_rejected",
 ]

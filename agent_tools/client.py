@@ -9,6 +9,7 @@ result = await handle.result()
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +30,7 @@ from agent_tools.boundaries import ID_CHARS, NOTE_CHARS, cap_text, clean_json, c
 from agent_tools.contracts.human import AnswerAccepted, PendingQuestion
 from agent_tools.errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools.messages import Message
+from agent_tools.progress_text import session_details, session_summary
 from agent_tools.session import (
     WORKFLOW_NAME,
     LatestMessageView,
@@ -181,13 +183,82 @@ class SessionHandle:
         ]
 
     async def progress(
-        self, from_offset: int = 0, *, poll: timedelta = timedelta(milliseconds=100)
+        self, from_offset: int = 0, *, poll: timedelta = timedelta(milliseconds=100), tree: bool = False
     ) -> AsyncIterator[ProgressEvent]:
-        """Live progress (turns, tool calls, todos, questions, sub-agents) until the session ends."""
+        """Live progress (turns, model steps and their streamed text, tool calls, todos, questions,
+        sub-agents) until the session ends.
+
+        With ``tree``, the progress of its sub-agents too (and theirs), each event under its own
+        ``session_id``: a sub-agent is followed from its ``subagent_started`` event on. The model's text
+        arrives as ``text_delta`` items; :class:`agent_tools.live_text.LiveText` turns them into what to show.
+        """
+        if tree:
+            async for event in self._tree_progress(from_offset, poll):
+                yield event
+            return
         stream = WorkflowStreamClient.create(self._client.temporal, self.id)
         async with _existing(self.id):
             async for item in stream.subscribe("progress", from_offset, result_type=ProgressEvent, poll_cooldown=poll):
                 yield item.data
+
+    async def _tree_progress(self, from_offset: int, poll: timedelta) -> AsyncIterator[ProgressEvent]:
+        # Items: events, or the id of a session whose stream has ended, or the root's error.
+        queue: asyncio.Queue[ProgressEvent | str | BaseException] = asyncio.Queue()
+        followed: dict[str, asyncio.Task[None]] = {}
+        ended: set[str] = set()
+        # A parent's subagent_done is held until the sub-agent's own stream has ended (or for a moment):
+        # each stream is polled on its own, so the sub-agent's last words would otherwise come after it.
+        held: dict[str, tuple[float, ProgressEvent]] = {}
+        loop = asyncio.get_running_loop()
+
+        async def pump(handle: SessionHandle, offset: int) -> None:
+            try:
+                async for event in handle.progress(offset, poll=poll):
+                    await queue.put(event)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                # The root's failure ends the iteration with its error; a sub-agent's ends only its part.
+                if handle.id == self.id:
+                    await queue.put(exc)
+                    return
+            await queue.put(handle.id)
+
+        def release(now: float, child: str | None = None) -> list[ProgressEvent]:
+            due = [k for k, (deadline, _) in held.items() if k == child or deadline <= now]
+            return [held.pop(k)[1] for k in due]
+
+        followed[self.id] = asyncio.create_task(pump(self, from_offset))
+        try:
+            while True:
+                timeout = max(0.0, min(d for d, _ in held.values()) - loop.time()) if held else None
+                try:
+                    item = await asyncio.wait_for(queue.get(), timeout)
+                except TimeoutError:
+                    for event in release(loop.time()):
+                        yield event
+                    continue
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, str):
+                    ended.add(item)
+                    for event in release(loop.time(), item):
+                        yield event
+                    if item == self.id:
+                        for _, event in held.values():
+                            yield event
+                        return
+                    continue
+                child = item.data.get("id")
+                if item.kind == "subagent_done" and isinstance(child, str) and child in followed and child not in ended:
+                    held[child] = (loop.time() + 2.0, item)
+                    continue
+                yield item
+                if item.kind == "subagent_started" and isinstance(child, str) and child not in followed:
+                    followed[child] = asyncio.create_task(pump(self._client.session(child), 0))
+        finally:
+            for task in followed.values():
+                task.cancel()
 
 
 class AgentToolsClient:
@@ -339,7 +410,18 @@ class AgentToolsClient:
                 id=sid,
                 task_queue=self.settings.task_queue,
                 search_attributes=attrs,
-                static_summary=f"{request.agent}: {(request.title or request.prompt or '')[:80]}",
+                # The Temporal UI's list and the top of the session's page name it by these.
+                static_summary=session_summary(request.agent, request.title, request.prompt),
+                static_details=session_details(
+                    agent=request.agent,
+                    title=request.title,
+                    prompt=request.prompt,
+                    model=request.model,
+                    scope=f"{request.organisation}/{request.project} · user {request.user}",
+                    parent_id=request.parent_id,
+                    root_id=request.root_id,
+                    depth=request.depth,
+                ),
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             )

@@ -6,6 +6,9 @@ Used by ``agent-tools dev`` / ``run --embedded`` / ``demo``. The dev server keep
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,17 +18,62 @@ from temporalio.client import Client
 from agent_tools.client import AgentToolsClient
 from agent_tools.devserver import start_dev_server
 from agent_tools.plugin import AgentToolsPlugin
+from agent_tools.process_exit import exit_now
 from agent_tools.settings import Settings
 
 STATE_DIR = Path(".agent-tools")
 
 
+def log_to_file(path: Path) -> None:
+    """Send this process's logs to ``path`` instead of the terminal: Python's (the worker's, tracebacks of
+    failed activities included), warnings, and the Temporal core's, which otherwise prints its own
+    warnings to stderr (a worker stopped mid-poll, a server going away on Ctrl-C).
+
+    Must run before the first Temporal client or server of the process: the core's logging is fixed when
+    its runtime starts.
+    """
+    from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+    core = LoggingConfig(
+        filter=TelemetryFilter(core_level="WARN", other_level="WARN"),
+        forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core")),
+    )
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=core)), error_if_already_set=False)
+
+
 @asynccontextmanager
 async def embedded(
-    settings: Settings, *, ui: bool = True, port: int | None = 7233, ui_port: int | None = 8233, persist: bool = True
+    settings: Settings,
+    *,
+    ui: bool = True,
+    port: int | None = 7233,
+    ui_port: int | None = 8233,
+    persist: bool = True,
+    log_file: Path | None = None,
+    exit_on_cancel: bool = False,
 ) -> AsyncIterator[AgentToolsClient]:
-    """Start the dev server, a worker on ``settings.task_queue``, and yield a connected client."""
+    """Start the dev server, a worker on ``settings.task_queue``, and yield a connected client.
+
+    With ``log_file``, the process logs there (see :func:`log_to_file`), not on the terminal. With
+    ``exit_on_cancel`` (the CLI's Ctrl-C), a cancelled body stops the server and leaves the process at once
+    with status 130: the terminal's SIGINT has reached the dev server too, and a worker shutting down
+    gracefully would spend many seconds retrying to report its cancelled calls to a server that is gone.
+    The session loses nothing: the server's database has it, and its running calls are retried when the
+    server runs again.
+    """
     from agent_tools.worker import build_worker
+
+    if log_file is not None:
+        log_to_file(log_file)
 
     db_file = None
     if persist:
@@ -42,6 +90,12 @@ async def embedded(
             agent_client = AgentToolsClient(client, settings)
             try:
                 yield agent_client
+            except asyncio.CancelledError:
+                if exit_on_cancel:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(asyncio.shield(env.shutdown()), 5)
+                    exit_now(130)
+                raise
             finally:
                 await agent_client.close()
     finally:

@@ -100,6 +100,9 @@ PASSTHROUGH_MODULES = (
     # Stateless at module level (its state lives on the WorkflowStream instance); sharing it spares a
     # re-import of its dataclasses on every workflow run.
     "temporalio.contrib.workflow_streams",
+    # Workflow spans (agent_tools.tracing) use the process's tracer provider and OpenTelemetry's context,
+    # which must be the worker's, not a copy per run (temporalio's OpenTelemetryPlugin passes it too).
+    "opentelemetry",
     *WORKFLOW_HELPER_MODULES,
 )
 
@@ -203,9 +206,17 @@ class AgentToolsPlugin(SimplePlugin):
         self._services = services
         self._holder: ServicesHolder | None = None
         self._attributes_checked: set[tuple[str, str]] = set()
+        interceptors: list[Any] = []
+        if settings.tracing:
+            from agent_tools import tracing
+
+            # On the client, so workers built on it get it too: the trace context then rides on every
+            # workflow start, activity, child workflow and signal (agent_tools.tracing).
+            interceptors.append(tracing.interceptor())
         super().__init__(
             "durable-agent-tools",
             data_converter=compose_data_converter,
+            interceptors=interceptors or None,
             workflows=self._workflows if register_workflows else None,
             activities=self._activities if register_activities else None,
             workflow_runner=compose_workflow_runner if register_workflows else None,

@@ -113,6 +113,9 @@ class SessionOptions(BaseModel):
     handed_off_from: str | None = Field(
         default=None, description="Set on a session a hand-off started", **limit(chars=ID_CHARS)
     )
+    stream_text: bool | None = Field(
+        default=None, description="Publish the model's text to the progress stream as it is written (on unless False)"
+    )
 
     @model_serializer(mode="wrap")
     def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -233,6 +236,9 @@ class SessionState(BaseModel):
     human: HumanState = Field(default_factory=HumanState)
     delegation: DelegationState = Field(default_factory=DelegationState)
     events: EventWaitState = Field(default_factory=EventWaitState)
+    # The latest workflow-native tool calls, one line each, for the Temporal UI's current details (native
+    # tools run no activity, so the event history has no trace of them).
+    native_calls: list[str] = Field(default_factory=list)
 
 
 class SessionInput(BaseModel):

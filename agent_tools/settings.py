@@ -34,6 +34,8 @@ class ProviderEndpoint(BaseModel):
     kind: str = "openai"  # "openai" (chat completions wire format) or "anthropic" (messages)
     base_url: str
     api_key: str | None = None
+    # Ask for a streamed reply (server-sent events); off for a server that cannot stream.
+    stream: bool = True
 
 
 DEFAULT_PRICES: dict[str, Price] = {
@@ -62,6 +64,9 @@ class Settings(BaseSettings):
     # On SIGTERM/SIGINT the worker stops taking tasks and gives in-flight activities this long to finish
     # (a deploy's stop timeout should be longer); what is still running then is retried elsewhere.
     worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0)
+
+    # OpenTelemetry spans of sessions, turns, model calls and tool calls (agent_tools.tracing).
+    tracing: bool = False
 
     # Store
     database_url: str = "sqlite+aiosqlite:///./agent_tools.db"

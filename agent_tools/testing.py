@@ -11,6 +11,10 @@ A script is YAML or JSON::
                 arguments: {todos: [{content: "Search", status: in_progress}]}
           - say: "Done: {{last_tool}}"
 
+The model streams each turn's ``say`` word by word, ``word_seconds`` apart (per turn, or for the whole
+script at its top level: ``{word_seconds: 0.05, conversations: [...]}``), so streamed text can be watched
+and tested offline.
+
 The conversation is chosen by the first ``match`` that fits (agent name, the first user message, the
 session title or role); the turn is the number of assistant messages already in the transcript. Placeholders
 ``{{last_user}}``, ``{{last_tool}}``, ``{{tool_results}}`` (the last step's results) and
@@ -59,6 +63,8 @@ class ScriptedTurn(BaseModel):
     # Optional HTTP-like failure for provider error tests: {"status": 429} etc. handled by the provider.
     fail: dict[str, Any] | None = None
     delay_seconds: float = 0.0
+    # Stream ``say`` word by word, this long between words (None: the script's ``word_seconds``).
+    word_seconds: float | None = None
 
 
 class ScriptMatch(BaseModel):
@@ -77,6 +83,8 @@ class Conversation(BaseModel):
 
 class Script(BaseModel):
     conversations: list[Conversation]
+    # The pace at which every turn streams its words unless the turn sets its own (0: all at once).
+    word_seconds: float = 0.0
 
     @classmethod
     def load(cls, path: str | Path) -> Script:
@@ -176,6 +184,11 @@ def _fill_obj(obj: Any, messages: list[Message]) -> Any:
     if isinstance(obj, dict):
         return {k: _fill_obj(v, messages) for k, v in obj.items()}
     return obj
+
+
+def words(text: str) -> list[str]:
+    """``text`` in the pieces the scripted model streams: each word with the whitespace after it."""
+    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
 
 
 def script_spec(path: str | Path) -> str:

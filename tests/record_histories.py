@@ -130,11 +130,22 @@ async def scenario_subagent_and_goal(client: AgentToolsClient, script: Callable[
     return handle.id
 
 
+async def scenario_streamed_text(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    """A reply slow enough to stream: the history holds the activity's publish signals between the step's
+    start and its result."""
+    words = " ".join(f"word{i}" for i in range(40))
+    model = script([{"say": words, "word_seconds": 0.04}])
+    handle = await client.start_session("write", model=model, session_id=f"replay-stream-{uuid.uuid4().hex[:6]}")
+    await handle.result()
+    return handle.id
+
+
 SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Awaitable[str]]] = {
     "session_tools_in_parallel": scenario_tools_in_parallel,
     "session_chat_continue_as_new": scenario_chat_with_continue_as_new,
     "session_ask_user": scenario_ask_user,
     "session_subagent_and_goal": scenario_subagent_and_goal,
+    "session_streamed_text": scenario_streamed_text,
 }
 
 

@@ -28,6 +28,27 @@ def _spawn_worker(env_vars: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, str(ROOT / "worker.py")], env=env, cwd=ROOT)
 
 
+def _stop_all(workers: list[subprocess.Popen[bytes]]) -> None:
+    for proc in workers:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+async def _worker_env(temporal_env: Any, settings: Any) -> tuple[dict[str, str], AgentToolsClient]:
+    """The environment of a worker process (worker.py) for this test's settings, and a client beside it."""
+    target = temporal_env.client.service_client.config.target_host
+    env_vars = {
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": target,
+        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
+        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+        "AGENT_TOOLS_MODEL": settings.model,
+        "AGENT_TOOLS_AGENTS_FILE": "",
+    }
+    temporal = await Client.connect(target, data_converter=pydantic_data_converter)
+    return env_vars, AgentToolsClient(temporal, settings)
+
+
 @dataclass
 class MidTurn:
     handle: SessionHandle
@@ -52,16 +73,7 @@ async def second_model_call_in_flight(
             {"say": "finished"},
         ]
     )  # fmt: skip
-    target = temporal_env.client.service_client.config.target_host
-    env_vars = {
-        "AGENT_TOOLS_TEMPORAL_ADDRESS": target,
-        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
-        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
-        "AGENT_TOOLS_MODEL": settings.model,
-        "AGENT_TOOLS_AGENTS_FILE": "",
-    }
-    temporal = await Client.connect(target, data_converter=pydantic_data_converter)
-    client = AgentToolsClient(temporal, settings)
+    env_vars, client = await _worker_env(temporal_env, settings)
     workers = [_spawn_worker(env_vars)]
     try:
         handle = await client.start_session("do it", options={"heartbeat_timeout_seconds": heartbeat_timeout})
@@ -74,10 +86,7 @@ async def second_model_call_in_flight(
         await asyncio.sleep(0.5)  # the second model call is now in flight on the first worker
         yield MidTurn(handle=handle, first=workers[0], env_vars=env_vars, workers=workers)
     finally:
-        for proc in workers:
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=10)
+        _stop_all(workers)
         await client.close()
 
 
@@ -120,3 +129,54 @@ async def test_sigterm_lets_the_call_in_flight_finish_then_a_second_worker_goes_
             if e.HasField("activity_task_started_event_attributes")
         ]
         assert attempts and set(attempts) == {1}, attempts  # no call ran twice
+
+
+STREAMED = " ".join(f"word{i}" for i in range(60))
+
+
+async def test_worker_killed_mid_stream_another_finishes_the_step_once(
+    temporal_env: Any, settings: Any, script: Any
+) -> None:
+    """The first worker dies while the model's text streams; the step is retried on a second worker, whose
+    attempt tells subscribers to discard the partial text: one final message, and a subscriber that honours
+    the discard shows the text once."""
+    from agent_tools.activity_io import ProgressEvent
+    from agent_tools.live_text import LiveText
+
+    settings.model = script([{"say": STREAMED, "word_seconds": 0.1}])
+    env_vars, client = await _worker_env(temporal_env, settings)
+    workers = [_spawn_worker(env_vars)]
+    try:
+        handle = await client.start_session("write", options={"heartbeat_timeout_seconds": 2})
+        events: list[ProgressEvent] = []
+        first_attempt = ""
+        async for event in handle.progress():
+            events.append(event)
+            if event.kind == "text_delta" and event.data["attempt"] == 1:
+                first_attempt += event.data["text"]
+            if len(workers) == 1 and "word12" in first_attempt:
+                workers[0].send_signal(signal.SIGKILL)  # mid-stream
+                workers[0].wait(timeout=10)
+                workers.append(_spawn_worker(env_vars))
+        result = await asyncio.wait_for(handle.result(), timeout=90)
+        entries = await handle.transcript()
+    finally:
+        _stop_all(workers)
+        await client.close()
+    assert len(workers) == 2, "the worker was never killed mid-stream"
+    assert result.status == SessionStatus.completed and result.final_message == STREAMED
+    assert [e.content for e in entries if e.role == "assistant"] == [STREAMED]  # one final message
+    deltas = [e for e in events if e.kind == "text_delta"]
+    assert {e.data["attempt"] for e in deltas} == {1, 2}
+    assert [e.data["attempt"] for e in events if e.kind == "text_discard"] == [2]
+    assert [e.kind for e in events].count("assistant_message") == 1
+    live = LiveText()
+    shown = ""
+    for event in events:
+        for update in live.feed(event):
+            if update.action == "append":
+                shown += update.text
+            elif update.action == "discard":
+                shown = shown[: len(shown) - len(update.text)]
+    assert shown == STREAMED  # no duplicate text for a subscriber that honours the discard
+    assert "".join(e.data["text"] for e in deltas).count("word1 ") == 2  # ...which the raw deltas do have

@@ -44,11 +44,16 @@ def test_demo_command_runs_the_main_job(tmp_path: Path) -> None:
     proc = _run([sys.executable, "-m", "agent_tools.cli", "demo", "--port", str(_free_port()),
                  "--ui-port", str(_free_port())], tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "status: completed" in proc.stdout
-    assert "Temporal UI: http://" in proc.stdout
     out = proc.stdout
-    assert "todos:" in out and "[x] Write the day-by-day plan" in out  # a todo list, kept up to date
+    assert "session ended: completed" in out
+    assert "Temporal UI: http://" in out
+    assert "[x] Write the day-by-day plan" in out  # a todo list, kept up to date
     assert "[Budget] What budget should the plan assume? -> Mid-range" in out  # a question, answered (--yes)
-    assert out.count("subagent_done") == 2  # two sub-agents...
-    assert out.index("-> subAgent") < out.rindex("-> subAgent") < out.index("subagent_done")  # ...started together
+    assert out.count("◆ sub-agent") == 4  # two sub-agents, started...
+    assert out.rindex("research started") < out.index("research completed")  # ...together, then done
     assert "Food: pasteis de nata" in out and "History: Sao Jorge Castle" in out
+    assert out.count("Book first: timed-entry tickets") == 1  # the final answer, printed once
+    assert "runs the scripted demo model" in out and "OPENAI_API_KEY" in out  # says which model answers
+    assert out.count("worker logs: .agent-tools/logs/worker.log") == 1
+    assert "Traceback" not in out + proc.stderr and "WARN" not in proc.stderr
+    assert (tmp_path / ".agent-tools" / "logs" / "worker.log").exists()

@@ -55,9 +55,9 @@ async def test_memory_context_reaches_the_model(
     seen: list[ModelRequest] = []
     original = ScriptedProvider.complete
 
-    async def spy(self: ScriptedProvider, request: ModelRequest) -> Any:
+    async def spy(self: ScriptedProvider, request: ModelRequest, on_text: Any = None) -> Any:
         seen.append(request)
-        return await original(self, request)
+        return await original(self, request, on_text)
 
     monkeypatch.setattr(ScriptedProvider, "complete", spy)
     model = write_script(tmp_path / "s.json", [{"say": "hi"}])

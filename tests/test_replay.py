@@ -32,6 +32,7 @@ def test_histories_are_committed() -> None:
         "session_subagent_and_goal",
         "session_event_wait",
         "session_chat_continue_as_new",
+        "session_streamed_text",
     ):
         assert scenario in names, scenario
 

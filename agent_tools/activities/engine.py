@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,9 @@ from temporalio.exceptions import ApplicationError
 
 from agent_tools.activities.model_calls import complete, non_retryable
 from agent_tools.activities.providers.base import ToolSchema
+from agent_tools.activities.providers.registry import check_spec
 from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.text_publisher import TextPublisher, stream_publisher
 from agent_tools.activity_io import (
     ACTIVITY_LLM_STEP,
     ACTIVITY_PREPARE,
@@ -96,6 +99,11 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         .merged(req.options)
     )
     model = req.model or agent.model or s.default_model()
+    try:
+        # A spec no call could use fails the session here, before its first step, with the reason.
+        check_spec(model, s)
+    except ConfigurationError as exc:
+        raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
     title = req.title or (req.prompt or agent.name)[:60]
     config = SessionConfig(
         session_id=inp.session_id,
@@ -139,22 +147,31 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     messages = build_context(transcript, budget_chars=services.settings.context_char_budget, extra_system=extra)
     specs = services.catalog.specs(inp.tools)
     attempt = activity.info().attempt if activity.in_activity() else 1
+    # The text goes live to the session's progress stream while the model writes it (see text_publisher); the
+    # step's result, which is all the workflow reads, is the same with or without it.
+    live: TextPublisher | contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
+    if inp.stream and activity.in_activity() and activity.info().workflow_id:
+        live = TextPublisher(stream_publisher(), session_id=sid, position=inp.position, attempt=attempt)
     try:
-        response, used = await complete(
-            services,
-            inp.model,
-            messages,
-            tools=[ToolSchema(name=s.name, description=s.description, parameters=s.parameters_schema()) for s in specs],
-            max_tokens=inp.max_tokens,
-            meta={
-                "agent": inp.session.agent,
-                "session_id": sid,
-                "title": inp.title,
-                "role": inp.role,
-                "attempt": attempt,
-                "assistant_count": sum(1 for m in transcript if m.role == "assistant"),
-            },
-        )
+        async with live:
+            response, used = await complete(
+                services,
+                inp.model,
+                messages,
+                tools=[
+                    ToolSchema(name=s.name, description=s.description, parameters=s.parameters_schema()) for s in specs
+                ],
+                max_tokens=inp.max_tokens,
+                meta={
+                    "agent": inp.session.agent,
+                    "session_id": sid,
+                    "title": inp.title,
+                    "role": inp.role,
+                    "attempt": attempt,
+                    "assistant_count": sum(1 for m in transcript if m.role == "assistant"),
+                },
+                on_text=live if isinstance(live, TextPublisher) else None,
+            )
     except (ProviderRequestError, ConfigurationError) as exc:
         raise non_retryable(exc) from exc
     message = response.message

@@ -14,8 +14,9 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from agent_tools import tracing
 from agent_tools.activities.heartbeat import with_heartbeat
-from agent_tools.activities.providers.base import ModelRequest, ModelResponse, ToolSchema
+from agent_tools.activities.providers.base import ModelRequest, ModelResponse, TextSink, ToolSchema
 from agent_tools.activities.services import Services
 from agent_tools.boundaries import normalize_model_message
 from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError, error_type
@@ -52,8 +53,11 @@ async def complete(
     max_tokens: int | None = None,
     meta: dict[str, Any] | None = None,
     account: UsageAccount | None = None,
+    on_text: TextSink | None = None,
 ) -> tuple[ModelResponse, Usage]:
     """Call the model ``spec``; returns its response and the priced usage.
+
+    ``on_text`` gets each piece of the reply's text while the provider streams it.
 
     Raises:
         ApplicationError: retryable, for 429/5xx/timeouts, with ``next_retry_delay`` from Retry-After.
@@ -65,22 +69,42 @@ async def complete(
     request = ModelRequest(
         model=model_name, messages=messages, tools=list(tools), max_tokens=max_tokens, meta=meta or {}
     )
-    try:
-        response = await with_heartbeat(provider.complete(request))
-    except ProviderRetryableError as exc:
-        delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
-        raise ApplicationError(str(exc), type=error_type(ProviderRetryableError), next_retry_delay=delay) from exc
-    except RecursionError as exc:
-        # JSON nested past the decoder's limit: the same answer comes back on a retry.
-        raise ProviderRequestError(f"{spec}: the response is nested too deeply to read") from exc
-    # The boundary for model output: what the workflow receives is decodable and within the payload limits.
-    response = response.model_copy(update={"message": normalize_model_message(response.message)})
-    used = Usage(
-        calls=1,
-        input_tokens=response.input_tokens,
-        output_tokens=response.output_tokens,
-        cost_usd=cost_of(services, spec, response.input_tokens, response.output_tokens),
-    )
+    # GenAI semantic conventions: one "chat" span per call, the usage and cost on it once known.
+    with tracing.span(
+        f"chat {model_name}",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": spec.partition(":")[0],
+            "gen_ai.request.model": model_name,
+            "gen_ai.request.max_tokens": max_tokens,
+            "agent_tools.model_spec": spec,
+        },
+    ):
+        try:
+            response = await with_heartbeat(provider.complete(request, on_text))
+        except ProviderRetryableError as exc:
+            delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
+            raise ApplicationError(str(exc), type=error_type(ProviderRetryableError), next_retry_delay=delay) from exc
+        except RecursionError as exc:
+            # JSON nested past the decoder's limit: the same answer comes back on a retry.
+            raise ProviderRequestError(f"{spec}: the response is nested too deeply to read") from exc
+        # The boundary for model output: what the workflow receives is decodable and within the payload limits.
+        response = response.model_copy(update={"message": normalize_model_message(response.message)})
+        used = Usage(
+            calls=1,
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            cost_usd=cost_of(services, spec, response.input_tokens, response.output_tokens),
+        )
+        tracing.set_attributes(
+            {
+                "gen_ai.response.model": model_name,
+                "gen_ai.usage.input_tokens": used.input_tokens,
+                "gen_ai.usage.output_tokens": used.output_tokens,
+                "gen_ai.response.finish_reasons": [response.finish_reason] if response.finish_reason else [],
+                "agent_tools.cost_usd": used.cost_usd,
+            }
+        )
     if account is not None:
         await services.transcripts.record_usage(
             call_key=account.call_key, session_id=account.session_id, root_id=account.root_id, model=spec, used=used

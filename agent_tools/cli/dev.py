@@ -7,7 +7,7 @@ import contextlib
 
 import typer
 
-from agent_tools.cli.running import run_or_explain
+from agent_tools.cli.running import log_file, other_terminals, run_or_explain
 from agent_tools.settings import Settings
 
 
@@ -23,17 +23,14 @@ def register(app: typer.Typer) -> None:
             from agent_tools.embedded import embedded
 
             settings = Settings()
-            async with embedded(settings, port=port, ui_port=ui_port) as client:
+            async with embedded(
+                settings, port=port, ui_port=ui_port, log_file=log_file(), exit_on_cancel=True
+            ) as client:
                 ours = client.settings
                 typer.echo(f"Temporal at {ours.temporal_address}; UI at {ours.temporal_ui_url}")
-                typer.echo(f"worker on task queue {ours.task_queue}; Ctrl-C to stop")
-                if (port, ui_port) != (7233, 8233):
-                    # Commands in other terminals read these; without them they look for 7233 and link to 8233.
-                    typer.echo(
-                        "in other terminals: export "
-                        f"AGENT_TOOLS_TEMPORAL_ADDRESS={ours.temporal_address} "
-                        f"AGENT_TOOLS_TEMPORAL_UI_URL={ours.temporal_ui_url}"
-                    )
+                typer.echo(f"worker on task queue {ours.task_queue}, logging to {log_file()}; Ctrl-C to stop")
+                # Commands in other terminals read these; without them they look for 7233 and link to 8233.
+                typer.echo(other_terminals(ours))
                 await asyncio.Event().wait()
 
         with contextlib.suppress(KeyboardInterrupt):

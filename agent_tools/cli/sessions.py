@@ -6,13 +6,14 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import typer
 
 from agent_tools.activity_io import ProgressEvent
-from agent_tools.cli.running import run_or_explain
+from agent_tools.cli.console import LiveConsole
+from agent_tools.cli.running import log_file, other_terminals, run_or_explain
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.settings import Settings
 
@@ -21,79 +22,151 @@ DEMO_PROMPT = (
 )
 
 
-def _echo_event(event: ProgressEvent) -> None:
-    d = event.data
-    if event.kind == "tool_started":
-        args = json.dumps(d.get("arguments", {}), ensure_ascii=False)
-        typer.secho(f"  -> {d.get('tool')}({args[:120]}{'...' if len(args) > 120 else ''})", fg="cyan")
-    elif event.kind == "tool_finished":
-        mark = "x" if d.get("is_error") else "ok"
-        preview = str(d.get("preview", "")).replace("\n", " ")[:100]
-        typer.secho(f"  <- {d.get('tool')} [{mark}] {preview}", fg="red" if d.get("is_error") else "green")
-    elif event.kind == "assistant_message":
-        typer.echo(f"assistant: {d.get('content')}")
-    elif event.kind == "todos":
-        typer.secho("  todos:", fg="magenta")
-        for t in d.get("todos", []):
-            mark = {"completed": "[x]", "in_progress": "[~]"}.get(t.get("status"), "[ ]")
-            typer.secho(f"    {mark} {t.get('content')}", fg="magenta")
-    elif event.kind in ("subagent_started", "subagent_done", "goal", "loop", "event"):
-        typer.secho(f"  * {event.kind}: {json.dumps(d, ensure_ascii=False)[:160]}", fg="yellow")
-    elif event.kind == "turn_started":
-        typer.secho(f"turn {d.get('turn')} ({d.get('trigger')})", dim=True)
+SCRIPTED_NOTICE = (
+    "No model is configured, so this runs the scripted demo model: its answers are the bundled demo "
+    "script's, whatever the prompt. For a real model set OPENAI_API_KEY or ANTHROPIC_API_KEY, or "
+    "AGENT_TOOLS_MODEL (e.g. ollama:llama3.1), or pass --model."
+)
+
+
+def _how_to_follow(session_id: str, *, embedded: bool) -> str:
+    if embedded:
+        return (
+            f"Stopped following. Session {session_id} is kept in .agent-tools/temporal.db and goes on when the "
+            f"server runs again: `agent-tools dev`, then `agent-tools watch {session_id}` to follow it or "
+            f"`agent-tools stop {session_id}` to stop it."
+        )
+    return (
+        f"Stopped following. Session {session_id} goes on: `agent-tools watch {session_id}` follows it, "
+        f"`agent-tools stop {session_id}` stops it."
+    )
+
+
+async def _ask(client: AgentToolsClient, view: LiveConsole, event: ProgressEvent, yes: bool) -> None:
+    """A question from anywhere in the tree, asked at this terminal and answered to the session that asked."""
+    from agent_tools.cli.human import prompt_and_answer
+
+    target = client.session(event.session_id)
+    ask_id = event.data.get("ask_id")
+    pending = [q for q in await target.pending_questions() if ask_id is None or q.ask_id == ask_id]
+    if not pending:
+        return  # answered meanwhile (elsewhere, or before `watch` started)
+    if event.session_id != view.root_id:
+        view.line(f"Question from sub-agent {view.labels.get(event.session_id, event.session_id)}:", "bold yellow")
+    await prompt_and_answer(target, pending, yes=yes)
 
 
 async def follow(
     handle: SessionHandle,
     *,
-    on_question: Callable[[SessionHandle, dict[str, Any]], Awaitable[None]] | None = None,
-) -> None:
-    """Print live progress until the session ends; hand questions to ``on_question``."""
-    async for event in handle.progress():
-        if event.session_id != handle.id:
-            continue
-        _echo_event(event)
-        if event.kind == "question" and on_question is not None:
-            await on_question(handle, event.data)
+    yes: bool = False,
+    chat: bool = False,
+    view: LiveConsole | None = None,
+) -> LiveConsole:
+    """Show the live progress of ``handle``'s session tree until the root ends; answer questions at the
+    terminal; in a ``chat``, read the next message whenever the session is idle.
 
+    Returns the console, which knows what it showed.
+    """
+    client = handle._client
+    view = view or LiveConsole(handle.id)
+    terminal = asyncio.Lock()  # one reader of standard input at a time: a question or the chat prompt
+    idle = asyncio.Event()
+    left = asyncio.Event()
+    noticed = False
 
-def _question_answerer(yes: bool) -> Callable[[SessionHandle, dict[str, Any]], Awaitable[None]] | None:
+    async def consume() -> None:
+        nonlocal noticed
+        async for event in handle.progress(tree=True):
+            view.handle(event)
+            if event.kind == "step_started" and not noticed and view.scripted_demo():
+                noticed = True
+                view.line(SCRIPTED_NOTICE, "yellow")
+            if event.kind == "question":
+                async with terminal:
+                    with view.paused():
+                        await _ask(client, view, event, yes)
+            if event.session_id == handle.id and event.kind == "status":
+                status = event.data.get("status")
+                if status == "idle":
+                    idle.set()
+                elif status == "running":
+                    idle.clear()
+
+    async def converse() -> None:
+        from agent_tools.cli.human import read_line
+
+        while True:
+            await idle.wait()
+            async with terminal:
+                with view.paused():
+                    try:
+                        text = (await asyncio.to_thread(read_line, "you> ")).strip()
+                    except EOFError:
+                        text = "/exit"
+            if text in ("/exit", "/quit"):
+                left.set()
+                return
+            if text:
+                idle.clear()
+                await handle.send(text)
+
+    view.start()
     try:
-        from agent_tools.cli.human import prompt_and_answer
-    except ModuleNotFoundError:
-        return None
-
-    async def answer(handle: SessionHandle, data: dict[str, Any]) -> None:
-        await prompt_and_answer(handle, data.get("questions", []), yes=yes)
-
-    return answer
-
-
-async def run_and_follow(client: AgentToolsClient, prompt: str, *, yes: bool, **fields: Any) -> int:
-    handle = await client.start_session(prompt, **fields)
-    typer.secho(f"session {handle.id}", bold=True)
-    watcher = asyncio.create_task(follow(handle, on_question=_question_answerer(yes)))
-    outcome = asyncio.ensure_future(handle.result())
-    try:
-        await asyncio.wait({outcome, watcher}, return_when=asyncio.FIRST_COMPLETED)
-        failed = watcher.exception() if watcher.done() and not watcher.cancelled() else None
-        if failed is not None and not outcome.done():
-            # The watcher could not go on (a question it could not ask: stdin closed), so waiting for the
-            # result would never end. The session is untouched and keeps waiting; the error says what to do.
-            raise failed
-        result = await outcome
+        tasks = [asyncio.create_task(consume())]
+        if chat:
+            tasks.append(asyncio.create_task(converse()))
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+        for task in done:
+            task.result()  # the consumer's error (a question that could not be asked), if any
     finally:
-        # Let the stream drain the last items before stopping the watcher.
-        await asyncio.wait({watcher}, timeout=2)
-        watcher.cancel()
-        outcome.cancel()
-    typer.echo("")
-    typer.secho(f"status: {result.status.value}", bold=True)
-    typer.echo(f"answer: {result.final_message}")
+        view.close()
+    return view
+
+
+async def run_and_follow(
+    client: AgentToolsClient,
+    prompt: str | None,
+    *,
+    yes: bool,
+    chat: bool = False,
+    embedded: bool = False,
+    **fields: Any,
+) -> int:
+    handle = await client.start_session(prompt, keep_alive=chat, **fields)
+    typer.secho(f"session {handle.id}  ·  {handle.ui_url()}", dim=True)
+    if chat:
+        typer.secho("a chat: type a message when `you>` asks, /exit (or Ctrl-D) to leave it running", dim=True)
+    try:
+        view = await follow(handle, yes=yes, chat=chat)
+    except asyncio.CancelledError:
+        typer.secho("\n" + _how_to_follow(handle.id, embedded=embedded), fg="yellow")
+        raise
+    if chat:
+        status = await handle.status()
+        if status.status.value not in ("completed", "failed", "stopped", "handed_off"):
+            typer.secho(
+                f'Left the chat; session {handle.id} stays open: `agent-tools send {handle.id} "..."` talks to it, '
+                f"`agent-tools watch {handle.id}` follows it, `agent-tools stop {handle.id}` ends it.",
+                fg="yellow",
+            )
+            return 0
+    result = await handle.result()
+    if result.final_message and handle.id not in view.replied:
+        typer.echo(result.final_message)  # nothing streamed it (the stream was cut): the answer, once
     usage = result.usage + result.tree_usage
-    typer.echo(
-        f"usage:  {usage.calls} model calls, {usage.input_tokens}+{usage.output_tokens} tokens, ${usage.cost_usd:.4f}"
+    typer.echo("")
+    typer.secho(
+        f"session ended: {result.status.value}  ·  {usage.calls} model calls, "
+        f"{usage.input_tokens}+{usage.output_tokens} tokens, ${usage.cost_usd:.4f}",
+        bold=True,
     )
+    if result.error and result.status.value != "completed":
+        typer.secho(f"error: {result.error}", fg="red")
     typer.echo(f"Temporal UI: {handle.ui_url()}")
     if result.handed_off_to:
         typer.echo(f"handed off: the conversation continues in session {result.handed_off_to}")
@@ -106,6 +179,9 @@ def register(app: typer.Typer) -> None:
         prompt: str = typer.Argument(..., help="What the agent should do"),
         agent: str = typer.Option("assistant", help="Agent name (agents.toml)"),
         model: str | None = typer.Option(None, help="Model spec, e.g. openai:gpt-4.1-mini"),
+        chat: bool = typer.Option(
+            False, "--chat", help="Keep the session open and read the next message at the prompt"
+        ),
         embedded: bool = typer.Option(False, "--embedded", help="Start an embedded dev server and worker"),
         yes: bool = typer.Option(False, "--yes", "-y", help="Answer every question with its first option"),
         keep_open: bool = typer.Option(False, help="With --embedded: keep the server and UI up until Ctrl-C"),
@@ -113,12 +189,20 @@ def register(app: typer.Typer) -> None:
         ui_port: int = typer.Option(8233, help="With --embedded: Temporal UI port"),
     ) -> None:
         """Start a session, stream its progress, answer its questions at the terminal, print the answer."""
-        code = run_or_explain(
-            _run(
-                prompt, agent=agent, model=model, embedded=embedded, yes=yes, keep_open=keep_open, ports=(port, ui_port)
-            )
-        )
-        raise typer.Exit(code)
+        _command(_Run(prompt, agent, model, chat, embedded, yes, keep_open, (port, ui_port)))
+
+    @app.command()
+    def chat(
+        prompt: str | None = typer.Argument(None, help="The first message (or type it at the prompt)"),
+        agent: str = typer.Option("assistant", help="Agent name (agents.toml)"),
+        model: str | None = typer.Option(None, help="Model spec, e.g. openai:gpt-4.1-mini"),
+        embedded: bool = typer.Option(False, "--embedded", help="Start an embedded dev server and worker"),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Answer every question with its first option"),
+        port: int = typer.Option(7233, help="With --embedded: Temporal frontend port"),
+        ui_port: int = typer.Option(8233, help="With --embedded: Temporal UI port"),
+    ) -> None:
+        """A conversation: the session stays open, each line you type is its next message (`run --chat`)."""
+        _command(_Run(prompt, agent, model, chat=True, embedded=embedded, yes=yes, ports=(port, ui_port)))
 
     @app.command()
     def demo(
@@ -128,18 +212,7 @@ def register(app: typer.Typer) -> None:
         ui_port: int = typer.Option(8233, help="Temporal UI port"),
     ) -> None:
         """The demo session on the embedded dev server (scripted model unless an API key is set)."""
-        code = run_or_explain(
-            _run(
-                DEMO_PROMPT,
-                agent="assistant",
-                model=None,
-                embedded=True,
-                yes=yes,
-                keep_open=keep_open,
-                ports=(port, ui_port),
-            )
-        )
-        raise typer.Exit(code)
+        _command(_Run(DEMO_PROMPT, embedded=True, yes=yes, keep_open=keep_open, ports=(port, ui_port)))
 
     @app.command()
     def send(session_id: str, message: str) -> None:
@@ -203,34 +276,68 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def watch(session_id: str, yes: bool = typer.Option(False, "--yes", "-y")) -> None:
-        """Follow a session's live progress."""
+        """Follow a session's live progress (its sub-agents' too) and answer its questions here."""
 
         async def go() -> None:
             client = await AgentToolsClient.connect()
-            await follow(client.session(session_id), on_question=_question_answerer(yes))
+            handle = client.session(session_id)
+            try:
+                await follow(handle, yes=yes)
+            except asyncio.CancelledError:
+                typer.secho("\n" + _how_to_follow(session_id, embedded=False), fg="yellow")
+                raise
+            status = await handle.status()
+            typer.secho(f"session ended: {status.status.value}", bold=True)
 
         run_or_explain(go())
 
 
-async def _run(
-    prompt: str, *, agent: str, model: str | None, embedded: bool, yes: bool, keep_open: bool, ports: tuple[int, int]
-) -> int:
+@dataclass(frozen=True)
+class _Run:
+    """What run, chat and demo ask for."""
+
+    prompt: str | None
+    agent: str = "assistant"
+    model: str | None = None
+    chat: bool = False
+    embedded: bool = False
+    yes: bool = False
+    keep_open: bool = False
+    ports: tuple[int, int] = (7233, 8233)
+
+
+def _command(run: _Run) -> None:
+    """One session, followed at this terminal; exits with its status."""
+    raise typer.Exit(run_or_explain(_run(run)))
+
+
+async def _run(run: _Run) -> int:
+    prompt, agent, model, chat, embedded, yes = run.prompt, run.agent, run.model, run.chat, run.embedded, run.yes
+    keep_open, ports = run.keep_open, run.ports
     settings = Settings()
     fields: dict[str, Any] = {"agent": agent}
     if model:
         fields["model"] = model
+    spec = model or settings.model
+    if spec:
+        # A bad spec fails here, before a session or a server starts, not at the session's first model call.
+        from agent_tools.activities.providers.registry import check_spec
+
+        check_spec(spec, settings)
     if not embedded:
         client = await AgentToolsClient.connect(settings)
-        return await run_and_follow(client, prompt, yes=yes, **fields)
+        return await run_and_follow(client, prompt, yes=yes, chat=chat, **fields)
     from agent_tools.embedded import embedded as start_embedded
 
-    async with start_embedded(settings, port=ports[0], ui_port=ports[1]) as client:
-        typer.secho(
-            f"embedded Temporal dev server at {client.settings.temporal_address}, UI {client.settings.temporal_ui_url}",
-            dim=True,
-        )
-        code = await run_and_follow(client, prompt, yes=yes, **fields)
+    async with start_embedded(
+        settings, port=ports[0], ui_port=ports[1], log_file=log_file(), exit_on_cancel=True
+    ) as client:
+        ours = client.settings
+        typer.secho(f"embedded Temporal dev server at {ours.temporal_address}, UI {ours.temporal_ui_url}", dim=True)
+        typer.secho(f"worker logs: {log_file()}", dim=True)
+        code = await run_and_follow(client, prompt, yes=yes, chat=chat, embedded=True, **fields)
         if keep_open:
+            typer.echo(other_terminals(ours))
             typer.echo("server and UI stay up; Ctrl-C to stop")
             with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
                 await asyncio.Event().wait()

@@ -113,14 +113,19 @@ class SessionBase:
             raise ValueError(f"unknown progress event kind {kind!r}")
         self.stream.topic("progress").publish(ProgressEvent(kind=kind, session_id=self.config.session_id, data=data))  # type: ignore[arg-type]
 
-    async def wait_until(self, done: typing.Callable[[], bool], timeout: float | timedelta | None = None) -> None:
+    async def wait_until(
+        self, done: typing.Callable[[], bool], timeout: float | timedelta | None = None, *, summary: str | None = None
+    ) -> None:
         """``workflow.wait_condition`` for a tool's durable wait, which also ends when the session stops.
 
         A stop cancels the running turn, but an activity that completes in the same activation absorbs that
         cancellation (Temporal hands back its result), and the turn goes on into its wait. So the waits check
         the stop themselves. Raises ``asyncio.CancelledError`` when stopped first, ``TimeoutError`` on timeout.
+        ``summary`` names the timer in the Temporal UI's timeline.
         """
-        await workflow.wait_condition(lambda: done() or self._stop_reason is not None, timeout=timeout)
+        await workflow.wait_condition(
+            lambda: done() or self._stop_reason is not None, timeout=timeout, timeout_summary=summary
+        )
         if self._stop_reason is not None and not done():
             raise asyncio.CancelledError(f"session stopped: {self._stop_reason}")
 

@@ -88,6 +88,7 @@ with workflow.unsafe.imports_passed_through():
         spawn_result_text,
     )
     from agent_tools.messages import Message, ToolCall, Usage
+    from agent_tools.progress_text import session_details
     from agent_tools.session import (
         SessionInput,
         SessionResult,
@@ -225,6 +226,16 @@ class DelegationMixin(SessionBase):
                 result_type=SessionResult,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                 static_summary=f"{agent}: {title}"[:200],
+                static_details=session_details(
+                    agent=agent,
+                    title=title,
+                    prompt=prompt,
+                    model=request.model,
+                    scope=f"{c.organisation}/{c.project}",
+                    parent_id=c.session_id,
+                    root_id=c.root_id,
+                    depth=c.depth + 1,
+                ),
                 search_attributes=self._child_search_attributes(agent, title, depth=c.depth + 1),
                 # One run per id: a second would mix two runs' transcripts under one session id.
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -329,7 +340,7 @@ class DelegationMixin(SessionBase):
         if not rec.finished:
             rec.waiters += 1
             try:
-                await self.wait_until(lambda: rec.finished, timeout=timeout)
+                await self.wait_until(lambda: rec.finished, timeout=timeout, summary=f"wait for sub-agent {rec.agent}")
             except TimeoutError:
                 pass
             finally:

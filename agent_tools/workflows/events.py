@@ -107,7 +107,9 @@ class EventWaitMixin(SessionBase):
         remaining = (wait.deadline - workflow.now()).total_seconds()
         if wait.arrived is None and remaining > 0:
             try:
-                await self.wait_until(lambda: wait.arrived is not None, timeout=remaining)
+                await self.wait_until(
+                    lambda: wait.arrived is not None, timeout=remaining, summary=f"wait_for_event {wait.kind}"[:200]
+                )
             except TimeoutError:
                 pass
         waited = (workflow.now() - wait.started_at).total_seconds()

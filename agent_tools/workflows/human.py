@@ -80,7 +80,7 @@ class HumanLoopMixin(SessionBase):
         self.refresh_details()
         timed_out = False
         try:
-            await self.wait_until(ask.complete, timeout=timeout)
+            await self.wait_until(ask.complete, timeout=timeout, summary="askUser timeout")
         except TimeoutError:
             timed_out = True
         except asyncio.CancelledError:

@@ -389,7 +389,9 @@ class PlanningMixin(SessionBase):
             if delay <= timedelta(0):
                 continue
             try:
-                await workflow.wait_condition(lambda: self._loops_changed, timeout=delay)
+                await workflow.wait_condition(
+                    lambda: self._loops_changed, timeout=delay, timeout_summary=self._due_summary(due)
+                )
             except TimeoutError:
                 pass
 
@@ -403,6 +405,18 @@ class PlanningMixin(SessionBase):
             if lp.expires_at:
                 times.append(parse_time(lp.expires_at))
         return min(times) if times else None
+
+    def _due_summary(self, due: datetime) -> str:
+        """The timer's name in the UI: which loops tick (or expire) when it fires (``loop-1 tick``)."""
+        ticks: list[str] = []
+        for lp in self.state.planning.loops:
+            if lp.status != "active":
+                continue
+            if lp.next_run_at and parse_time(lp.next_run_at) == due:
+                ticks.append(f"{lp.loop_id} tick")
+            elif lp.expires_at and parse_time(lp.expires_at) == due:
+                ticks.append(f"{lp.loop_id} expiry")
+        return ", ".join(ticks)[:200] or "loop timer"
 
     def _fire_due_loops(self) -> None:
         now = workflow.now()

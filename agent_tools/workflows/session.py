@@ -28,6 +28,7 @@ from agent_tools.workflows.planning import PlanningMixin
 
 with workflow.unsafe.imports_passed_through():
     from agent_tools import search_attributes as sa
+    from agent_tools import tracing
     from agent_tools.activity_io import (
         ACTIVITY_LLM_STEP,
         ACTIVITY_PREPARE,
@@ -51,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.errors import InvalidInput, error_type
     from agent_tools.messages import Message, ToolCall, message_fingerprint
     from agent_tools.policy import ExecutionPolicy
+    from agent_tools.progress_text import model_label, preview, shorten, step_summary
     from agent_tools.prompt import render_trigger
     from agent_tools.session import (
         TERMINAL_STATUSES,
@@ -78,6 +80,12 @@ PATCH_LOCAL_PREPARE = "prepare-as-local-activity"
 MAX_META_DEPTH = 8
 # Progress items carried across continue-as-new for late subscribers.
 _STREAM_CARRY = 50
+# Live text costs signals, each a few history events: past this history length a run stops streaming text
+# (the terminal keeps its status lines, the final message still comes) so no turn can push the history
+# towards Temporal's event limit.
+_STREAM_HISTORY_EVENTS = 20_000
+# Native tool calls the current details list.
+_NATIVE_CALLS_KEPT = 8
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -100,6 +108,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self._stop_reason = None
         self._turn_task: asyncio.Task[None] | None = None
         self._last_answer: str | None = None
+        self._step_position = 0
         if decoded.state is None and decoded.request.prompt and self._input_error is None:
             self.state.inbox.append(Trigger(kind="user", content=decoded.request.prompt))
 
@@ -122,8 +131,21 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             self.state.created_at = self.now_iso()
         self._upsert_tree_attributes()
         self._on_start()
+        c = self.config
         try:
-            await self._loop()
+            with tracing.span(
+                f"invoke_agent {c.agent}",
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": c.agent,
+                    "gen_ai.conversation.id": c.session_id,
+                    "gen_ai.request.model": c.model,
+                    "agent_tools.root_id": c.root_id,
+                    "agent_tools.parent_id": c.parent_id,
+                    "agent_tools.depth": c.depth,
+                },
+            ):
+                await self._loop()
         except asyncio.CancelledError:
             # Cancelled from outside (client or parent): stop the subtree first, then let Temporal record it.
             await self._finish_stop("cancelled")
@@ -173,7 +195,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 self.set_status(SessionStatus.completed)
                 return
             trigger = self.state.inbox.pop(0)
-            self._turn_task = asyncio.create_task(self._run_turn(trigger))
+            self._turn_task = asyncio.create_task(self._traced_turn(trigger))
             try:
                 await self._turn_task
             except asyncio.CancelledError:
@@ -220,6 +242,13 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
 
     # ---- one turn -----------------------------------------------------------------------------------
 
+    async def _traced_turn(self, trigger: Trigger) -> None:
+        with tracing.span(
+            f"turn {self.state.turns + 1}",
+            {"agent_tools.turn": self.state.turns + 1, "agent_tools.trigger": trigger.kind},
+        ):
+            await self._run_turn(trigger)
+
     async def _run_turn(self, trigger: Trigger) -> None:
         self.set_status(SessionStatus.running)
         self.state.turns += 1
@@ -243,7 +272,8 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             message = out.message
             self._remember_message(message)
             if message.content:
-                self.publish("assistant_message", content=message.content)
+                # ``position`` ties the message to its step's live text (text_delta items).
+                self.publish("assistant_message", content=message.content, position=self._step_position)
             if not message.tool_calls:
                 break
             outputs = await asyncio.gather(*(self._call_tool(call) for call in message.tool_calls))
@@ -263,11 +293,18 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self.publish("turn_finished", turn=self.state.turns)
         self.refresh_details()
 
+    def _stream_text(self) -> bool:
+        return (
+            self.config.options.stream_text is not False
+            and workflow.info().get_current_history_length() < _STREAM_HISTORY_EVENTS
+        )
+
     async def _llm_step(self, new_messages: list[Message]) -> LlmStepOutput:
         self.state.steps += 1
-        # No activity summary here (tool calls keep theirs): the SDK enters the sandbox four times for each
-        # payload a command carries, which measured as a quarter of the workflow's extra CPU per session.
-        # The activity type names the step; the current details name the model.
+        self._step_position = self.state.transcript_len
+        self.publish("step_started", step=self.state.steps, position=self._step_position, model=self.config.model)
+        # The summary names the step in the UI's timeline (``model step 3 · gpt-4.1-mini``). It costs the
+        # sandbox entries of one more payload per step (docs/design-notes.md, "Workflow sandbox").
         out: LlmStepOutput = await workflow.execute_activity(
             ACTIVITY_LLM_STEP,
             LlmStepInput(
@@ -280,8 +317,11 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 title=self.config.title,
                 role=self.config.role,
                 last_answer=self._last_answer,
+                stream=self._stream_text(),
+                step=self.state.steps,
             ),
             result_type=LlmStepOutput,
+            summary=step_summary(self.state.steps, self.config.model),
             **call_options(self.config.policy.model_step, MODEL_NON_RETRYABLE),
         )
         self.state.transcript_len = out.position
@@ -296,23 +336,37 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         self.touch()
 
     async def _call_tool(self, call: ToolCall) -> ToolCallOutput:
-        out = self._refuse_call(call)
-        if out is None:
-            spec = BUILTIN_SPECS.get(call.name)
-            self.publish("tool_started", tool=call.name, call_id=call.id, arguments=preview_json(call.arguments))
-            method = NATIVE_TOOLS.get(call.name)
-            if method is not None and spec is not None:
-                try:
-                    args = spec.validate_arguments(call.arguments, limits=self.bounded_inputs)
-                except ValidationError as exc:
-                    out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
-                else:
-                    out = await self._native_tool(method, args, call)
+        refused = self._refuse_call(call)
+        if refused is not None:
+            self.publish(
+                "tool_finished", tool=call.name, call_id=call.id, is_error=True, preview=preview(refused.content, 200)
+            )
+            return refused
+        with tracing.span(
+            f"execute_tool {call.name}",
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id},
+        ):
+            return await self._run_tool(call)
+
+    async def _run_tool(self, call: ToolCall) -> ToolCallOutput:
+        spec = BUILTIN_SPECS.get(call.name)
+        self.publish("tool_started", tool=call.name, call_id=call.id, arguments=preview_json(call.arguments))
+        method = NATIVE_TOOLS.get(call.name)
+        if method is not None and spec is not None:
+            try:
+                args = spec.validate_arguments(call.arguments, limits=self.bounded_inputs)
+            except ValidationError as exc:
+                out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
             else:
-                out = await self._activity_tool(call, spec.summary(call.arguments) if spec else call.name)
-            if out.usage is not None:
-                self.state.tree_usage = self.state.tree_usage + out.usage
-        self.publish("tool_finished", tool=call.name, call_id=call.id, is_error=out.is_error, preview=out.content[:200])
+                out = await self._native_tool(method, args, call)
+            self._trace_native(spec.summary(call.arguments), out)
+        else:
+            out = await self._activity_tool(call, spec.summary(call.arguments) if spec else call.name)
+        if out.usage is not None:
+            self.state.tree_usage = self.state.tree_usage + out.usage
+        self.publish(
+            "tool_finished", tool=call.name, call_id=call.id, is_error=out.is_error, preview=preview(out.content, 200)
+        )
         return out
 
     def _refuse_call(self, call: ToolCall) -> ToolCallOutput | None:
@@ -341,6 +395,15 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             workflow.logger.exception("workflow-native tool %s failed", call.name)
             return ToolCallOutput(content=f"Tool {call.name} failed: {type(exc).__name__}: {exc}"[:2000], is_error=True)
         return out
+
+    def _trace_native(self, summary: str, out: ToolCallOutput) -> None:
+        """One line for the current details: a native tool runs no activity, so this is its trace in the UI."""
+        mark = "✗" if out.is_error else "✓"
+        line = f"{workflow.now():%H:%M:%S} · turn {self.state.turns} · {summary} {mark} {shorten(preview(out.content), 80)}"
+        calls = self.state.native_calls
+        calls.append(line)
+        del calls[:-_NATIVE_CALLS_KEPT]
+        self.refresh_details()
 
     async def _activity_tool(self, call: ToolCall, summary: str) -> ToolCallOutput:
         try:
@@ -388,11 +451,14 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
     def refresh_details(self) -> None:
         c = self.config
         head = (
-            f"**{c.title}**  \nagent `{c.agent}` · model `{c.model}` · status **{self.state.status.value}**"
+            f"**{c.title}**  \nagent `{c.agent}` · model `{model_label(c.model)}` · status **{self.state.status.value}**"
             f" · turns {self.state.turns}"
             f" · steps {self.state.steps} · tokens {self.state.usage.input_tokens}+{self.state.usage.output_tokens}"
         )
-        workflow.set_current_details("\n\n".join([head, *self._details_sections()]))
+        sections = [head, *self._details_sections()]
+        if self.state.native_calls:
+            sections.append("**Workflow tools (latest)**\n" + "\n".join(f"- {c}" for c in self.state.native_calls))
+        workflow.set_current_details("\n\n".join(sections))
 
     def _result(self) -> SessionResult:
         last = self.state.last_message

@@ -1,16 +1,35 @@
-"""Anthropic messages API."""
+"""Anthropic messages API, streamed.
+
+With ``stream: true`` the reply arrives as ``message_start`` (input usage), ``content_block_start`` /
+``content_block_delta`` (``text_delta``, ``input_json_delta``) / ``content_block_stop`` per block,
+``message_delta`` (stop reason, output usage) and ``message_stop``; ``ping`` and unknown events are
+skipped, and an ``error`` event is mapped like an HTTP error.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
-from agent_tools.activities.providers.base import ModelRequest, ModelResponse, post_json
-from agent_tools.errors import ProviderRequestError
+from agent_tools.activities.providers.base import (
+    HttpProvider,
+    ModelRequest,
+    ModelResponse,
+    ReplyText,
+    TextSink,
+    clean_text,
+    clean_value,
+    parse_arguments,
+    token_count,
+)
+from agent_tools.activities.providers.sse import complete_streamed
+from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
 
 ANTHROPIC_VERSION = "2023-06-01"
+MAX_BLOCKS = 256
+# Anthropic's error types that a retry may cure (the others are the request's fault).
+_RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
 
 def to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
@@ -41,16 +60,141 @@ def to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
     return "\n\n".join(system_parts), out
 
 
-class AnthropicProvider:
-    """POST {base_url}/v1/messages."""
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
-    def __init__(self, client: httpx.AsyncClient, *, base_url: str, api_key: str | None, name: str = "anthropic"):
-        self.client = client
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.name = name
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+def _raise_error(provider: str, body: dict[str, Any]) -> None:
+    error = _obj(body.get("error"))
+    kind = str(error.get("type", ""))
+    text = f"{provider}: error in stream ({kind or 'unknown'}): {clean_text(str(error.get('message', body)))[:500]}"
+    if kind in _RETRYABLE_ERRORS:
+        raise ProviderRetryableError(text)
+    raise ProviderRequestError(text)
+
+
+@dataclass
+class _Block:
+    kind: str
+    id: str = ""
+    name: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+    json_parts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Reply:
+    provider: str
+    text: ReplyText
+    blocks: dict[int, _Block] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str | None = None
+    done: bool = False
+
+    def take(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = _obj(event.get("message"))
+            usage = _obj(message.get("usage"))
+            self.input_tokens = token_count(usage.get("input_tokens"))
+            self.output_tokens = token_count(usage.get("output_tokens"))
+        elif kind == "content_block_start":
+            block = event.get("content_block")
+            index = event.get("index")
+            if not isinstance(block, dict) or not isinstance(index, int) or isinstance(index, bool):
+                raise ProviderRequestError(f"{self.provider}: malformed content_block_start: {str(event)[:200]!r}")
+            if index not in self.blocks and len(self.blocks) >= MAX_BLOCKS:
+                raise ProviderRequestError(f"{self.provider}: more than {MAX_BLOCKS} content blocks in one reply")
+            entry = self.blocks[index] = _Block(kind=str(block.get("type", "")))
+            if entry.kind == "tool_use":
+                entry.id = str(block.get("id") or "")
+                entry.name = str(block.get("name") or "")
+                entry.input = clean_value(block["input"]) if isinstance(block.get("input"), dict) else {}
+            elif entry.kind == "text" and isinstance(block.get("text"), str):
+                self.text.add(block["text"])
+        elif kind == "content_block_delta":
+            delta = _obj(event.get("delta"))
+            index = event.get("index")
+            target = self.blocks.get(index) if isinstance(index, int) else None
+            if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+                self.text.add(delta["text"])
+            elif delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+                if target is None or target.kind != "tool_use":
+                    raise ProviderRequestError(f"{self.provider}: input_json_delta outside a tool_use block")
+                target.json_parts.append(delta["partial_json"])
+            # thinking_delta, signature_delta, citations: not part of the reply the engine keeps
+        elif kind == "message_delta":
+            delta = _obj(event.get("delta"))
+            if delta.get("stop_reason"):
+                self.stop_reason = str(delta["stop_reason"])
+            usage = _obj(event.get("usage"))
+            if "output_tokens" in usage:
+                self.output_tokens = token_count(usage.get("output_tokens"))  # cumulative, not an increment
+            if usage.get("input_tokens"):
+                self.input_tokens = token_count(usage.get("input_tokens"))
+        elif kind == "message_stop":
+            self.done = True
+        elif kind == "error":
+            _raise_error(self.provider, event)
+
+    def response(self) -> ModelResponse:
+        if not self.done:
+            raise ProviderRetryableError(f"{self.provider}: stream ended before the reply was complete")
+        calls: list[ToolCall] = []
+        for _, block in sorted(self.blocks.items()):
+            if block.kind != "tool_use":
+                continue
+            if not block.id or not block.name:
+                raise ProviderRequestError(f"{self.provider}: tool_use block without id or name")
+            arguments, raw = parse_arguments("".join(block.json_parts)) if block.json_parts else (block.input, None)
+            calls.append(
+                ToolCall(id=clean_text(block.id), name=clean_text(block.name), arguments=arguments, raw_arguments=raw)
+            )
+        return ModelResponse(
+            message=Message(role="assistant", content=self.text.text(), tool_calls=calls),
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            finish_reason=self.stop_reason,
+        )
+
+
+def parse_message(provider: str, body: dict[str, Any]) -> ModelResponse:
+    """A whole (not streamed) messages reply."""
+    try:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in body["content"]:
+            if block["type"] == "text":
+                texts.append(clean_text(block["text"]))
+            elif block["type"] == "tool_use":
+                given = block.get("input")
+                calls.append(
+                    ToolCall(
+                        id=clean_text(str(block["id"])),
+                        name=clean_text(str(block["name"])),
+                        arguments=clean_value(given) if isinstance(given, dict) else {},
+                    )
+                )
+        used = body.get("usage") or {}
+        if not isinstance(used, dict):
+            used = {}
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ProviderRequestError(f"{provider}: malformed response: {exc!r}: {str(body)[:300]}") from exc
+    return ModelResponse(
+        message=Message(role="assistant", content="".join(texts), tool_calls=calls),
+        input_tokens=token_count(used.get("input_tokens")),
+        output_tokens=token_count(used.get("output_tokens")),
+        finish_reason=body.get("stop_reason"),
+    )
+
+
+class AnthropicProvider(HttpProvider):
+    """POST {base_url}/v1/messages, streamed unless ``stream=False``."""
+
+    default_name = "anthropic"
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_anthropic(request.messages)
         payload: dict[str, Any] = {
             "model": request.model,
@@ -63,24 +207,20 @@ class AnthropicProvider:
             payload["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
             ]
+        if self.stream:
+            payload["stream"] = True
+        return payload
+
+    async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
         headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if self.api_key:
             headers["x-api-key"] = self.api_key
-        body = await post_json(self.client, self.name, f"{self.base_url}/v1/messages", headers=headers, payload=payload)
-        try:
-            texts: list[str] = []
-            calls: list[ToolCall] = []
-            for block in body["content"]:
-                if block["type"] == "text":
-                    texts.append(block["text"])
-                elif block["type"] == "tool_use":
-                    calls.append(ToolCall(id=block["id"], name=block["name"], arguments=block.get("input") or {}))
-            used = body.get("usage") or {}
-        except (KeyError, TypeError) as exc:
-            raise ProviderRequestError(f"{self.name}: malformed response: {exc!r}: {str(body)[:300]}") from exc
-        return ModelResponse(
-            message=Message(role="assistant", content="".join(texts), tool_calls=calls),
-            input_tokens=int(used.get("input_tokens") or 0),
-            output_tokens=int(used.get("output_tokens") or 0),
-            finish_reason=body.get("stop_reason"),
+        return await complete_streamed(
+            self.client,
+            self.name,
+            f"{self.base_url}/v1/messages",
+            headers=headers,
+            payload=self.payload(request),
+            reply=_Reply(self.name, ReplyText(self.name, on_text)),
+            whole=parse_message,
         )

@@ -1,15 +1,35 @@
-"""OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM)."""
+"""OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM), streamed.
+
+The request asks for ``stream: true`` with ``stream_options.include_usage``: text and tool-call deltas
+arrive as server-sent events, the last chunk carries the usage, ``data: [DONE]`` ends the stream. A server
+that answers with one JSON body instead (some proxies do) is read as a whole reply.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
-from agent_tools.activities.providers.base import ModelRequest, ModelResponse, post_json
-from agent_tools.errors import ProviderRequestError
+from agent_tools.activities.providers.base import (
+    HttpProvider,
+    ModelRequest,
+    ModelResponse,
+    ReplyText,
+    TextSink,
+    clean_text,
+    clean_value,
+    parse_arguments,
+    token_count,
+)
+from agent_tools.activities.providers.sse import complete_streamed
+from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
+
+# More parallel calls than this in one reply is no model's doing.
+MAX_TOOL_CALLS = 128
+# Error types an OpenAI-compatible server reports mid-stream that a retry may cure.
+_RETRYABLE_STREAM_ERRORS = ("server_error", "rate_limit", "overloaded", "timeout", "internal")
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -40,31 +60,131 @@ def parse_tool_call(raw: dict[str, Any]) -> ToolCall:
     arguments: dict[str, Any] = {}
     raw_arguments: str | None = None
     if isinstance(args_text, dict):
-        arguments = args_text
-    elif isinstance(args_text, str) and args_text.strip():
-        try:
-            parsed = json.loads(args_text)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            arguments = parsed
-        else:
-            raw_arguments = args_text
+        arguments = clean_value(args_text)
+    elif isinstance(args_text, str):
+        arguments, raw_arguments = parse_arguments(args_text)
     if not raw.get("id") or not fn.get("name"):
-        raise ProviderRequestError(f"openai: malformed tool call {raw!r}")
-    return ToolCall(id=str(raw["id"]), name=str(fn["name"]), arguments=arguments, raw_arguments=raw_arguments)
+        raise ProviderRequestError(f"openai: malformed tool call {str(raw)[:300]!r}")
+    return ToolCall(
+        id=clean_text(str(raw["id"])),
+        name=clean_text(str(fn["name"])),
+        arguments=arguments,
+        raw_arguments=raw_arguments,
+    )
 
 
-class OpenAIProvider:
-    """POST {base_url}/chat/completions."""
+@dataclass
+class _CallSlot:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
 
-    def __init__(self, client: httpx.AsyncClient, *, base_url: str, api_key: str | None, name: str = "openai"):
-        self.client = client
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.name = name
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+@dataclass
+class _Reply:
+    """What the chunks have said so far."""
+
+    provider: str
+    text: ReplyText
+    calls: dict[int, _CallSlot] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+    done: bool = False
+
+    def take(self, chunk: dict[str, Any]) -> None:
+        error = chunk.get("error")
+        if error:
+            _raise_stream_error(self.provider, error)
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return  # the usage chunk has no choices; so may a keep-alive
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        if not isinstance(delta, dict):
+            raise ProviderRequestError(f"{self.provider}: malformed stream chunk: {str(chunk)[:200]!r}")
+        content = delta.get("content")
+        if isinstance(content, str):
+            self.text.add(content)
+        for position, raw in enumerate(delta.get("tool_calls") or []):
+            if not isinstance(raw, dict):
+                raise ProviderRequestError(f"{self.provider}: malformed tool-call delta: {str(raw)[:200]!r}")
+            index = raw.get("index", position)
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise ProviderRequestError(f"{self.provider}: malformed tool-call delta index: {index!r}")
+            slot = self.calls.get(index)
+            if slot is None:
+                if len(self.calls) >= MAX_TOOL_CALLS:
+                    raise ProviderRequestError(f"{self.provider}: more than {MAX_TOOL_CALLS} tool calls in one reply")
+                slot = self.calls[index] = _CallSlot()
+            if raw.get("id"):
+                slot.id = str(raw["id"])
+            fn = raw.get("function") or {}
+            if isinstance(fn, dict):
+                if isinstance(fn.get("name"), str):
+                    slot.name += fn["name"]
+                if isinstance(fn.get("arguments"), str):
+                    slot.arguments.append(fn["arguments"])
+                elif isinstance(fn.get("arguments"), dict):  # Ollama sends whole objects
+                    slot.arguments.append(json.dumps(fn["arguments"]))
+        if choice.get("finish_reason"):
+            self.finish_reason = str(choice["finish_reason"])
+
+    def response(self) -> ModelResponse:
+        if not self.done and self.finish_reason is None:
+            # The connection closed cleanly but the reply had not ended (a proxy cut it, a worker died):
+            # the same request may well succeed.
+            raise ProviderRetryableError(f"{self.provider}: stream ended before the reply was complete")
+        calls = [
+            parse_tool_call({"id": slot.id, "function": {"name": slot.name, "arguments": "".join(slot.arguments)}})
+            for _, slot in sorted(self.calls.items())
+        ]
+        return ModelResponse(
+            message=Message(role="assistant", content=self.text.text(), tool_calls=calls),
+            input_tokens=token_count(self.usage.get("prompt_tokens")),
+            output_tokens=token_count(self.usage.get("completion_tokens")),
+            finish_reason=self.finish_reason,
+        )
+
+
+def _raise_stream_error(provider: str, error: Any) -> None:
+    message = error.get("message") if isinstance(error, dict) else error
+    kind = " ".join(str(error.get(k, "")) for k in ("type", "code")) if isinstance(error, dict) else ""
+    text = f"{provider}: error in stream: {clean_text(str(message))[:500]}"
+    if any(word in kind.lower() for word in _RETRYABLE_STREAM_ERRORS):
+        raise ProviderRetryableError(text)
+    raise ProviderRequestError(text)
+
+
+def parse_completion(provider: str, body: dict[str, Any]) -> ModelResponse:
+    """A whole (not streamed) chat completion."""
+    try:
+        choice = body["choices"][0]
+        msg = choice["message"]
+        tool_calls = [parse_tool_call(tc) for tc in (msg.get("tool_calls") or [])]
+        content = msg.get("content") or ""
+        if not isinstance(content, str):
+            raise TypeError("content is not a string")
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise ProviderRequestError(f"{provider}: malformed response: {exc!r}: {str(body)[:300]}") from exc
+    used = body.get("usage") or {}
+    if not isinstance(used, dict):
+        used = {}
+    return ModelResponse(
+        message=Message(role="assistant", content=clean_text(content), tool_calls=tool_calls),
+        input_tokens=token_count(used.get("prompt_tokens")),
+        output_tokens=token_count(used.get("completion_tokens")),
+        finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None,
+    )
+
+
+class OpenAIProvider(HttpProvider):
+    """POST {base_url}/chat/completions, streamed unless ``stream=False`` (servers that cannot)."""
+
+    default_name = "openai"
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": request.model, "messages": to_openai_messages(request.messages)}
         if request.max_tokens:
             payload["max_tokens"] = request.max_tokens
@@ -77,25 +197,21 @@ class OpenAIProvider:
                 for t in request.tools
             ]
             payload["parallel_tool_calls"] = True
+        if self.stream:
+            payload["stream"] = True
+            payload["stream_options"] = {"include_usage": True}
+        return payload
+
+    async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
         headers = {"content-type": "application/json"}
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
-        body = await post_json(
-            self.client, self.name, f"{self.base_url}/chat/completions", headers=headers, payload=payload
-        )
-        try:
-            choice = body["choices"][0]
-            msg = choice["message"]
-            tool_calls = [parse_tool_call(tc) for tc in (msg.get("tool_calls") or [])]
-            content = msg.get("content") or ""
-            if not isinstance(content, str):
-                raise TypeError("content is not a string")
-        except (KeyError, IndexError, TypeError) as exc:
-            raise ProviderRequestError(f"{self.name}: malformed response: {exc!r}: {str(body)[:300]}") from exc
-        used = body.get("usage") or {}
-        return ModelResponse(
-            message=Message(role="assistant", content=content, tool_calls=tool_calls),
-            input_tokens=int(used.get("prompt_tokens") or 0),
-            output_tokens=int(used.get("completion_tokens") or 0),
-            finish_reason=choice.get("finish_reason"),
+        return await complete_streamed(
+            self.client,
+            self.name,
+            f"{self.base_url}/chat/completions",
+            headers=headers,
+            payload=self.payload(request),
+            reply=_Reply(self.name, ReplyText(self.name, on_text)),
+            whole=parse_completion,
         )

@@ -44,8 +44,10 @@ class ProviderRegistry:
         if prefix in s.providers:
             ep = s.providers[prefix]
             if ep.kind == "anthropic":
-                return AnthropicProvider(self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix)
-            return OpenAIProvider(self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix)
+                return AnthropicProvider(
+                    self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix, stream=ep.stream
+                )
+            return OpenAIProvider(self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix, stream=ep.stream)
         if prefix == "openai":
             key = s.openai_api_key or os.environ.get("OPENAI_API_KEY")
             return OpenAIProvider(self.client, base_url=s.openai_base_url, api_key=key)
@@ -54,7 +56,27 @@ class ProviderRegistry:
             return AnthropicProvider(self.client, base_url=s.anthropic_base_url, api_key=key)
         if prefix == "ollama":
             return OpenAIProvider(self.client, base_url="http://localhost:11434/v1", api_key=None, name="ollama")
-        raise ConfigurationError(
-            f"unknown model provider {prefix!r}: use openai, anthropic, scripted, ollama or an endpoint "
-            f"configured in settings.providers ({sorted(s.providers)})"
-        )
+        raise unknown_provider(prefix, s)
+
+
+BUILTIN_PREFIXES = ("openai", "anthropic", "ollama", "scripted")
+
+
+def unknown_provider(prefix: str, settings: Settings) -> ConfigurationError:
+    return ConfigurationError(
+        f"unknown model provider {prefix!r}: use openai, anthropic, scripted, ollama or an endpoint "
+        f"configured in settings.providers ({sorted(settings.providers)})"
+    )
+
+
+def check_spec(spec: str, settings: Settings) -> None:
+    """Refuse a model spec that no call could use, before a session starts on it (no network).
+
+    Raises:
+        ConfigurationError: the spec's form, its provider or its script file is wrong.
+    """
+    prefix, model = split_spec(spec)
+    if prefix == "scripted":
+        ScriptedProvider(model)
+    elif prefix not in settings.providers and prefix not in BUILTIN_PREFIXES:
+        raise unknown_provider(prefix, settings)
