@@ -1,22 +1,63 @@
-"""Deployment settings, from the environment (prefix ``AGENT_TOOLS_``) or a ``.env`` file."""
+"""Deployment settings: one tree, read once from the environment (prefix ``AGENT_TOOLS_``) and ``.env``.
+
+Each capability has a section (``settings.web``, ``.events``, ``.memory``, ``.sandbox``, ``.skills``) whose
+model lives with the capability's contract; the environment reaches a section's field through the nested
+delimiter (``AGENT_TOOLS_WEB__SEARXNG_URL``), and code sets it with ``Settings(web=WebConfig(...))``. A worker
+reads the tree once and hands it down (``Services.settings``); nothing below reads the environment again.
+
+The names the sections had when each read the environment itself (``AGENT_TOOLS_WEB_SEARXNG_URL``, one
+underscore) still work for one release, below the new names, with a warning naming the replacement.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import types
+import typing
+import warnings
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
+from agent_tools.contracts.events.settings import EventSettings
+from agent_tools.contracts.memory import MemoryPolicy
+from agent_tools.contracts.sandbox import SandboxSettings
+from agent_tools.contracts.skills import SkillsSettings
+from agent_tools.contracts.web.config import WebConfig
 from agent_tools.policy import ExecutionPolicy
 
 __all__ = [
     "DEFAULT_PRICES",
     "DEMO_SCRIPT",
+    "SECTIONS",
+    "EventSettings",
+    "MemoryPolicy",
     "Price",
     "ProviderEndpoint",
+    "SandboxSettings",
     "Settings",
+    "SkillsSettings",
+    "WebConfig",
 ]
+
+# The capability sections, by field name; their legacy variables were AGENT_TOOLS_<SECTION>_<FIELD>.
+SECTIONS: dict[str, type[BaseModel]] = {
+    "web": WebConfig,
+    "events": EventSettings,
+    "memory": MemoryPolicy,
+    "sandbox": SandboxSettings,
+    "skills": SkillsSettings,
+}
+_warned: set[str] = set()
 
 DEMO_SCRIPT = Path(__file__).parent / "demo" / "demo_script.yaml"
 
@@ -69,7 +110,10 @@ class Settings(BaseSettings):
     tracing: bool = False
 
     # Store
-    database_url: str = "sqlite+aiosqlite:///./agent_tools.db"
+    database_url: str = Field(
+        default="sqlite+aiosqlite:///./agent_tools.db",
+        description="SQLAlchemy URL; the default SQLite file is relative to the working directory",
+    )
 
     # Models
     model: str | None = Field(default=None, description="Default model spec, e.g. openai:gpt-4.1-mini")
@@ -87,17 +131,43 @@ class Settings(BaseSettings):
     context_char_budget: int = 400_000
 
     # Agents and tools
-    agents_file: Path | None = Path("agents.toml")
+    agents_file: Path | None = Field(
+        default=Path("agents.toml"), description="Agent definitions; a relative path is from the working directory"
+    )
     max_steps_per_turn: int = 25
     disabled_tools: list[str] = Field(default_factory=list, description="switched off for every organisation")
     org_disabled_tools: dict[str, list[str]] = Field(default_factory=dict)
     spill_threshold_chars: int = 2000
 
     # MCP servers whose tools the worker discovers at start (JSON or TOML; see docs/codai-extras.md).
-    mcp_config_file: Path | None = Path("mcp.json")
+    mcp_config_file: Path | None = Field(
+        default=Path("mcp.json"), description="MCP servers; a relative path is from the working directory"
+    )
 
-    # Web (SSRF guard): loopback stays refused unless a test or a local deployment opts in.
-    web_allow_loopback: bool = False
+    # Capability sections (AGENT_TOOLS_<SECTION>__<FIELD>).
+    web: WebConfig = Field(default_factory=WebConfig)
+    events: EventSettings = Field(default_factory=EventSettings)
+    memory: MemoryPolicy = Field(default_factory=MemoryPolicy)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Sources merge section by section: a legacy variable fills only the fields no new name sets.
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            LegacySectionNames(settings_cls, dotenv_settings),
+            (file_secret_settings),
+        )
 
     def default_model(self) -> str:
         """The model spec used when an agent names none: configured, else by API key, else scripted."""
@@ -114,3 +184,58 @@ class Settings(BaseSettings):
 
     def disabled_for(self, organisation: str) -> list[str]:
         return [*self.disabled_tools, *self.org_disabled_tools.get(organisation, [])]
+
+
+class LegacySectionNames(PydanticBaseSettingsSource):
+    """``AGENT_TOOLS_<SECTION>_<FIELD>`` (one underscore), from the environment or ``.env``, into the section.
+
+    Read the way pydantic-settings reads a complex field: JSON for lists, dicts and models, text otherwise.
+    Each name warns once per process, naming its replacement.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], dotenv: PydanticBaseSettingsSource) -> None:
+        super().__init__(settings_cls)
+        self._dotenv = dotenv
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # __call__ reads whole sections
+
+    def __call__(self) -> dict[str, Any]:
+        found: dict[str, str] = {}
+        if isinstance(self._dotenv, DotEnvSettingsSource):
+            found.update({k.lower(): v for k, v in self._dotenv.env_vars.items() if v is not None})
+        found.update({k.lower(): v for k, v in os.environ.items()})
+        sections: dict[str, Any] = {}
+        for section, model in SECTIONS.items():
+            for name, field in model.model_fields.items():
+                raw = found.get(f"agent_tools_{section}_{name}")
+                if raw is None:
+                    continue
+                old, new = f"AGENT_TOOLS_{section}_{name}".upper(), f"AGENT_TOOLS_{section}__{name}".upper()
+                if old not in _warned:
+                    _warned.add(old)
+                    warnings.warn(
+                        f"{old} is deprecated and will stop working in the next release: set {new}",
+                        FutureWarning,
+                        stacklevel=2,
+                    )
+                sections.setdefault(section, {})[name] = _decode(raw, field)
+        return sections
+
+
+def _decode(raw: str, field: FieldInfo) -> Any:
+    if not _is_complex(field.annotation):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw  # validation then names the field and what it expected
+
+
+def _is_complex(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_complex(arg) for arg in typing.get_args(annotation) if arg is not type(None))
+    if origin in (list, dict, tuple, set):
+        return True
+    return isinstance(annotation, type) and issubclass(annotation, (BaseModel, list, dict))

@@ -81,7 +81,6 @@ class ToolsClient:
                 if self._web is None:
                     from agent_tools.activities.store.db import Store
                     from agent_tools.activities.web.service import WebService
-                    from agent_tools.contracts.web.config import WebConfig
 
                     store: Store | None
                     try:
@@ -90,9 +89,7 @@ class ToolsClient:
                         log.warning("web tools run without the shared cache: %s", exc)
                         store = None
                     self.cache_available = store is not None
-                    self._web = WebService(
-                        WebConfig(), store, allow_loopback=self.settings.web_allow_loopback, owns_store=True
-                    )
+                    self._web = WebService(self.settings.web, store, owns_store=True)
         return self._web
 
     async def _run(self, fn: str, args: Any) -> Any:

@@ -192,7 +192,7 @@ async def main() -> None:
         "AGENT_TOOLS_TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
         "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
         "AGENT_TOOLS_DATABASE_URL": settings.database_url,
-        "AGENT_TOOLS_EVENTS_TOKENS": json.dumps(tokens),
+        "AGENT_TOOLS_EVENTS__TOKENS": json.dumps(tokens),
     }
     server = subprocess.Popen(
         [

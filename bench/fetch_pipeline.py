@@ -111,7 +111,7 @@ async def throughput(rounds: int, concurrency: int) -> tuple[int, float]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite+aiosqlite:///{tmp}/bench.sqlite")
         await store.create_schema()
-        web = WebService(WebConfig(web_search_engines=[]), store, allow_loopback=True)
+        web = WebService(WebConfig(search_engines=[], allow_loopback=True), store)
         urls = [f"http://127.0.0.1:{port}/{name}?round={i}" for i in range(rounds) for name in names]
         sem = asyncio.Semaphore(concurrency)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agent_tools.activities.sandbox import SandboxEngine, SandboxSettings
-from agent_tools.contracts.sandbox import ExecPythonArgs, ExecPythonResult
+from agent_tools.activities.sandbox import SandboxEngine
+from agent_tools.contracts.sandbox import ExecPythonArgs, ExecPythonResult, SandboxSettings
 
 ROOT = os.geteuid() == 0
 # .ci/run sets it: there the sandbox must work, and its tests must not skip.

@@ -47,10 +47,39 @@ def test_workflows_do_no_io() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_pure_contract_modules_import_no_temporal_or_io() -> None:
-    for p in (ROOT / "agent_tools" / "tools").rglob("*.py"):
-        bad = _imports(p) & (IO_MODULES | {"temporalio", "agent_tools.workflows"})
-        assert not bad, f"{p}: {bad}"
+# The pure layer: contracts, the catalog and the shared rules. Plain functions and models, tested without
+# Temporal; no I/O, no workflow code, and no environment reading (settings come in through ``Settings``).
+PURE = [
+    ROOT / "agent_tools" / "contracts",
+    ROOT / "agent_tools" / "catalog",
+    ROOT / "agent_tools" / "boundaries.py",
+    ROOT / "agent_tools" / "errors.py",
+    ROOT / "agent_tools" / "policy.py",
+]
+
+
+def _files(paths: list[Path]) -> list[Path]:
+    found = [f for p in paths for f in (p.rglob("*.py") if p.is_dir() else [p])]
+    assert all(p.exists() for p in paths) and len(found) > len(paths), "the pure layer moved: update PURE"
+    return found
+
+
+def test_pure_modules_import_no_temporal_or_io() -> None:
+    offenders = {
+        str(p.relative_to(ROOT)): sorted(
+            _imports(p) & (IO_MODULES | {"temporalio", "agent_tools.workflows", "pydantic_settings", "os"})
+        )
+        for p in _files(PURE)
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_only_settings_reads_the_environment_into_settings() -> None:
+    """One settings tree: no other module builds a settings class from the environment."""
+    readers = sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / "agent_tools").rglob("*.py") if "pydantic_settings" in _imports(p)
+    )
+    assert readers == ["agent_tools/settings.py"]
 
 
 def test_public_api() -> None:

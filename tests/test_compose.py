@@ -11,12 +11,10 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from pydantic import BaseModel
 from typer.main import get_command
 
-from agent_tools.activities.sandbox import SandboxSettings
 from agent_tools.cli import app
-from agent_tools.contracts.events.settings import EventSettings
-from agent_tools.contracts.web.config import WebConfig
 from agent_tools.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,21 +68,26 @@ def test_built_image_and_its_sources_exist(compose: dict[str, Any]) -> None:
     assert any("build" in svc for svc in compose["services"].values())
 
 
+def setting_exists(var: str) -> bool:
+    """Whether ``AGENT_TOOLS_<FIELD>[__<SUBFIELD>]`` names a field of Settings (a legacy one-underscore
+    section name such as ``AGENT_TOOLS_WEB_SEARXNG_URL`` does not)."""
+    model: Any = Settings
+    for part in var.removeprefix("AGENT_TOOLS_").lower().split("__"):
+        field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return False
+        model = field.annotation
+    return True
+
+
 def test_settings_and_commands_it_names_exist(compose: dict[str, Any]) -> None:
-    fields = set(Settings.model_fields)
-    event_fields = set(EventSettings.model_fields)
-    web_fields = set(WebConfig.model_fields)
+    assert setting_exists("AGENT_TOOLS_WEB__SEARXNG_URL") and setting_exists("AGENT_TOOLS_DATABASE_URL")
+    assert not setting_exists("AGENT_TOOLS_WEB_SEARXNG_URL") and not setting_exists("AGENT_TOOLS_WEB__NOPE")
     commands = set(get_command(app).commands)  # type: ignore[attr-defined]
     for name, svc in compose["services"].items():
         for var in svc.get("environment") or {}:
-            if var.startswith("AGENT_TOOLS_SANDBOX_"):
-                assert var.removeprefix("AGENT_TOOLS_SANDBOX_").lower() in SandboxSettings.model_fields, var
-            elif var.startswith("AGENT_TOOLS_EVENTS_"):
-                assert var.removeprefix("AGENT_TOOLS_EVENTS_").lower() in event_fields, f"{name}: {var}"
-            elif var.startswith("AGENT_TOOLS_WEB_"):
-                assert var.removeprefix("AGENT_TOOLS_").lower() in web_fields, f"{name}: {var}"
-            elif var.startswith("AGENT_TOOLS_"):
-                assert var.removeprefix("AGENT_TOOLS_").lower() in fields, f"{name}: {var} is not a setting"
+            if var.startswith("AGENT_TOOLS_"):
+                assert setting_exists(var), f"{name}: {var} is not a setting"
         command = svc.get("command")
         if isinstance(command, list) and command[0] == "agent-tools":
             assert command[1] in commands, f"{name}: agent-tools {command[1]} does not exist"
@@ -98,5 +101,5 @@ def test_the_worker_gets_no_capability_for_the_sandbox(compose: dict[str, Any]) 
     worker = compose["services"]["worker"]
     assert "cap_add" not in worker and not worker.get("privileged")
     assert set(worker["security_opt"]) == {"seccomp=unconfined", "apparmor=unconfined"}
-    assert worker["environment"]["AGENT_TOOLS_SANDBOX_MOUNT_PROC"] == "false"
+    assert worker["environment"]["AGENT_TOOLS_SANDBOX__MOUNT_PROC"] == "false"
     assert re.search(r"apt-get install [^\n]*\bbubblewrap\b", (ROOT / "Dockerfile").read_text())

@@ -85,7 +85,7 @@ async def test_worker_stopped_while_waiting_event_delivered_new_worker_finishes(
 async def test_router_continues_as_new_and_keeps_subscriptions(
     settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AGENT_TOOLS_EVENTS_ROUTER_MAX_HISTORY_EVENTS", "20")
+    settings.events.router_max_history_events = 20
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "tick", "match": {"n": 999}, "timeout_seconds": 120})
     async with (

@@ -46,10 +46,10 @@ async def ingress(
     )
     store = Store(settings.database_url)
     await store.create_schema()
-    state: dict[str, Any] = {"event_store": store, "event_settings": event_settings}
+    state: dict[str, Any] = {"event_store": store}
     if temporal is not None:
         state["temporal_client"] = temporal
-    app = create_app(settings, **state)
+    app = create_app(settings.model_copy(update={"events": event_settings}), **state)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

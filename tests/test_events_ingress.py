@@ -256,7 +256,7 @@ async def test_serve_command_runs_the_ingress_with_its_own_client_and_store(
         "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
         "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
         "AGENT_TOOLS_DATABASE_URL": settings.database_url,
-        "AGENT_TOOLS_EVENTS_TOKENS": json.dumps({f"acme/{project}": TOKEN}),
+        "AGENT_TOOLS_EVENTS__TOKENS": json.dumps({f"acme/{project}": TOKEN}),
     }
     proc = subprocess.Popen(
         [sys.executable, "-c", "from agent_tools.cli import main; main()", "serve", "--port", str(port)],

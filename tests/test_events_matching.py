@@ -21,7 +21,6 @@ from agent_tools.contracts.events import (
     router_workflow_id,
     subscription_matches,
 )
-from agent_tools.contracts.events.settings import EventSettings
 from agent_tools.contracts.events.signatures import (
     SignatureError,
     sign_github,
@@ -167,17 +166,3 @@ def test_standard_webhook_signature_window_and_rotation() -> None:
         verify_standard_webhook(secret, body, signature=sig, **{**kwargs, "msg_id": "m2"})
     with pytest.raises(SignatureError, match="integer"):
         verify_standard_webhook(secret, body, signature=sig, **{**kwargs, "timestamp": "soon"})
-
-
-def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_TOOLS_EVENTS_TOKENS", '{"acme/web": "tok-1234567890"}')
-    monkeypatch.setenv(
-        "AGENT_TOOLS_EVENTS_SOURCES",
-        '{"gh": {"type": "github", "secret": "s3cret-gh", "organisation": "acme"}}',
-    )
-    monkeypatch.setenv("AGENT_TOOLS_EVENTS_MAX_BODY_BYTES", "2048")
-    cfg = EventSettings(_env_file=None)  # type: ignore[call-arg]
-    assert cfg.project_for_token("tok-1234567890") == ("acme", "web")
-    assert cfg.project_for_token("tok-nope") is None
-    assert cfg.sources["gh"].type == "github" and cfg.sources["gh"].project == "default"
-    assert cfg.max_body_bytes == 2048

@@ -19,14 +19,14 @@ import pytest
 import pytest_asyncio
 
 from agent_tools.activities.engine import prepare_session
-from agent_tools.activities.sandbox import IMPLEMENTATIONS, SandboxEngine, SandboxSettings, announce, protected_paths
+from agent_tools.activities.sandbox import IMPLEMENTATIONS, SandboxEngine, announce, protected_paths
 from agent_tools.activities.sandbox.isolation import default_library_paths
 from agent_tools.activities.services import Services
 from agent_tools.activities.tool_runner import run_tool
 from agent_tools.activity_io import SessionRef, ToolCallInput
 from agent_tools.agents import AgentDefinition, AgentRegistry
 from agent_tools.catalog.spec import ToolLevel
-from agent_tools.contracts.sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits
+from agent_tools.contracts.sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits, SandboxSettings
 from agent_tools.session import PrepareInput, SessionRequest, SessionStatus
 from agent_tools.settings import Settings
 from tests.sandbox_support import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine, world_readable_dir
@@ -381,16 +381,16 @@ async def test_prepare_offers_exec_python_only_with_a_sandbox(
 ) -> None:
     await sandbox_engine()
     assert await tools_prepared(settings) == ["exec_python"]
-    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    settings.sandbox = SandboxSettings(bwrap="/nonexistent/bwrap")
     assert await tools_prepared(settings) == []
-    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_BWRAP", userns_disabled_bwrap(open_dir))
+    settings.sandbox = SandboxSettings(bwrap=userns_disabled_bwrap(open_dir))
     assert await tools_prepared(settings) == []
 
 
 async def test_the_worker_says_why_at_start(
     settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    settings.sandbox = SandboxSettings(bwrap="/nonexistent/bwrap")
     services = await Services.open(settings)
     try:
         with caplog.at_level(logging.INFO, logger="agent_tools.activities.sandbox.tool"):
@@ -454,7 +454,7 @@ async def test_exec_python_in_a_session(settings: Any, script: Any, worker_for: 
 async def test_a_session_on_a_worker_without_isolation_has_no_exec_python(
     settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    settings.sandbox = SandboxSettings(bwrap="/nonexistent/bwrap")
     call = {"name": "exec_python", "arguments": {"code": "print('escaped')"}}
     settings.model = script([{"turns": [{"tool_calls": [call]}, {"say": "{{tool_results}}"}]}])
     coder = AgentDefinition(name="coder", tool_level=ToolLevel.l3_sandbox, profile=None, tools=["exec_python"])

@@ -24,6 +24,7 @@ import pytest_asyncio
 
 from agent_tools.activities.sandbox import SandboxEngine, protected_paths
 from agent_tools.activities.sandbox.isolation import BASE_ENV
+from agent_tools.activities.sandbox.tool import isolation_config
 from agent_tools.contracts.sandbox import SandboxLimits
 from agent_tools.settings import Settings
 from tests.sandbox_support import REPO, attempts, processes_with, run, sandbox_engine, world_readable_dir
@@ -284,7 +285,7 @@ async def test_cannot_see_the_worker_environment_or_its_processes(
 
 async def test_cannot_write_outside_its_workspace(engine: SandboxEngine, open_dir: Path) -> None:
     token = uuid.uuid4().hex
-    library = next(iter(engine.settings.isolation_config().library_paths), "/usr/lib")
+    library = next(iter(isolation_config(engine.settings).library_paths), "/usr/lib")
     host_target = open_dir / "planted"
     open_dir.chmod(0o777)  # even a directory anyone may write to on the host is out of reach
     targets = [

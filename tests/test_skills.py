@@ -9,19 +9,20 @@ from typing import Any, cast
 import pytest
 
 from agent_tools.activities.context import BuiltinContext
-from agent_tools.activities.skills import SkillsSettings, load_skills, use_skill
+from agent_tools.activities.skills import load_skills, use_skill
 from agent_tools.activity_io import SessionRef
 from agent_tools.agents import AgentDefinition
-from agent_tools.contracts.skills import TOOLS, SkillError, UseSkillArgs, parse_skill, render_skill
+from agent_tools.contracts.skills import TOOLS, SkillError, SkillsSettings, UseSkillArgs, parse_skill, render_skill
 from agent_tools.errors import ToolFailure
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"
 
 
 def ctx(agent: str = "assistant", directory: Path = SKILLS) -> BuiltinContext:
-    # use_skill only reads ``services.engines`` (its settings); a namespace stands in for the worker's services.
-    services = SimpleNamespace(engines={"skills.settings": SkillsSettings(dir=directory)})
+    # use_skill only reads ``services.settings.skills``; a namespace stands in for the worker's services.
+    services = SimpleNamespace(settings=Settings(skills=SkillsSettings(dir=directory)))
     ref = SessionRef(
         session_id="s1", run_id="r1", agent=agent, organisation="o", project="p", user="u", root_id="s1", model="m"
     )
@@ -93,10 +94,8 @@ def test_contract() -> None:
     assert spec.parameters_schema()["required"] == ["name"]
 
 
-async def test_use_skill_in_a_session(
-    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("AGENT_TOOLS_SKILLS_DIR", str(SKILLS))
+async def test_use_skill_in_a_session(settings: Any, script: Any, worker_for: Any) -> None:
+    settings.skills = SkillsSettings(dir=SKILLS)
     settings.model = script(
         [
             {

@@ -10,6 +10,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from agent_tools.contracts.web.config import WebConfig
 from agent_tools.service.app import create_app
 from agent_tools.service.tools_routes import RateLimiter
 from agent_tools.settings import Settings
@@ -27,7 +28,7 @@ def server() -> Any:
 
 @pytest_asyncio.fixture
 async def api(tmp_path: Path, settings: Settings, server: WebServer) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
-    web = await make_web(tmp_path, web_search_engines=["searxng"], web_searxng_url=server.url("/searx"))
+    web = await make_web(tmp_path, search_engines=["searxng"], searxng_url=server.url("/searx"))
     now = [1000.0]
     limiter = RateLimiter(per_minute=3, per_hour=5, clock=lambda: now[0])
     app = create_app(settings, web=web, api_keys=["key-1", "key-2"], web_rate_limiter=limiter)
@@ -159,9 +160,7 @@ async def test_research_endpoints(
 ) -> None:
     with WebServer() as srv:
         serve_research(srv)
-        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", '["searxng"]')
-        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", srv.url("/searx"))
-        settings.web_allow_loopback = True
+        settings.web = WebConfig(search_engines=["searxng"], searxng_url=srv.url("/searx"), allow_loopback=True)
         settings.model = research_script(script, "Nineteen stops [S1].")
         async with worker_for() as client:
             app = create_app(settings, agent_client=client, api_keys=["key-1"])

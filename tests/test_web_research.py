@@ -10,6 +10,7 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from agent_tools.contracts.web.config import WebConfig
 from agent_tools.contracts.web.models import ResearchCandidate, ResearchSearchOutput
 from agent_tools.plugin import workflow_runner
 from agent_tools.settings import Settings
@@ -53,9 +54,7 @@ def serve_research(srv: WebServer) -> None:
 def web_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Any:
     with WebServer() as srv:
         serve_research(srv)
-        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", '["searxng"]')
-        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", srv.url("/searx"))
-        settings.web_allow_loopback = True
+        settings.web = WebConfig(search_engines=["searxng"], searxng_url=srv.url("/searx"), allow_loopback=True)
         yield srv
 
 

@@ -23,15 +23,15 @@ ALL = ["searxng", "duckduckgo", "bing", "tavily", "brave"]
 
 def engines_config(server: WebServer, order: list[str] | None = None, **extra: Any) -> dict[str, Any]:
     return {
-        "web_search_engines": order or ALL,
-        "web_searxng_url": server.url("/searx"),
-        "web_duckduckgo_url": server.url("/ddg/html/"),
-        "web_bing_url": server.url("/bing/search"),
-        "web_tavily_url": server.url("/tavily/search"),
-        "web_tavily_api_key": "tvly-test",
-        "web_brave_url": server.url("/brave/search"),
-        "web_brave_api_key": "brave-test",
-        "web_engine_timeout_s": 2.0,
+        "search_engines": order or ALL,
+        "searxng_url": server.url("/searx"),
+        "duckduckgo_url": server.url("/ddg/html/"),
+        "bing_url": server.url("/bing/search"),
+        "tavily_url": server.url("/tavily/search"),
+        "tavily_api_key": "tvly-test",
+        "brave_url": server.url("/brave/search"),
+        "brave_api_key": "brave-test",
+        "engine_timeout_s": 2.0,
         **extra,
     }
 
@@ -182,7 +182,7 @@ async def test_circuit_breaker_rests_a_failed_engine(tmp_path: Path) -> None:
     with WebServer() as server:
         server.route("/searx/search", Reply(status=429, body="slow down"))
         server.route("/ddg/html/", Reply(body=ddg_html([(f"{server.base}/d", "D", "d")])))
-        web = await make_web(tmp_path, **engines_config(server, ["searxng", "duckduckgo"], web_breaker_base_s=30))
+        web = await make_web(tmp_path, **engines_config(server, ["searxng", "duckduckgo"], breaker_base_s=30))
         web.breaker.clock = lambda: now[0]
         try:
             first = await web.search_rtc("one", max_results=1, time_range=None)
@@ -211,7 +211,7 @@ async def test_no_engine_answering_is_search_unavailable(tmp_path: Path) -> None
         server.route("/ddg/html/", Reply(status=202))
         server.route("/bing/search", Reply(body="<html>ok</html>", delay_s=1.5))
         web = await make_web(
-            tmp_path, **engines_config(server, ["searxng", "duckduckgo", "bing"], web_engine_timeout_s=0.5)
+            tmp_path, **engines_config(server, ["searxng", "duckduckgo", "bing"], engine_timeout_s=0.5)
         )
         try:
             with pytest.raises(WebError) as info:
@@ -224,7 +224,7 @@ async def test_no_engine_answering_is_search_unavailable(tmp_path: Path) -> None
             assert again.value.details["engines_skipped"] == ["searxng", "duckduckgo", "bing"]
         finally:
             await close_web(web)
-    unconfigured = await make_web(tmp_path, web_search_engines=["searxng"])  # no SearXNG URL
+    unconfigured = await make_web(tmp_path, search_engines=["searxng"])  # no SearXNG URL
     try:
         with pytest.raises(WebError) as none:
             await unconfigured.web_search(WebSearchArgs(query="x"))
@@ -391,7 +391,7 @@ async def test_thin_results_add_a_fallback_block(tmp_path: Path) -> None:
                 }
             ),
         )
-        web = await make_web(tmp_path, **engines_config(server, ["searxng"], web_fallback_engines=["brave"]))
+        web = await make_web(tmp_path, **engines_config(server, ["searxng"], fallback_engines=["brave"]))
         try:
             out = await web.web_search(WebSearchArgs(query="thin"))
             off = await web.web_search(WebSearchArgs(query="thin", fallback="off"))
@@ -566,7 +566,7 @@ async def test_ddgs_connection_refused_is_an_engine_failure(tmp_path: Path) -> N
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    web = await make_web(tmp_path, web_search_engines=["bing"], web_bing_url=f"http://127.0.0.1:{port}/search")
+    web = await make_web(tmp_path, search_engines=["bing"], bing_url=f"http://127.0.0.1:{port}/search")
     try:
         with pytest.raises(WebError) as info:
             await web.search_rtc("q", max_results=3, time_range=None)

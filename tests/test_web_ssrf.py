@@ -116,7 +116,7 @@ def test_numeric_spellings_resolve_to_the_address_they_mean() -> None:
 
 
 def test_loopback_exception_is_opt_in_and_only_loopback() -> None:
-    assert Settings().web_allow_loopback is False
+    assert Settings(_env_file=None).web.allow_loopback is False
     for url in ("http://127.0.0.1:8080/", "http://[::1]/", "http://127.1/", "http://[::ffff:127.0.0.1]/"):
         with pytest.raises(UrlRefused):
             check_url(url)

@@ -144,13 +144,13 @@ async def make_web(tmp_path: Path, *, allow_loopback: bool = True, store_url: st
 
     service_keys = {"resolver", "clock", "profiles", "verify"}
     config_kwargs = {k: v for k, v in kwargs.items() if k not in service_keys}
-    config_kwargs.setdefault("web_search_engines", [])
+    config_kwargs.setdefault("search_engines", [])
+    config_kwargs["allow_loopback"] = allow_loopback
     store = Store(store_url or f"sqlite+aiosqlite:///{tmp_path}/web.sqlite")
     await store.create_schema()
     web = WebService(
         WebConfig(**config_kwargs),
         store,
-        allow_loopback=allow_loopback,
         **{k: v for k, v in kwargs.items() if k in service_keys},
     )
     web._test_store = store  # type: ignore[attr-defined]

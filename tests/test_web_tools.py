@@ -15,6 +15,7 @@ from agent_tools.activities.services import Services
 from agent_tools.activities.tool_runner import run_tool
 from agent_tools.activities.web.tools import IMPLEMENTATIONS
 from agent_tools.activity_io import SessionRef, ToolCallInput, ToolCallOutput
+from agent_tools.contracts.web.config import WebConfig
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
 from tests.test_web_support import Reply, WebServer, json_reply, searxng_results
@@ -28,9 +29,7 @@ def server() -> Any:
 
 @pytest_asyncio.fixture
 async def services(settings: Settings, server: WebServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Services]:
-    settings.web_allow_loopback = True
-    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", '["searxng"]')
-    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", server.url("/searx"))
+    settings.web = WebConfig(search_engines=["searxng"], searxng_url=server.url("/searx"), allow_loopback=True)
     svc = await Services.open(settings)
     try:
         yield svc
@@ -156,7 +155,7 @@ async def test_webfetch_small_page_redirect_and_limits(services: Services, serve
 async def test_webfetch_large_page_goes_to_the_small_model(
     settings: Settings, script: Any, server: WebServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings.web_allow_loopback = True
+    settings.web.allow_loopback = True
     settings.model = script(
         [
             {"match": {"role": "web_extract"}, "turns": [{"say": "EXTRACTED: 73 paragraphs about trams"}]},
@@ -208,9 +207,7 @@ async def test_web_tools_in_a_real_session(
     with WebServer() as srv:
         srv.page("/news", "news")
         srv.route("/searx/search", json_reply(searxng_results(srv.base, 3)))
-        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", '["searxng"]')
-        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", srv.url("/searx"))
-        settings.web_allow_loopback = True
+        settings.web = WebConfig(search_engines=["searxng"], searxng_url=srv.url("/searx"), allow_loopback=True)
         settings.model = script(
             [
                 {
@@ -245,9 +242,9 @@ def test_cli_fetch_and_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         srv.page("/code", "code")
         srv.route("/searx/search", json_reply(searxng_results(srv.base, 2)))
         monkeypatch.setenv("AGENT_TOOLS_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path}/cli.sqlite")
-        monkeypatch.setenv("AGENT_TOOLS_WEB_ALLOW_LOOPBACK", "true")
-        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", '["searxng"]')
-        monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", srv.url("/searx"))
+        monkeypatch.setenv("AGENT_TOOLS_WEB__ALLOW_LOOPBACK", "true")
+        monkeypatch.setenv("AGENT_TOOLS_WEB__SEARCH_ENGINES", '["searxng"]')
+        monkeypatch.setenv("AGENT_TOOLS_WEB__SEARXNG_URL", srv.url("/searx"))
         runner = CliRunner()
         # No store yet (no worker has run): the tools work, uncached, and the CLI creates no store.
         uncached = runner.invoke(app, ["web", "fetch", srv.url("/code"), "--json"])

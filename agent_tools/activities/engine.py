@@ -82,9 +82,9 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         tools = [t for t in tools if (spec := services.catalog.get(t)) is None or spec.capability != "memory"]
     if "use_skill" in tools:
         # codai: use_skill is offered only when at least one skill is visible to the agent.
-        from agent_tools.activities.skills import SkillsSettings, visible_skills
+        from agent_tools.activities.skills import visible_skills
 
-        if not await visible_skills(SkillsSettings().dir, agent.name):
+        if not await visible_skills(services.settings.skills.dir, agent.name):
             tools = [t for t in tools if t != "use_skill"]
     if "exec_python" in tools:
         # Fail closed: a worker that cannot isolate model-written code offers no code interpreter at all (it

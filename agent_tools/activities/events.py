@@ -31,21 +31,11 @@ from agent_tools.contracts.events import (
     render_result,
     router_workflow_id,
 )
-from agent_tools.contracts.events.settings import EventSettings
-
-
-def event_settings(services: Services) -> EventSettings:
-    """One EventSettings per worker (read from the environment on first use)."""
-    found = services.engines.get("event_settings")
-    if not isinstance(found, EventSettings):
-        found = EventSettings()
-        services.engines["event_settings"] = found
-    return found
 
 
 async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, task_queue: str) -> SubscribeOutput:
     """Signal-with-start the router, then check the backlog. Idempotent: the router drops a repeated id."""
-    cfg = event_settings(services)
+    cfg = services.settings.events
     router_id = router_workflow_id(inp.organisation, inp.project, cfg.router_id_prefix)
     await client.start_workflow(
         ROUTER_WORKFLOW,

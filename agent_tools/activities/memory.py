@@ -499,7 +499,7 @@ class MemoryEngine:
 def engine_of(services: Services) -> MemoryEngine:
     engine = services.engines.get(ENGINE_KEY)
     if engine is None:
-        engine = MemoryEngine(services.store)
+        engine = MemoryEngine(services.store, services.settings.memory)
         services.engines[ENGINE_KEY] = engine
     assert isinstance(engine, MemoryEngine)
     return engine

@@ -11,24 +11,13 @@ import asyncio
 import logging
 from pathlib import Path
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
 from agent_tools.activities.context import BuiltinContext, ToolImpl
 from agent_tools.contracts.skills import Skill, SkillError, UseSkillArgs, parse_skill, render_catalog, render_skill
 from agent_tools.errors import ToolFailure
 
 log = logging.getLogger(__name__)
 
-_ENGINE_KEY = "skills.settings"
 _MAX_FILE_BYTES = 1_000_000
-
-
-class SkillsSettings(BaseSettings):
-    """Where skills live (environment ``AGENT_TOOLS_SKILLS_DIR``; relative paths are from the working dir)."""
-
-    model_config = SettingsConfigDict(env_prefix="AGENT_TOOLS_SKILLS_", extra="ignore")
-
-    dir: Path = Path("skills")
 
 
 def load_skills(directory: Path) -> list[Skill]:
@@ -61,10 +50,7 @@ def load_skills(directory: Path) -> list[Skill]:
 
 
 def skills_dir(ctx: BuiltinContext) -> Path:
-    settings = ctx.services.engines.get(_ENGINE_KEY)
-    if not isinstance(settings, SkillsSettings):
-        settings = ctx.services.engines[_ENGINE_KEY] = SkillsSettings()
-    return settings.dir
+    return ctx.services.settings.skills.dir
 
 
 async def visible_skills(directory: Path, agent: str) -> list[Skill]:

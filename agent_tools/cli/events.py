@@ -21,15 +21,15 @@ def send(
     organisation: Annotated[str | None, typer.Option(help="Defaults to the token's organisation")] = None,
     project: Annotated[str | None, typer.Option(help="Defaults to the token's project")] = None,
     delivery_id: Annotated[str | None, typer.Option("--id", help="Delivery id: a resend with it is a no-op")] = None,
-    url: Annotated[str | None, typer.Option(help="Ingress base URL [env AGENT_TOOLS_EVENTS_INGRESS_URL]")] = None,
-    token: Annotated[str | None, typer.Option(help="Project token [env AGENT_TOOLS_EVENTS_TOKEN]")] = None,
+    url: Annotated[str | None, typer.Option(help="Ingress base URL [env AGENT_TOOLS_EVENTS__INGRESS_URL]")] = None,
+    token: Annotated[str | None, typer.Option(help="Project token [env AGENT_TOOLS_EVENTS__TOKEN]")] = None,
 ) -> None:
     """POST one event to /v1/events and print the ingress's answer."""
     import httpx
 
-    from agent_tools.contracts.events.settings import EventSettings
+    from agent_tools.settings import Settings
 
-    cfg = EventSettings()
+    cfg = Settings().events
     try:
         data = json.loads(payload)
     except ValueError as exc:
@@ -61,20 +61,20 @@ def send(
 
 
 def serve(
-    host: Annotated[str | None, typer.Option(help="[env AGENT_TOOLS_EVENTS_HOST]")] = None,
-    port: Annotated[int | None, typer.Option(help="[env AGENT_TOOLS_EVENTS_PORT]")] = None,
+    host: Annotated[str | None, typer.Option(help="[env AGENT_TOOLS_EVENTS__HOST]")] = None,
+    port: Annotated[int | None, typer.Option(help="[env AGENT_TOOLS_EVENTS__PORT]")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> None:
     """Run the HTTP service (event ingress and webhooks, plus the other mounted routes) with uvicorn."""
     import uvicorn
 
-    from agent_tools.contracts.events.settings import EventSettings
     from agent_tools.service.app import create_app
     from agent_tools.settings import Settings
 
-    cfg = EventSettings()
+    settings = Settings()
+    cfg = settings.events
     uvicorn.run(
-        create_app(Settings(), event_settings=cfg),
+        create_app(settings),
         host=host or cfg.host,
         port=port or cfg.port,
         log_level=log_level,

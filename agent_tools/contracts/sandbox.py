@@ -16,6 +16,7 @@ Tool level ``l3_sandbox``: an agent needs that level (codai: "cloud sandbox: she
 from __future__ import annotations
 
 import re
+import sys
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -190,3 +191,46 @@ TOOLS: list[ToolSpec] = [
         summary_arg="code",
     ),
 ]
+
+
+class SandboxSettings(BaseModel):
+    """The sandbox section of :class:`agent_tools.Settings` (``settings.sandbox``; environment
+    ``AGENT_TOOLS_SANDBOX__BWRAP`` and so on)."""
+
+    bwrap: str = Field(default="bwrap", description="The bubblewrap executable: a path, or a name looked up in PATH")
+    python: str = Field(
+        default=sys.executable, description="Interpreter for the code; the worker's own by default (same packages)"
+    )
+    python_fallbacks: list[str] = Field(
+        default=["/usr/local/bin/python3", "/usr/bin/python3"],
+        description=(
+            "Interpreters tried in order when `python` does not work in the sandbox (a root worker's pyenv under "
+            "/root, which the sandbox account cannot read); one with library paths must be the worker's version"
+        ),
+    )
+    user: str | None = Field(
+        default="nobody",
+        description="Account bwrap runs as when the worker is root (never root itself: RLIMIT_NPROC does not bind it)",
+    )
+    library_paths: list[str] | None = Field(
+        default=None,
+        description="Directories of packages the code may import, bound read-only; None: the worker's site-packages",
+    )
+    read_only_paths: list[str] = Field(
+        default_factory=list, description="More host paths shown read-only in the sandbox (data sets, /usr/share/...)"
+    )
+    mount_proc: bool = Field(
+        default=True,
+        description=(
+            "Give the sandbox a /proc of its own PID namespace; off: no /proc at all (a container that masks parts "
+            "of its /proc, Docker's default, cannot mount a new one)"
+        ),
+    )
+    unsafe_run_without_isolation: bool = Field(
+        default=False,
+        description=(
+            "DANGER, for a developer's laptop only: when bubblewrap cannot run, run model-written code as the "
+            "worker's own user with its network and files (never on a root worker)"
+        ),
+    )
+    limits: SandboxLimits = SandboxLimits()

@@ -10,7 +10,7 @@ A skill is a Markdown file of instructions with a small YAML front matter::
     1. Group the changes by ...
 
 Files live in the skills directory (``skills/`` in the working directory by default; see
-:class:`agent_tools.activities.skills.SkillsSettings`), either as ``<name>.md`` or ``<name>/SKILL.md``. The tool
+:class:`SkillsSettings`, ``settings.skills``), either as ``<name>.md`` or ``<name>/SKILL.md``. The tool
 returns the instructions as plain text (never spilled: the model needs all of it); an unknown name is an
 error that lists the skills the agent can use.
 
@@ -20,6 +20,7 @@ Parsing here is pure (text in, model out); the activity reads the files.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -107,3 +108,12 @@ TOOLS: list[ToolSpec] = [
         summary_arg="name",
     ),
 ]
+
+
+class SkillsSettings(BaseModel):
+    """The skills section of :class:`agent_tools.Settings` (``settings.skills``; environment
+    ``AGENT_TOOLS_SKILLS__DIR``)."""
+
+    dir: Path = Field(
+        default=Path("skills"), description="The skills directory; a relative path is from the worker's working dir"
+    )

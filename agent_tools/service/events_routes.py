@@ -11,7 +11,7 @@ routed (retry with the same delivery id).
 
 The service is a composition root like ``worker.py``: it opens the SQL store (``agent_tools.activities.store``) and a
 Temporal client itself unless the app state provides them (``create_app(settings, temporal_client=...,
-event_store=..., event_settings=..., clock=...)``).
+event_store=..., clock=...)``); its settings are ``settings.events``.
 """
 
 from __future__ import annotations
@@ -265,8 +265,8 @@ def _body_schema(model: type[BaseModel] | None, description: str) -> dict[str, A
 
 def build_router(settings: Settings, state: Any) -> APIRouter:
     """The ingress routes. ``state`` is the app state (tests inject ``temporal_client``, ``event_store``,
-    ``event_settings`` and ``clock`` there)."""
-    cfg: EventSettings = getattr(state, "event_settings", None) or EventSettings()
+    and ``clock`` there); the ingress's own settings are ``settings.events``."""
+    cfg = settings.events
     ingress = _Ingress(settings, cfg, state)
 
     @asynccontextmanager

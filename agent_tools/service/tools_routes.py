@@ -1,7 +1,7 @@
 """Standalone web endpoints: ``POST /v1/tools/search``, ``POST /v1/tools/fetch``, ``POST /v1/research``,
 ``GET /v1/research/{id}``.
 
-Bearer keys come from ``web_api_keys`` (see :mod:`agent_tools.contracts.web.config`) or ``state.api_keys``; with no key
+Bearer keys come from ``api_keys`` (see :mod:`agent_tools.contracts.web.config`) or ``state.api_keys``; with no key
 configured every call is refused (401), so a fresh deployment is never an open proxy. Each key has
 per-minute and per-hour request limits (``X-RateLimit-*`` headers on every answer, ``429
 rate_limit_exceeded`` past them). Errors use one envelope::
@@ -30,7 +30,6 @@ from pydantic import Field
 from starlette.exceptions import HTTPException
 
 from agent_tools.boundaries import describe_validation_error
-from agent_tools.contracts.web.config import WebConfig
 from agent_tools.contracts.web.models import (
     FetchResponse,
     ResearchJob,
@@ -159,20 +158,20 @@ def _envelope_route(authorize: Callable[[Request], dict[str, str]]) -> type[APIR
 
 
 def build_router(settings: Settings, state: Any) -> APIRouter:
-    config = WebConfig()
+    config = settings.web
     lock = asyncio.Lock()
 
     def limiter() -> RateLimiter:
         existing = getattr(state, "web_rate_limiter", None)
         if existing is None:
-            existing = RateLimiter(per_minute=config.web_rate_per_minute, per_hour=config.web_rate_per_hour)
+            existing = RateLimiter(per_minute=config.rate_per_minute, per_hour=config.rate_per_hour)
             state.web_rate_limiter = existing
         assert isinstance(existing, RateLimiter)
         return existing
 
     def authorize(request: Request) -> dict[str, str]:
         """A known bearer key within its rate limits: its rate-limit headers, or a Refusal."""
-        keys = set(getattr(state, "api_keys", None) or config.web_api_keys)
+        keys = set(getattr(state, "api_keys", None) or config.api_keys)
         token = bearer_token(request.headers.get("authorization")) or ""
         if not keys:
             raise Refusal(401, "unauthorized", "no API keys are configured for this service")
@@ -201,7 +200,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
                 from agent_tools.activities.web.service import WebService
 
                 store = await Store.open_existing(settings.database_url)
-                state.web = WebService(config, store, allow_loopback=settings.web_allow_loopback, owns_store=True)
+                state.web = WebService(config, store, owns_store=True)
         return state.web
 
     async def research_client() -> Any:

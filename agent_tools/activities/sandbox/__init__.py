@@ -4,10 +4,9 @@ program that runs inside it (:mod:`.launcher`)."""
 from agent_tools.activities.sandbox.tool import (
     IMPLEMENTATIONS,
     SandboxEngine,
-    SandboxSettings,
     announce,
     offered,
     protected_paths,
 )
 
-__all__ = ["IMPLEMENTATIONS", "SandboxEngine", "SandboxSettings", "announce", "offered", "protected_paths"]
+__all__ = ["IMPLEMENTATIONS", "SandboxEngine", "announce", "offered", "protected_paths"]

@@ -348,7 +348,7 @@ def _ground(config: IsolationConfig) -> _Ground | str:
     user_name = _current_user()
     if os.geteuid() == 0:
         if not config.user:
-            return "the worker runs as root and no sandbox user is set (AGENT_TOOLS_SANDBOX_USER)"
+            return "the worker runs as root and no sandbox user is set (AGENT_TOOLS_SANDBOX__USER)"
         try:
             entry = pwd.getpwnam(config.user)
         except KeyError:

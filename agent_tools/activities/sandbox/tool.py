@@ -8,7 +8,7 @@ drops it from the agent's tools; a call that still reaches a worker without it g
 
 Fail closed: when bubblewrap is missing or cannot create its namespaces (no user namespaces, a container's
 seccomp or AppArmor profile), ``exec_python`` is not offered, and the worker says why when it starts. Only
-``AGENT_TOOLS_SANDBOX_UNSAFE_RUN_WITHOUT_ISOLATION=true``, on a worker that is not root, runs code without
+``AGENT_TOOLS_SANDBOX__UNSAFE_RUN_WITHOUT_ISOLATION=true``, on a worker that is not root, runs code without
 isolation (a developer's laptop); every result then says ``"mode": "none"``.
 
 Each call gets a fresh workspace, gone afterwards: calls are independent, so a retried activity on another
@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
 from agent_tools.activities.context import BuiltinContext, ToolImpl
@@ -50,6 +48,7 @@ from agent_tools.contracts.sandbox import (
     Isolation,
     SandboxFile,
     SandboxLimits,
+    SandboxSettings,
 )
 from agent_tools.settings import Settings
 
@@ -57,7 +56,7 @@ log = logging.getLogger(__name__)
 
 TOOL_NAME = "exec_python"
 _ENGINE_KEY = "sandbox"
-UNSAFE_SETTING = "AGENT_TOOLS_SANDBOX_UNSAFE_RUN_WITHOUT_ISOLATION"
+UNSAFE_SETTING = "AGENT_TOOLS_SANDBOX__UNSAFE_RUN_WITHOUT_ISOLATION"
 # The errors the launcher reports itself (the others are the worker's reading of how the code ended).
 _REPORTED_ERRORS: dict[str, ExecError] = {
     "syntax_error": "syntax_error",
@@ -67,61 +66,19 @@ _REPORTED_ERRORS: dict[str, ExecError] = {
 }
 
 
-class SandboxSettings(BaseSettings):
-    """Deployment settings of the sandbox (environment prefix ``AGENT_TOOLS_SANDBOX_``)."""
-
-    model_config = SettingsConfigDict(env_prefix="AGENT_TOOLS_SANDBOX_", extra="ignore")
-
-    bwrap: str = Field(default="bwrap", description="The bubblewrap executable: a path, or a name looked up in PATH")
-    python: str = Field(
-        default=sys.executable, description="Interpreter for the code; the worker's own by default (same packages)"
+def isolation_config(settings: SandboxSettings, protected_paths: tuple[str, ...] = ()) -> IsolationConfig:
+    """The bubblewrap configuration these settings describe."""
+    libraries = default_library_paths() if settings.library_paths is None else tuple(settings.library_paths)
+    return IsolationConfig(
+        bwrap=settings.bwrap,
+        pythons=(settings.python, *settings.python_fallbacks),
+        user=settings.user,
+        library_paths=libraries,
+        read_only_paths=tuple(settings.read_only_paths),
+        mount_proc=settings.mount_proc,
+        protected_paths=protected_paths,
+        unsafe_run_without_isolation=settings.unsafe_run_without_isolation,
     )
-    python_fallbacks: list[str] = Field(
-        default=["/usr/local/bin/python3", "/usr/bin/python3"],
-        description=(
-            "Interpreters tried in order when `python` does not work in the sandbox (a root worker's pyenv under "
-            "/root, which the sandbox account cannot read); one with library paths must be the worker's version"
-        ),
-    )
-    user: str | None = Field(
-        default="nobody",
-        description="Account bwrap runs as when the worker is root (never root itself: RLIMIT_NPROC does not bind it)",
-    )
-    library_paths: list[str] | None = Field(
-        default=None,
-        description="Directories of packages the code may import, bound read-only; None: the worker's site-packages",
-    )
-    read_only_paths: list[str] = Field(
-        default_factory=list, description="More host paths shown read-only in the sandbox (data sets, /usr/share/...)"
-    )
-    mount_proc: bool = Field(
-        default=True,
-        description=(
-            "Give the sandbox a /proc of its own PID namespace; off: no /proc at all (a container that masks parts "
-            "of its /proc, Docker's default, cannot mount a new one)"
-        ),
-    )
-    unsafe_run_without_isolation: bool = Field(
-        default=False,
-        description=(
-            "DANGER, for a developer's laptop only: when bubblewrap cannot run, run model-written code as the "
-            "worker's own user with its network and files (never on a root worker)"
-        ),
-    )
-    limits: SandboxLimits = SandboxLimits()
-
-    def isolation_config(self, protected_paths: tuple[str, ...] = ()) -> IsolationConfig:
-        libraries = default_library_paths() if self.library_paths is None else tuple(self.library_paths)
-        return IsolationConfig(
-            bwrap=self.bwrap,
-            pythons=(self.python, *self.python_fallbacks),
-            user=self.user,
-            library_paths=libraries,
-            read_only_paths=tuple(self.read_only_paths),
-            mount_proc=self.mount_proc,
-            protected_paths=protected_paths,
-            unsafe_run_without_isolation=self.unsafe_run_without_isolation,
-        )
 
 
 def protected_paths(settings: Settings) -> tuple[str, ...]:
@@ -145,7 +102,7 @@ class SandboxEngine:
     protected: tuple[str, ...] = ()
 
     async def availability(self) -> Availability:
-        return await availability(self.settings.isolation_config(self.protected))
+        return await availability(isolation_config(self.settings, self.protected))
 
     async def run(self, args: ExecPythonArgs) -> ExecPythonResult:
         """Run ``args.code``; every failure of the code (or of the sandbox) is a result, never raised."""
@@ -280,7 +237,9 @@ def engine_of(services: Services) -> SandboxEngine:
     """The worker's sandbox engine (created on first use, shared by every call)."""
     engine = services.engines.get(_ENGINE_KEY)
     if engine is None:
-        engine = services.engines[_ENGINE_KEY] = SandboxEngine(protected=protected_paths(services.settings))
+        engine = services.engines[_ENGINE_KEY] = SandboxEngine(
+            services.settings.sandbox, protected=protected_paths(services.settings)
+        )
     assert isinstance(engine, SandboxEngine)
     return engine
 

@@ -14,11 +14,10 @@ __all__ = ["get_web"]
 def get_web(services: Services) -> WebService:
     """The worker's web engine, created on first use and closed with the services."""
     from agent_tools.activities.web.service import WebService
-    from agent_tools.contracts.web.config import WebConfig
 
     engine = services.engines.get("web")
     if engine is None:
-        engine = WebService(WebConfig(), services.store, allow_loopback=services.settings.web_allow_loopback)
+        engine = WebService(services.settings.web, services.store)
         services.engines["web"] = engine
     assert isinstance(engine, WebService)
     return engine

@@ -341,24 +341,22 @@ class BraveEngine(SearchEngine):
 
 def build_engine(name: str, config: WebConfig) -> SearchEngine | None:
     """The engine called ``name`` when it is configured (base URL, key), else None."""
-    if name == "searxng" and config.web_searxng_url:
-        return SearxngEngine(config.web_searxng_url)
+    if name == "searxng" and config.searxng_url:
+        return SearxngEngine(config.searxng_url)
     if name == "duckduckgo":
         return DdgsEngine(
             "duckduckgo",
             "duckduckgo",
-            config.web_duckduckgo_url,
-            timeout_s=config.web_engine_timeout_s,
+            config.duckduckgo_url,
+            timeout_s=config.engine_timeout_s,
             default_region="wt-wt",
         )
     if name == "bing":
-        return DdgsEngine(
-            "bing", "bing", config.web_bing_url, timeout_s=config.web_engine_timeout_s, default_region="us-en"
-        )
-    if name == "tavily" and config.web_tavily_api_key:
-        return TavilyEngine(config.web_tavily_url, config.web_tavily_api_key)
-    if name == "brave" and config.web_brave_api_key:
-        return BraveEngine(config.web_brave_url, config.web_brave_api_key)
+        return DdgsEngine("bing", "bing", config.bing_url, timeout_s=config.engine_timeout_s, default_region="us-en")
+    if name == "tavily" and config.tavily_api_key:
+        return TavilyEngine(config.tavily_url, config.tavily_api_key)
+    if name == "brave" and config.brave_api_key:
+        return BraveEngine(config.brave_url, config.brave_api_key)
     return None
 
 

@@ -116,7 +116,6 @@ class WebService:
         config: WebConfig,
         store: Store | None,
         *,
-        allow_loopback: bool = False,
         resolver: Resolver | None = None,
         clock: Callable[[], float] = time.time,
         profiles: dict[str, FetchLimits] | None = None,
@@ -128,18 +127,18 @@ class WebService:
         self._store = store if owns_store else None
         self.clock = clock
         self.fetcher = GuardedFetcher(
-            allow_loopback=allow_loopback, resolver=resolver, user_agent=config.web_user_agent, verify=verify
+            allow_loopback=config.allow_loopback, resolver=resolver, user_agent=config.user_agent, verify=verify
         )
         self.engine_client = httpx.AsyncClient(
-            timeout=httpx.Timeout(config.web_engine_timeout_s),
+            timeout=httpx.Timeout(config.engine_timeout_s),
             follow_redirects=True,
-            headers={"User-Agent": config.web_user_agent, "Accept-Language": "en;q=0.9,*;q=0.5"},
+            headers={"User-Agent": config.user_agent, "Accept-Language": "en;q=0.9,*;q=0.5"},
             transport=httpx.AsyncHTTPTransport(retries=0),
         )
-        self.breaker = CircuitBreaker(base_s=config.web_breaker_base_s, max_s=config.web_breaker_max_s)
+        self.breaker = CircuitBreaker(base_s=config.breaker_base_s, max_s=config.breaker_max_s)
         self.cache = WebCache(store, clock=clock)
-        self.primary: list[SearchEngine] = [e for n in config.web_search_engines if (e := build_engine(n, config))]
-        self.fallback: list[SearchEngine] = [e for n in config.web_fallback_engines if (e := build_engine(n, config))]
+        self.primary: list[SearchEngine] = [e for n in config.search_engines if (e := build_engine(n, config))]
+        self.fallback: list[SearchEngine] = [e for n in config.fallback_engines if (e := build_engine(n, config))]
         self.profiles = {**self.PROFILES, **(profiles or {})}
 
     async def aclose(self) -> None:
@@ -153,7 +152,7 @@ class WebService:
     async def page(self, url: str, *, profile: FetchProfile = "codai") -> tuple[Page, bool]:
         """Fetch and extract one page, through the cache. Returns (page, cached)."""
         kind = "page" if profile == "codai" else "page_rtc"
-        ttl = self.config.web_fetch_cache_s if profile == "codai" else self.config.web_rtc_fetch_cache_s
+        ttl = self.config.fetch_cache_s if profile == "codai" else self.config.rtc_fetch_cache_s
         try:
             check_url(url, allow_loopback=self.fetcher.allow_loopback)  # refuse before even reading the cache
         except UrlRefused as exc:
@@ -291,7 +290,7 @@ class WebService:
         enough: int = 1,
     ) -> GroupResult:
         engines = self.primary if group == "primary" else self.fallback
-        layer = SearchLayer(engines, self.breaker, self.engine_client, timeout_s=self.config.web_engine_timeout_s)
+        layer = SearchLayer(engines, self.breaker, self.engine_client, timeout_s=self.config.engine_timeout_s)
         return await layer.run(query, want_engines=want_engines, enough=enough)
 
     async def search_rtc(self, query: str, *, max_results: int, time_range: str | None) -> SearchOutcome:
@@ -314,7 +313,7 @@ class WebService:
         )
         self._raise_if_unavailable(outcome, self.primary)
         if outcome.results:
-            await self.cache.put("search", query, outcome.model_dump(), self.config.web_search_cache_s, extra)
+            await self.cache.put("search", query, outcome.model_dump(), self.config.search_cache_s, extra)
         return outcome
 
     def _raise_if_unavailable(self, outcome: SearchOutcome, engines: list[SearchEngine]) -> None:
@@ -433,7 +432,7 @@ class WebService:
             args.mode == "codai"
             and args.fallback == "auto"
             and self.fallback
-            and len(results) < min(self.config.web_thin_results, args.max_results)
+            and len(results) < min(self.config.thin_results, args.max_results)
         ):
             second = await self.search_engines(eq, group="fallback", enough=args.max_results)
             seen = {normalize_url(h.url) for h in results}
@@ -452,7 +451,7 @@ class WebService:
             outcome.notes.append("dropped_results_without_known_date_or_outside_window")
         outcome.took_ms = int((time.monotonic() - started) * 1000)
         if outcome.results or outcome.secondary:
-            await self.cache.put("search", args.query, outcome.model_dump(), self.config.web_search_cache_s, extra)
+            await self.cache.put("search", args.query, outcome.model_dump(), self.config.search_cache_s, extra)
         return outcome
 
     async def verify(

@@ -98,7 +98,7 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallO
     config = web.config
     usage: Usage | None = None
     extracted_by: Literal["none", "model"]
-    if size > config.web_llm_extract_threshold:
+    if size > config.llm_extract_threshold:
         model_spec = services.settings.model_for_tier("small")
         try:
             response, usage = await complete(
@@ -110,7 +110,7 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallO
                         role="user",
                         content=(
                             f"Request: {args.prompt}\n\nPage: {page.final_url}\n\n"
-                            + fence_untrusted(markdown[: config.web_llm_extract_max_chars], source=page.final_url)
+                            + fence_untrusted(markdown[: config.llm_extract_max_chars], source=page.final_url)
                         ),
                     ),
                 ],
@@ -130,10 +130,10 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallO
         except ProviderRequestError as exc:
             # A refused extraction (bad request, context too long) still leaves the page: hand over its start.
             body = (
-                f"(The extraction model failed: {exc}. The first {config.web_llm_extract_threshold} bytes of "
+                f"(The extraction model failed: {exc}. The first {config.llm_extract_threshold} bytes of "
                 "the page follow.)\n"
                 + fence_untrusted(
-                    markdown.encode()[: config.web_llm_extract_threshold].decode("utf-8", "ignore"),
+                    markdown.encode()[: config.llm_extract_threshold].decode("utf-8", "ignore"),
                     source=page.final_url,
                 )
             )

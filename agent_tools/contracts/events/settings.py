@@ -1,7 +1,7 @@
-"""Settings of the event ingress and router (environment prefix ``AGENT_TOOLS_EVENTS_``).
+"""Settings of the event ingress and router: the ``events`` section of :class:`agent_tools.Settings`.
 
-AGENT_TOOLS_EVENTS_TOKENS='{"acme/web": "s3cret-token"}'
-AGENT_TOOLS_EVENTS_SOURCES='{"gh": {"type": "github", "secret": "...", "organisation": "acme"}}'
+AGENT_TOOLS_EVENTS__TOKENS='{"acme/web": "s3cret-token"}'
+AGENT_TOOLS_EVENTS__SOURCES='{"gh": {"type": "github", "secret": "...", "organisation": "acme"}}'
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent_tools.contracts.events import DEFAULT_ROUTER_PREFIX
 
@@ -31,12 +30,8 @@ class EventSource(BaseModel):
     kind_prefix: str | None = None
 
 
-class EventSettings(BaseSettings):
-    """Ingress tokens and sources, limits, and the router's naming and history budget."""
-
-    model_config = SettingsConfigDict(
-        env_prefix="AGENT_TOOLS_EVENTS_", env_file=".env", env_nested_delimiter="__", extra="ignore"
-    )
+class EventSettings(BaseModel):
+    """Ingress tokens and sources, limits, and the router's naming and history budget (``settings.events``)."""
 
     # "organisation/project" -> bearer token accepted by POST /v1/events for that project.
     tokens: dict[str, str] = Field(default_factory=dict)

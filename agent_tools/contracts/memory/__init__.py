@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, OFFSET_MAX, describe_validation_error, limit
 from agent_tools.catalog.spec import ToolSpec
@@ -28,10 +27,9 @@ MAX_RECALL = 10
 Tier = Literal["working", "long_term"]
 
 
-class MemoryPolicy(BaseSettings):
-    """Retention and retrieval settings (environment prefix ``AGENT_TOOLS_MEMORY_``)."""
-
-    model_config = SettingsConfigDict(env_prefix="AGENT_TOOLS_MEMORY_", extra="ignore")
+class MemoryPolicy(BaseModel):
+    """Retention and retrieval settings: the ``memory`` section of :class:`agent_tools.Settings`
+    (``settings.memory``; environment ``AGENT_TOOLS_MEMORY__WORKING_TTL_DAYS`` and so on)."""
 
     working_ttl_days: float = Field(default=14.0, gt=0, description="working memories unused this long expire")
     long_term_ttl_days: float | None = Field(default=None, gt=0, description="None keeps long-term memories")

@@ -1,0 +1,151 @@
+"""One settings tree: every capability's section configured from code, from the environment and from ``.env``,
+read once; the one-underscore names of the old per-capability classes still work, with a warning, below the
+new names."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from agent_tools import settings as settings_module
+from agent_tools.activities.services import Services
+from agent_tools.contracts.events.settings import EventSettings
+from agent_tools.contracts.memory import MemoryPolicy
+from agent_tools.contracts.sandbox import SandboxSettings
+from agent_tools.contracts.skills import SkillsSettings
+from agent_tools.contracts.web.config import WebConfig
+from agent_tools.settings import SECTIONS, Settings
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No AGENT_TOOLS_* of the machine running the tests, no .env of the repository, every warning anew."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("AGENT_TOOLS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(settings_module, "_warned", set())
+
+
+def test_every_capability_is_a_section_of_settings() -> None:
+    assert SECTIONS == {
+        "web": WebConfig,
+        "events": EventSettings,
+        "memory": MemoryPolicy,
+        "sandbox": SandboxSettings,
+        "skills": SkillsSettings,
+    }
+    for name, model in SECTIONS.items():
+        assert Settings.model_fields[name].annotation is model
+
+
+def test_sections_configured_from_code() -> None:
+    s = Settings(
+        web=WebConfig(searxng_url="http://searx.internal", allow_loopback=True),
+        events=EventSettings(tokens={"acme/web": "tok-1234567890"}),
+        memory=MemoryPolicy(working_ttl_days=2),
+        sandbox=SandboxSettings(bwrap="/opt/bwrap"),
+        skills=SkillsSettings(dir=Path("/srv/skills")),
+    )
+    assert s.web.searxng_url == "http://searx.internal" and s.web.allow_loopback
+    assert s.events.project_for_token("tok-1234567890") == ("acme", "web")
+    assert (s.memory.working_ttl_days, s.sandbox.bwrap, s.skills.dir) == (2, "/opt/bwrap", Path("/srv/skills"))
+
+
+def test_sections_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_TOOLS_WEB__SEARCH_ENGINES", '["searxng", "brave"]')
+    monkeypatch.setenv("AGENT_TOOLS_WEB__ALLOW_LOOPBACK", "true")
+    monkeypatch.setenv("AGENT_TOOLS_EVENTS__TOKENS", '{"acme/web": "tok-1234567890"}')
+    monkeypatch.setenv(
+        "AGENT_TOOLS_EVENTS__SOURCES", '{"gh": {"type": "github", "secret": "s3cret-gh", "organisation": "acme"}}'
+    )
+    monkeypatch.setenv("AGENT_TOOLS_EVENTS__MAX_BODY_BYTES", "2048")
+    monkeypatch.setenv("AGENT_TOOLS_MEMORY__PROMOTE_AFTER_USES", "5")
+    monkeypatch.setenv("AGENT_TOOLS_SANDBOX__MOUNT_PROC", "false")
+    monkeypatch.setenv("AGENT_TOOLS_SKILLS__DIR", "/srv/skills")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new names warn about nothing
+        s = Settings()
+    assert s.web.search_engines == ["searxng", "brave"] and s.web.allow_loopback is True
+    assert s.events.project_for_token("tok-1234567890") == ("acme", "web")
+    assert s.events.project_for_token("tok-nope") is None
+    assert s.events.sources["gh"].type == "github" and s.events.sources["gh"].project == "default"
+    assert s.events.max_body_bytes == 2048 and s.memory.promote_after_uses == 5
+    assert s.sandbox.mount_proc is False and s.skills.dir == Path("/srv/skills")
+
+
+def test_sections_from_dot_env(tmp_path: Path) -> None:
+    # Before the one tree, WebConfig did not read .env: this line was silently ignored.
+    (tmp_path / ".env").write_text("AGENT_TOOLS_WEB__SEARXNG_URL=http://searx.from-dotenv\n")
+    assert Settings().web.searxng_url == "http://searx.from-dotenv"
+    assert Settings(_env_file=None).web.searxng_url is None  # type: ignore[call-arg]
+
+
+def test_legacy_names_work_with_a_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", "http://searx.legacy")
+    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", '["searxng"]')
+    monkeypatch.setenv("AGENT_TOOLS_WEB_ALLOW_LOOPBACK", "true")  # was Settings.web_allow_loopback
+    monkeypatch.setenv("AGENT_TOOLS_EVENTS_TOKENS", '{"acme/web": "tok-1234567890"}')
+    monkeypatch.setenv("AGENT_TOOLS_MEMORY_CONTEXT_LIMIT", "3")
+    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_LIMITS", '{"output_chars": 5000}')
+    (tmp_path / ".env").write_text("AGENT_TOOLS_SKILLS_DIR=/srv/legacy-skills\n")
+    with pytest.warns(FutureWarning) as caught:
+        s = Settings()
+    assert s.web.searxng_url == "http://searx.legacy" and s.web.search_engines == ["searxng"]
+    assert s.web.allow_loopback is True and s.events.project_for_token("tok-1234567890") == ("acme", "web")
+    assert s.memory.context_limit == 3 and s.sandbox.limits.output_chars == 5000
+    assert s.skills.dir == Path("/srv/legacy-skills")
+    messages = sorted(str(w.message) for w in caught)
+    assert len(messages) == 7
+    assert any(
+        "AGENT_TOOLS_WEB_SEARXNG_URL is deprecated" in m and "set AGENT_TOOLS_WEB__SEARXNG_URL" in m for m in messages
+    )
+    # Once per process: reading the settings again does not repeat the warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Settings().web.searxng_url == "http://searx.legacy"
+
+
+def test_new_names_win_over_legacy_ones_field_by_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", "http://searx.legacy")
+    monkeypatch.setenv("AGENT_TOOLS_WEB_THIN_RESULTS", "9")
+    monkeypatch.setenv("AGENT_TOOLS_WEB__SEARXNG_URL", "http://searx.new")
+    with pytest.warns(FutureWarning):
+        s = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert (s.web.searxng_url, s.web.thin_results) == ("http://searx.new", 9)
+
+
+def test_a_bad_legacy_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", "searxng,brave")  # not JSON
+    with pytest.warns(FutureWarning), pytest.raises(ValidationError, match=r"web\.search_engines"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+async def test_a_worker_reads_the_settings_it_was_given(tmp_path: Path) -> None:
+    """The engines take their sections from the Settings the worker got, not from the environment."""
+    from agent_tools.activities.memory import engine_of as memory_engine
+    from agent_tools.activities.sandbox.tool import engine_of as sandbox_engine
+    from agent_tools.activities.web import get_web
+
+    s = Settings(
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/store.sqlite",
+        agents_file=None,
+        web=WebConfig(allow_loopback=True, user_agent="from-code/1"),
+        memory=MemoryPolicy(context_limit=2),
+        sandbox=SandboxSettings(bwrap="/nonexistent/bwrap-from-code"),
+    )
+    services = await Services.open(s)
+    try:
+        web = get_web(services)
+        assert web.config is s.web and web.fetcher.allow_loopback is True
+        assert memory_engine(services).policy is s.memory
+        assert sandbox_engine(services).settings is s.sandbox
+        assert "bwrap-from-code" in (await sandbox_engine(services).availability()).reason
+    finally:
+        await services.close()
