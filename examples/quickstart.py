@@ -35,4 +35,8 @@ async def main() -> str:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    # The Temporal core runtime's threads can abort the interpreter's finalization after the work is done
+    # (temporalio/sdk-python#300, exit status 134 at random): leave with the real status, unfinalized.
+    from agent_tools.process_exit import run_and_exit
+
+    run_and_exit(lambda: asyncio.run(main()))
