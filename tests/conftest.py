@@ -79,6 +79,29 @@ def script(tmp_path: Path) -> Callable[[list[Any]], str]:
     return make
 
 
+@pytest_asyncio.fixture(scope="session")
+async def postgres_database() -> AsyncIterator[str]:
+    """A database of this test process's own, created from AGENT_TOOLS_TEST_POSTGRES_URL and dropped at the
+    end: a run never meets tables, rows or an Alembic revision that another run (an older checkout, a branch
+    with a newer migration, a killed run) left in the shared database."""
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    base = make_url(POSTGRES_URL)
+    name = f"agent_tools_test_{uuid.uuid4().hex[:12]}"
+    admin = create_async_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        async with admin.connect() as conn:
+            await conn.execute(text(f'CREATE DATABASE "{name}"'))
+        yield base.set(database=name).render_as_string(hide_password=False)
+        async with admin.connect() as conn:
+            # FORCE: engines a test left open must not keep the database alive.
+            await conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        await admin.dispose()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Each store test runs on SQLite and on PostgreSQL (skipped with a reason when it is not running,
@@ -91,7 +114,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         pytest.skip(
             "PostgreSQL is not running on 127.0.0.1:5432 (set AGENT_TOOLS_TEST_POSTGRES_URL to point elsewhere)"
         )
-    return POSTGRES_URL
+    url: str = request.getfixturevalue("postgres_database")
+    return url
 
 
 @asynccontextmanager
