@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agent_tools.contracts.output import OutputContract, StructuredAnswer
 from agent_tools.messages import Message, Usage
 
 if TYPE_CHECKING:
@@ -99,12 +100,16 @@ class LlmStepInput(BaseModel):
     stream: bool = False
     # The session's step counter for this call (names the step in progress events and traces).
     step: int | None = None
+    # Structured results: the provider is asked for this schema and a final answer is checked against it.
+    output: OutputContract | None = None
 
 
 class LlmStepOutput(BaseModel):
     message: Message
     position: int
     usage: Usage
+    # A final answer's verdict when the step had an output contract.
+    output: StructuredAnswer | None = None
 
 
 class ToolCallInput(BaseModel):

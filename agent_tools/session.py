@@ -15,6 +15,7 @@ from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CH
 from agent_tools.contracts.delegation import DelegationState
 from agent_tools.contracts.events import EventWaitState
 from agent_tools.contracts.human import HumanState
+from agent_tools.contracts.output import MAX_OUTPUT_RETRIES, OutputContract, OutputState
 from agent_tools.contracts.planning import PlanningState
 from agent_tools.messages import Message, Usage
 from agent_tools.policy import ExecutionPolicy
@@ -165,6 +166,10 @@ class SessionRequest(BaseModel):
     # Messages that open the conversation before the prompt (hand-off, prior_messages).
     history: list[Message] = Field(default_factory=list, **limit(items=1000))
     options: SessionOptions = Field(default_factory=SessionOptions)
+    # Structured results: the final answer must be JSON matching this JSON Schema (checked by prepare_session).
+    output_schema: dict[str, Any] | None = None
+    # Invalid final answers sent back to the model, per turn, before the turn fails (default 2).
+    output_retries: int | None = Field(default=None, **limit(minimum=0, maximum=MAX_OUTPUT_RETRIES))
 
 
 class SessionConfig(BaseModel):
@@ -191,6 +196,8 @@ class SessionConfig(BaseModel):
     options: SessionOptions = Field(default_factory=SessionOptions)
     # Timeouts and retries of this session's calls (the worker's settings and the agent's overrides).
     policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
+    # What the final answer must be (structured results); None: free text.
+    output: OutputContract | None = None
 
     def scoped_request(self, agent: str, prompt: str, **fields: Any) -> SessionRequest:
         """A request for another session in this one's organisation, project and user scope."""
@@ -239,6 +246,8 @@ class SessionState(BaseModel):
     # The latest workflow-native tool calls, one line each, for the Temporal UI's current details (native
     # tools run no activity, so the event history has no trace of them).
     native_calls: list[str] = Field(default_factory=list)
+    # The structured result (sessions with an output schema).
+    output: OutputState = Field(default_factory=OutputState)
 
 
 class SessionInput(BaseModel):
@@ -258,6 +267,8 @@ class SessionResult(BaseModel):
     tree_usage: Usage = Field(default_factory=Usage)
     error: str | None = None
     handed_off_to: str | None = None
+    # The last final answer that matched the output schema, parsed (sessions with one; else None).
+    output: Any = None
 
 
 class PrepareInput(BaseModel):

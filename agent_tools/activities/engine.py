@@ -20,7 +20,8 @@ from agent_tools.activity_io import (
     LlmStepInput,
     LlmStepOutput,
 )
-from agent_tools.errors import ConfigurationError, ProviderRequestError, error_type
+from agent_tools.contracts.output import OutputContract, check_answer, contract_of, schema_refusal
+from agent_tools.errors import ConfigurationError, InvalidInput, ProviderRequestError, error_type
 from agent_tools.messages import Message
 from agent_tools.policy import ExecutionPolicy
 from agent_tools.prompt import build_context
@@ -106,6 +107,7 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
     title = req.title or (req.prompt or agent.name)[:60]
     config = SessionConfig(
+        output=_output_contract(req.output_schema, req.output_retries),
         session_id=inp.session_id,
         agent=agent.name,
         organisation=req.organisation,
@@ -130,6 +132,16 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
     system = req.system_prompt or agent.system_prompt
     position = await services.transcripts.open_session(config, [Message(role="system", content=system), *req.history])
     return PrepareOutput(config=config, transcript_len=position)
+
+
+def _output_contract(schema: dict[str, Any] | None, retries: int | None) -> OutputContract | None:
+    """The session's output contract; a schema that cannot be one fails the session before its first step."""
+    if schema is None:
+        return None
+    refusal = schema_refusal(schema)
+    if refusal is not None:
+        raise ApplicationError(f"refused to start: {refusal}", type=error_type(InvalidInput), non_retryable=True)
+    return contract_of(schema, retries)
 
 
 async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
@@ -171,6 +183,7 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
                     "assistant_count": sum(1 for m in transcript if m.role == "assistant"),
                 },
                 on_text=live if isinstance(live, TextPublisher) else None,
+                output=inp.output,
             )
     except (ProviderRequestError, ConfigurationError) as exc:
         raise non_retryable(exc) from exc
@@ -187,7 +200,10 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
         used=used,
         attempt=attempt,
     )
-    return LlmStepOutput(message=message, position=after, usage=used)
+    # A final answer of a session with an output schema is checked here, not in the workflow: validation is
+    # the schema's (its patterns are bounded by a timeout), and a replay must never run it again.
+    verdict = check_answer(inp.output, message.content) if inp.output is not None and not message.tool_calls else None
+    return LlmStepOutput(message=message, position=after, usage=used, output=verdict)
 
 
 def build_engine_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:

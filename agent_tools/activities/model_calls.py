@@ -19,6 +19,7 @@ from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.providers.base import ModelRequest, ModelResponse, TextSink, ToolSchema
 from agent_tools.activities.services import Services
 from agent_tools.boundaries import normalize_model_message
+from agent_tools.contracts.output import OutputContract
 from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError, error_type
 from agent_tools.messages import Message, Usage
 
@@ -54,10 +55,12 @@ async def complete(
     meta: dict[str, Any] | None = None,
     account: UsageAccount | None = None,
     on_text: TextSink | None = None,
+    output: OutputContract | None = None,
 ) -> tuple[ModelResponse, Usage]:
     """Call the model ``spec``; returns its response and the priced usage.
 
-    ``on_text`` gets each piece of the reply's text while the provider streams it.
+    ``on_text`` gets each piece of the reply's text while the provider streams it; ``output`` asks the
+    provider for a final answer that matches its schema where the provider can (structured results).
 
     Raises:
         ApplicationError: retryable, for 429/5xx/timeouts, with ``next_retry_delay`` from Retry-After.
@@ -67,7 +70,7 @@ async def complete(
     """
     provider, model_name = services.providers.resolve(spec)
     request = ModelRequest(
-        model=model_name, messages=messages, tools=list(tools), max_tokens=max_tokens, meta=meta or {}
+        model=model_name, messages=messages, tools=list(tools), max_tokens=max_tokens, meta=meta or {}, output=output
     )
     # GenAI semantic conventions: one "chat" span per call, the usage and cost on it once known.
     with tracing.span(

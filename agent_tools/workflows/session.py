@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         request_problems,
     )
     from agent_tools.catalog.registry import builtin_specs
+    from agent_tools.contracts.output import next_output_step
     from agent_tools.errors import InvalidInput, error_type
     from agent_tools.messages import Message, ToolCall, message_fingerprint
     from agent_tools.policy import ExecutionPolicy
@@ -275,7 +276,13 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 # ``position`` ties the message to its step's live text (text_delta items).
                 self.publish("assistant_message", content=message.content, position=self._step_position)
             if not message.tool_calls:
-                break
+                # Structured results: an answer that does not match the schema goes back with the reason.
+                verdict = next_output_step(self.config.output, self.state.output, out, self.state.turns)
+                if verdict.feedback is None:
+                    self.state.error = verdict.error
+                    break
+                new_messages = [verdict.feedback]
+                continue
             outputs = await asyncio.gather(*(self._call_tool(call) for call in message.tool_calls))
             new_messages = [
                 Message(
@@ -319,6 +326,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 last_answer=self._last_answer,
                 stream=self._stream_text(),
                 step=self.state.steps,
+                output=self.config.output,
             ),
             result_type=LlmStepOutput,
             summary=step_summary(self.state.steps, self.config.model),
@@ -470,6 +478,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             tree_usage=self.state.tree_usage,
             error=self.state.error,
             handed_off_to=self.state.handed_off_to,
+            output=self.state.output.value if self.state.output.valid else None,
         )
 
     # ---- messages in --------------------------------------------------------------------------------
