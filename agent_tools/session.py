@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CHARS, SCOPE_CHARS, limit
+from agent_tools.budget import BudgetState
 from agent_tools.contracts.delegation import DelegationState
 from agent_tools.contracts.events import EventWaitState
 from agent_tools.contracts.human import HumanState
@@ -117,6 +118,16 @@ class SessionOptions(BaseModel):
     stream_text: bool | None = Field(
         default=None, description="Publish the model's text to the progress stream as it is written (on unless False)"
     )
+    budget_cost_usd: float | None = Field(
+        default=None,
+        description="Cost ceiling of the whole session tree (every model call of it and its descendants)",
+        **limit(minimum=0, maximum=1e6),
+    )
+    budget_tokens: int | None = Field(
+        default=None,
+        description="Token ceiling (input + output) of the whole session tree",
+        **limit(minimum=0, maximum=10**12),
+    )
 
     @model_serializer(mode="wrap")
     def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -131,9 +142,9 @@ class SessionOptions(BaseModel):
         return SessionOptions.model_validate({**self.model_dump(), **top.model_dump()})
 
     def delegation_only(self) -> SessionOptions:
-        """What a child inherits: the delegation limits of its tree."""
+        """What a child inherits: the delegation limits and the budget of its tree."""
         return SessionOptions.model_validate(
-            {k: v for k, v in self.model_dump().items() if k.startswith("delegation_")}
+            {k: v for k, v in self.model_dump().items() if k.startswith(("delegation_", "budget_"))}
         )
 
 
@@ -248,6 +259,8 @@ class SessionState(BaseModel):
     native_calls: list[str] = Field(default_factory=list)
     # The structured result (sessions with an output schema).
     output: OutputState = Field(default_factory=OutputState)
+    # The tree's spend against its budget (sessions with one).
+    budget: BudgetState = Field(default_factory=BudgetState)
 
 
 class SessionInput(BaseModel):

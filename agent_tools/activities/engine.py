@@ -9,7 +9,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agent_tools.activities.model_calls import complete, non_retryable
+from agent_tools.activities.model_calls import check_budget, complete, non_retryable
 from agent_tools.activities.providers.base import ToolSchema
 from agent_tools.activities.providers.registry import check_spec
 from agent_tools.activities.services import Services, ServicesHolder
@@ -94,8 +94,16 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
 
         if not await offered(services):
             tools = [t for t in tools if t != "exec_python"]
+    # The organisation's budget is the default; the agent's and the request's options win. A child's request
+    # carries its parent's resolved budget (SessionOptions.delegation_only), so a tree has one ceiling.
+    org_budget = s.budgets.for_organisation(req.organisation)
     options = (
-        SessionOptions(search_attributes=s.search_attributes, memory=agent.memory)
+        SessionOptions(
+            search_attributes=s.search_attributes,
+            memory=agent.memory,
+            budget_cost_usd=org_budget.cost_usd,
+            budget_tokens=org_budget.tokens,
+        )
         .merged(agent.options)
         .merged(req.options)
     )
@@ -165,6 +173,8 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     if inp.stream and activity.in_activity() and activity.info().workflow_id:
         live = TextPublisher(stream_publisher(), session_id=sid, position=inp.position, attempt=attempt)
     try:
+        # The tree's spend so far (from the store, running children included); refused once a ceiling is reached.
+        spent = await check_budget(services, inp.session.budget)
         async with live:
             response, used = await complete(
                 services,
@@ -203,7 +213,13 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     # A final answer of a session with an output schema is checked here, not in the workflow: validation is
     # the schema's (its patterns are bounded by a timeout), and a replay must never run it again.
     verdict = check_answer(inp.output, message.content) if inp.output is not None and not message.tool_calls else None
-    return LlmStepOutput(message=message, position=after, usage=used, output=verdict)
+    return LlmStepOutput(
+        message=message,
+        position=after,
+        usage=used,
+        output=verdict,
+        tree_spent=spent + used if spent is not None else None,
+    )
 
 
 def build_engine_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:

@@ -20,6 +20,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import NondeterminismError
 
 from agent_tools.workflows.base import MODEL_NON_RETRYABLE, call_options, failure_detail
+from agent_tools.workflows.budget import BudgetMixin
 from agent_tools.workflows.delegation import DelegationMixin
 from agent_tools.workflows.events import EventWaitMixin
 from agent_tools.workflows.human import HumanLoopMixin
@@ -90,7 +91,7 @@ _NATIVE_CALLS_KEPT = 8
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin):
+class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin, BudgetMixin):
     @workflow.init
     def __init__(self, input: RawValue) -> None:
         # Decoded here rather than by the SDK: an input that cannot be decoded (a raw client's bad start) would
@@ -267,6 +268,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 # says why, and (when kept alive) waits for the next message; the messages stay unsent.
                 self.state.unsent = new_messages
                 self.state.error = f"model call failed: {failure_detail(exc)}"
+                self.note_refused_step(exc)  # a budget refusal: tell the children, show it
                 self._remember_message(Message(role="assistant", content=f"({self.state.error})"))
                 self.publish("assistant_message", content=f"({self.state.error})")
                 return
@@ -334,6 +336,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         )
         self.state.transcript_len = out.position
         self.state.usage = self.state.usage + out.usage
+        self.note_step_spend(out)
         self._last_answer = message_fingerprint(out.message)
         return out
 
@@ -385,6 +388,9 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             )
         if call.refused is not None:
             return ToolCallOutput(content=f"Invalid arguments for {call.name}: {call.refused}", is_error=True)
+        budget = self.budget_tool_refusal(call.name)
+        if budget is not None:
+            return ToolCallOutput(content=budget, is_error=True)
         if call.raw_arguments is not None:
             return ToolCallOutput(
                 content=f"Invalid arguments for {call.name}: arguments must be a JSON object, got {call.raw_arguments[:200]!r}",
