@@ -208,3 +208,27 @@ async def test_the_budget_and_its_spend_survive_continue_as_new(
         assert "**Budget (whole tree)**" in details and "**reached**: the session tree's budget is spent" in details
         await handle.stop("done")
         await asyncio.wait_for(handle.result(), 30)
+
+
+async def test_the_goal_judge_is_refused_like_any_model_call(
+    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+) -> None:
+    goal = {"name": "createGoal", "arguments": {"condition": "the report is written", "max_turns": 1}}
+    settings.model = script(
+        [
+            {"match": {"agent": "goal-judge"}, "turns": [{"say": '{"met": true, "reason": "written"}'}]},
+            {"turns": [{"say": "", "tool_calls": [goal]}, {"say": "written"}]},
+        ]
+    )
+    async with worker_for() as client:
+        # The ceiling sits between the session's first step and the judge's call after the turn.
+        handle = await client.start_session("write", keep_alive=True, options={"budget_tokens": 1})
+        for _ in range(200):
+            goals = await handle.query("goals", list[dict[str, Any]])
+            if goals and goals[0]["status"] != "active":
+                break
+            await asyncio.sleep(0.05)
+        assert goals[0]["status"] == "exhausted", goals
+        assert "the goal judge failed: model call refused: the session tree's budget is spent" in goals[0]["reason"]
+        await handle.stop("done")
+        await asyncio.wait_for(handle.result(), 30)
