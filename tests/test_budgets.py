@@ -232,3 +232,21 @@ async def test_the_goal_judge_is_refused_like_any_model_call(
         assert "the goal judge failed: model call refused: the session tree's budget is spent" in goals[0]["reason"]
         await handle.stop("done")
         await asyncio.wait_for(handle.result(), 30)
+
+
+async def test_spawn_agent_reads_the_same_spend_and_the_lower_ceiling_binds(
+    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+) -> None:
+    spawn = {"name": "spawn_agent", "arguments": {"task": "look around", "role": "explore"}}
+    model = script([{"say": "", "tool_calls": [spawn]}, {"say": "never"}])
+    settings.model = model
+    settings.prices = {model: Price(input_per_mtok=1e6, output_per_mtok=1e6)}  # a dollar a token
+    async with worker_for() as client:
+        handle = await client.start_session("go", tools=["spawn_agent"], options={"budget_cost_usd": 0.5})
+        finished = asyncio.create_task(_first(handle, "tool_finished", where=lambda e: e.data["tool"] == "spawn_agent"))
+        result = await asyncio.wait_for(handle.result(), 60)
+        preview = str((await finished).data["preview"])  # the progress stream's rendering of codai's JSON
+        # The step that asked for the spawn spent past the tree's $0.50: codai's error shape, the budget's ceiling.
+        assert preview == f"error: request_cost_ceiling; ceiling_usd: 0.5; spent_usd: {result.usage.cost_usd}"
+        assert result.usage.calls == 1 and result.usage.cost_usd > 0.5
+        assert await handle.query("subagents", list[dict[str, Any]]) == []
