@@ -167,8 +167,9 @@ class SessionHandle:
         async with _existing(self.id):
             return await self.workflow.result()
 
-    async def output(self) -> Any:
-        """The structured result: the final answer parsed into ``output_model`` (a JSON value without one).
+    async def output(self, model: type[BaseModel] | None = None) -> Any:
+        """The structured result: the final answer parsed into ``model`` or, by default, the handle's
+        ``output_model`` (a handle from :meth:`AgentToolsClient.session` has none: the JSON value then).
 
         Raises:
             SessionError: the session ended without an answer that matches its output schema (the reason is
@@ -179,9 +180,8 @@ class SessionHandle:
             raise SessionError(
                 f"session {self.id} has no structured result ({result.status.value}): {result.error or 'no answer'}"
             )
-        if self.output_model is not None:
-            return self.output_model.model_validate(result.output)
-        return result.output
+        into = model or self.output_model
+        return into.model_validate(result.output) if into is not None else result.output
 
     async def transcript(self, offset: int = 0, limit: int = 200) -> list[TranscriptEntry]:
         """The stored transcript (full tool results included), read from the SQL store.

@@ -34,6 +34,7 @@ from agent_tools.messages import Message, Usage
 from agent_tools.session import SessionStatus
 from agent_tools.settings import ProviderEndpoint, Settings
 from tests.fake_llm_server import FakeLLMServer, anthropic_reply, anthropic_stream, fake_llm_server, openai_reply
+from tests.test_human import current_details
 
 
 class City(BaseModel):
@@ -223,7 +224,11 @@ async def test_an_invalid_answer_gets_the_error_and_the_retry_is_the_result(
         assert result.output == json.loads(TRIP_JSON) and result.final_message == TRIP_JSON
         trip = await handle.output()
         assert isinstance(trip, Trip) and trip.cities[0].name == "Lisbon"
+        # A handle by id knows no model: the JSON value, or the model asked for.
+        assert await client.session(handle.id).output() == json.loads(TRIP_JSON)
+        assert await client.session(handle.id).output(Trip) == trip
         assert result.usage.calls == 3
+        assert "**Structured result** `Trip`: a valid answer" in await current_details(handle)
         feedback = [e.content for e in await handle.transcript() if e.role == "user"][1:]
         assert feedback[0].startswith(
             "Your final answer does not match the required JSON Schema: the answer is not JSON"
@@ -246,6 +251,10 @@ async def test_retries_run_out_and_the_session_fails_with_the_reason(
             "the answer is not JSON (Expecting value: line 1 column 1 (char 0))"
         )
         assert result.usage.calls == 2
+        assert (
+            "**Structured result** `output`: not valid (1 of 1 retries used): the answer is not JSON"
+            in await current_details(handle)
+        )
         with pytest.raises(SessionError, match="has no structured result"):
             await handle.output()
         # Zero retries: the first invalid answer ends the turn.

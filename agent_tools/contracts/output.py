@@ -39,6 +39,7 @@ __all__ = [
     "check_answer",
     "contract_of",
     "next_output_step",
+    "output_line",
     "parse_answer",
     "schema_dict",
     "schema_refusal",
@@ -280,3 +281,16 @@ def next_output_step(contract: OutputContract | None, state: OutputState, out: L
             ),
         )
     )
+
+
+def output_line(contract: OutputContract | None, state: OutputState) -> str | None:
+    """The Temporal UI's current-details line of a session with an output schema, or None."""
+    if contract is None:
+        return None
+    if state.valid:
+        verdict = "a valid answer"
+    elif state.problem is not None:
+        verdict = f"not valid ({state.retries} of {contract.retries} retries used): {state.problem[:300]}"
+    else:
+        verdict = "no answer yet"
+    return f"**Structured result** `{contract.name}`: {verdict}"

@@ -25,6 +25,7 @@ from agent_tools.workflows.delegation import DelegationMixin
 from agent_tools.workflows.events import EventWaitMixin
 from agent_tools.workflows.human import HumanLoopMixin
 from agent_tools.workflows.native import NATIVE_TOOLS
+from agent_tools.workflows.output import OutputMixin
 from agent_tools.workflows.planning import PlanningMixin
 
 with workflow.unsafe.imports_passed_through():
@@ -91,7 +92,7 @@ _NATIVE_CALLS_KEPT = 8
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin, BudgetMixin):
+class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin, BudgetMixin, OutputMixin):
     @workflow.init
     def __init__(self, input: RawValue) -> None:
         # Decoded here rather than by the SDK: an input that cannot be decoded (a raw client's bad start) would
