@@ -89,10 +89,11 @@ TODO = {"name": "todoWrite", "arguments": {"todos": [{"content": "x", "status": 
 
 
 async def test_a_spent_budget_refuses_the_next_model_call_and_the_details_show_it(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings, store_url: str
 ) -> None:
+    settings.database_url = store_url  # the tree's spend is the store's sum: both stores
     settings.model = script([{"say": "planning", "tool_calls": [TODO]}, {"say": "done"}])
-    async with worker_for() as client:
+    async with worker_for(settings=settings) as client:
         handle = await client.start_session("go", options={"budget_tokens": 1})
         result = await asyncio.wait_for(handle.result(), 60)
         assert result.status == SessionStatus.failed and result.usage.calls == 1
