@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agent_tools.budget import TreeBudget
+from agent_tools.contracts.output import OutputContract, StructuredAnswer
 from agent_tools.messages import Message, Usage
 
 if TYPE_CHECKING:
@@ -62,6 +64,8 @@ class SessionRef(BaseModel):
     memory: bool = True
     # The result readers this agent has: a saved-result pointer names these, not another dialect's.
     readers: list[str] = Field(default_factory=list)
+    # The tree's ceilings: a model call made for this session checks the tree's spend against them first.
+    budget: TreeBudget | None = None
 
     @classmethod
     def of(cls, config: SessionConfig, run_id: str) -> SessionRef:
@@ -79,6 +83,15 @@ class SessionRef(BaseModel):
             spill_threshold=config.spill_threshold,
             memory=config.options.memory is not False,
             readers=[t for t in config.tools if t in RESULT_READERS],
+            budget=(
+                TreeBudget(
+                    root_id=config.root_id,
+                    cost_usd=config.options.budget_cost_usd,
+                    tokens=config.options.budget_tokens,
+                )
+                if config.options.budget_cost_usd is not None or config.options.budget_tokens is not None
+                else None
+            ),
         )
 
 
@@ -99,12 +112,18 @@ class LlmStepInput(BaseModel):
     stream: bool = False
     # The session's step counter for this call (names the step in progress events and traces).
     step: int | None = None
+    # Structured results: the provider is asked for this schema and a final answer is checked against it.
+    output: OutputContract | None = None
 
 
 class LlmStepOutput(BaseModel):
     message: Message
     position: int
     usage: Usage
+    # A final answer's verdict when the step had an output contract.
+    output: StructuredAnswer | None = None
+    # The tree's spend after this step, from the store (sessions with a budget).
+    tree_spent: Usage | None = None
 
 
 class ToolCallInput(BaseModel):
@@ -149,6 +168,8 @@ ProgressKind = Literal[
     "text_discard",
     # A client's signal that could not be taken (signals cannot be refused to the sender).
     "input_rejected",
+    # The session tree's budget is reached: {reason, spent}.
+    "budget",
 ]
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import BaseModel
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
@@ -28,6 +29,7 @@ from agent_tools import search_attributes as sa
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.boundaries import ID_CHARS, NOTE_CHARS, cap_text, clean_json, clean_text, request_problems
 from agent_tools.contracts.human import AnswerAccepted, PendingQuestion
+from agent_tools.contracts.output import schema_dict, schema_refusal
 from agent_tools.errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools.messages import Message
 from agent_tools.progress_text import session_details, session_summary
@@ -93,9 +95,13 @@ class TranscriptEntry:
 class SessionHandle:
     """One session, by id."""
 
-    def __init__(self, client: AgentToolsClient, session_id: str) -> None:
+    def __init__(
+        self, client: AgentToolsClient, session_id: str, *, output_model: type[BaseModel] | None = None
+    ) -> None:
         self._client = client
         self.id = session_id
+        # The pydantic model a structured result is parsed into (``start_session(output_schema=Model)``).
+        self.output_model = output_model
         self.workflow: WorkflowHandle[Any, SessionResult] = client.temporal.get_workflow_handle(
             session_id, result_type=SessionResult
         )
@@ -160,6 +166,22 @@ class SessionHandle:
     async def result(self) -> SessionResult:
         async with _existing(self.id):
             return await self.workflow.result()
+
+    async def output(self, model: type[BaseModel] | None = None) -> Any:
+        """The structured result: the final answer parsed into ``model`` or, by default, the handle's
+        ``output_model`` (a handle from :meth:`AgentToolsClient.session` has none: the JSON value then).
+
+        Raises:
+            SessionError: the session ended without an answer that matches its output schema (the reason is
+                the session's error).
+        """
+        result = await self.result()
+        if result.output is None:
+            raise SessionError(
+                f"session {self.id} has no structured result ({result.status.value}): {result.error or 'no answer'}"
+            )
+        into = model or self.output_model
+        return into.model_validate(result.output) if into is not None else result.output
 
     async def transcript(self, offset: int = 0, limit: int = 200) -> list[TranscriptEntry]:
         """The stored transcript (full tool results included), read from the SQL store.
@@ -332,6 +354,8 @@ class AgentToolsClient:
         keep_alive: bool = False,
         history: list[Message] | None = None,
         options: SessionOptions | dict[str, Any] | None = None,
+        output_schema: type[BaseModel] | Mapping[str, Any] | None = None,
+        output_retries: int | None = None,
     ) -> SessionHandle:
         """Start a session and return its handle.
 
@@ -352,9 +376,15 @@ class AgentToolsClient:
             keep_alive: Wait for the next message after each answer (a chat) instead of ending when idle.
             history: Messages that open the conversation before the prompt.
             options: Session options (``continue_as_new_after_turns``, ``ask_user_timeout_seconds``, ...).
+            output_schema: Structured results: a pydantic model class or a JSON Schema dict the final answer
+                must match. The result's ``output`` holds the parsed answer; :meth:`SessionHandle.output`
+                returns it (an instance of the model class when one was given).
+            output_retries: How many times an answer that does not match goes back to the model with the
+                validation error before the turn fails (0-10, default 2).
 
         Raises:
             pydantic.ValidationError: a field is out of range.
+            SessionError: the output schema is not a usable JSON Schema (the reason says why).
         """
         request = SessionRequest(
             agent=agent,
@@ -372,8 +402,13 @@ class AgentToolsClient:
             keep_alive=keep_alive,
             history=history or [],
             options=SessionOptions.model_validate(options or {}),
+            output_schema=schema_dict(output_schema) if output_schema is not None else None,
+            output_retries=output_retries,
         )
-        return await self.start_request(request, session_id=session_id)
+        handle = await self.start_request(request, session_id=session_id)
+        if isinstance(output_schema, type) and issubclass(output_schema, BaseModel):
+            handle.output_model = output_schema
+        return handle
 
     async def start_request(self, request: SessionRequest, *, session_id: str | None = None) -> SessionHandle:
         """Start a session from a whole :class:`SessionRequest`.
@@ -388,7 +423,9 @@ class AgentToolsClient:
             request = SessionRequest.model_validate(clean_json(request.model_dump(exclude_unset=True)))
         except InvalidInput as exc:
             raise SessionError(f"refused to start the session: {exc}") from exc
-        problems = request_problems(request)
+        problems = request_problems(request) or (
+            schema_refusal(request.output_schema) if request.output_schema is not None else None
+        )
         if problems is not None:
             raise SessionError(f"refused to start the session: {problems}")
         sid = session_id or new_session_id()

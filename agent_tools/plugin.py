@@ -66,6 +66,8 @@ WORKFLOW_HELPER_MODULES = (
     "agent_tools.workflows.human",
     "agent_tools.workflows.planning",
     "agent_tools.workflows.delegation",
+    "agent_tools.workflows.budget",
+    "agent_tools.workflows.output",
     "agent_tools.workflows.events",
 )
 

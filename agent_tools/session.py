@@ -12,9 +12,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CHARS, SCOPE_CHARS, limit
+from agent_tools.budget import BudgetState
 from agent_tools.contracts.delegation import DelegationState
 from agent_tools.contracts.events import EventWaitState
 from agent_tools.contracts.human import HumanState
+from agent_tools.contracts.output import MAX_OUTPUT_RETRIES, OutputContract, OutputState
 from agent_tools.contracts.planning import PlanningState
 from agent_tools.messages import Message, Usage
 from agent_tools.policy import ExecutionPolicy
@@ -116,6 +118,16 @@ class SessionOptions(BaseModel):
     stream_text: bool | None = Field(
         default=None, description="Publish the model's text to the progress stream as it is written (on unless False)"
     )
+    budget_cost_usd: float | None = Field(
+        default=None,
+        description="Cost ceiling of the whole session tree (every model call of it and its descendants)",
+        **limit(minimum=0, maximum=1e6),
+    )
+    budget_tokens: int | None = Field(
+        default=None,
+        description="Token ceiling (input + output) of the whole session tree",
+        **limit(minimum=0, maximum=10**12),
+    )
 
     @model_serializer(mode="wrap")
     def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -130,9 +142,9 @@ class SessionOptions(BaseModel):
         return SessionOptions.model_validate({**self.model_dump(), **top.model_dump()})
 
     def delegation_only(self) -> SessionOptions:
-        """What a child inherits: the delegation limits of its tree."""
+        """What a child inherits: the delegation limits and the budget of its tree."""
         return SessionOptions.model_validate(
-            {k: v for k, v in self.model_dump().items() if k.startswith("delegation_")}
+            {k: v for k, v in self.model_dump().items() if k.startswith(("delegation_", "budget_"))}
         )
 
 
@@ -165,6 +177,10 @@ class SessionRequest(BaseModel):
     # Messages that open the conversation before the prompt (hand-off, prior_messages).
     history: list[Message] = Field(default_factory=list, **limit(items=1000))
     options: SessionOptions = Field(default_factory=SessionOptions)
+    # Structured results: the final answer must be JSON matching this JSON Schema (checked by prepare_session).
+    output_schema: dict[str, Any] | None = None
+    # Invalid final answers sent back to the model, per turn, before the turn fails (default 2).
+    output_retries: int | None = Field(default=None, **limit(minimum=0, maximum=MAX_OUTPUT_RETRIES))
 
 
 class SessionConfig(BaseModel):
@@ -191,6 +207,8 @@ class SessionConfig(BaseModel):
     options: SessionOptions = Field(default_factory=SessionOptions)
     # Timeouts and retries of this session's calls (the worker's settings and the agent's overrides).
     policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
+    # What the final answer must be (structured results); None: free text.
+    output: OutputContract | None = None
 
     def scoped_request(self, agent: str, prompt: str, **fields: Any) -> SessionRequest:
         """A request for another session in this one's organisation, project and user scope."""
@@ -239,6 +257,10 @@ class SessionState(BaseModel):
     # The latest workflow-native tool calls, one line each, for the Temporal UI's current details (native
     # tools run no activity, so the event history has no trace of them).
     native_calls: list[str] = Field(default_factory=list)
+    # The structured result (sessions with an output schema).
+    output: OutputState = Field(default_factory=OutputState)
+    # The tree's spend against its budget (sessions with one).
+    budget: BudgetState = Field(default_factory=BudgetState)
 
 
 class SessionInput(BaseModel):
@@ -258,6 +280,8 @@ class SessionResult(BaseModel):
     tree_usage: Usage = Field(default_factory=Usage)
     error: str | None = None
     handed_off_to: str | None = None
+    # The last final answer that matched the output schema, parsed (sessions with one; else None).
+    output: Any = None
 
 
 class PrepareInput(BaseModel):

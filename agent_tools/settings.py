@@ -28,6 +28,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from agent_tools.budget import BudgetSettings
 from agent_tools.contracts.events.settings import EventSettings
 from agent_tools.contracts.memory import MemoryPolicy
 from agent_tools.contracts.sandbox import SandboxSettings
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_PRICES",
     "DEMO_SCRIPT",
     "SECTIONS",
+    "BudgetSettings",
     "EventSettings",
     "MemoryPolicy",
     "Price",
@@ -150,6 +152,9 @@ class Settings(BaseSettings):
     memory: MemoryPolicy = Field(default_factory=MemoryPolicy)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    # Session-tree budgets per organisation (AGENT_TOOLS_BUDGETS__ORGANISATIONS='{"acme": {"cost_usd": 20}}').
+    # Not in SECTIONS: it never had one-underscore names.
+    budgets: BudgetSettings = Field(default_factory=BudgetSettings)
 
     @classmethod
     def settings_customise_sources(

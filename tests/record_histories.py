@@ -140,12 +140,41 @@ async def scenario_streamed_text(client: AgentToolsClient, script: Callable[[lis
     return handle.id
 
 
+async def scenario_structured_output(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    """A session with an output schema: the first answer is not JSON and goes back with the error."""
+    model = script([{"say": "three days"}, {"say": '{"days": 3}'}])
+    schema = {"type": "object", "properties": {"days": {"type": "integer"}}, "required": ["days"]}
+    handle = await client.start_session(
+        "plan", model=model, output_schema=schema, session_id=f"replay-output-{uuid.uuid4().hex[:6]}"
+    )
+    await handle.result()
+    return handle.id
+
+
+async def scenario_budget_reached(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    """A session with a token ceiling: its first step spends past it, so the second is refused."""
+    model = script(
+        [
+            {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "x", "status": "pending"}]}}]},
+            {"say": "never"},
+        ]
+    )  # fmt: skip
+    handle = await client.start_session(
+        "spend", model=model, tools=["todoWrite"], options={"budget_tokens": 1},
+        session_id=f"replay-budget-{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+    await handle.result()
+    return handle.id
+
+
 SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Awaitable[str]]] = {
     "session_tools_in_parallel": scenario_tools_in_parallel,
     "session_chat_continue_as_new": scenario_chat_with_continue_as_new,
     "session_ask_user": scenario_ask_user,
     "session_subagent_and_goal": scenario_subagent_and_goal,
     "session_streamed_text": scenario_streamed_text,
+    "session_structured_output": scenario_structured_output,
+    "session_budget_reached": scenario_budget_reached,
 }
 
 

@@ -379,6 +379,7 @@ async def delegate_to_model(args: DelegateToModelArgs, ctx: BuiltinContext) -> T
             },
             # One usage row per completion, like the session's own calls; activity ids are stable across
             # retries, so a retry overwrites its row.
+            budget=ctx.session.budget,
             account=UsageAccount(
                 f"{ctx.session.session_id}:{ctx.session.run_id}:{_activity_id(ctx)}:delegate",
                 ctx.session.session_id,

@@ -9,7 +9,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agent_tools.activities.model_calls import complete, non_retryable
+from agent_tools.activities.model_calls import check_budget, complete, non_retryable
 from agent_tools.activities.providers.base import ToolSchema
 from agent_tools.activities.providers.registry import check_spec
 from agent_tools.activities.services import Services, ServicesHolder
@@ -20,7 +20,8 @@ from agent_tools.activity_io import (
     LlmStepInput,
     LlmStepOutput,
 )
-from agent_tools.errors import ConfigurationError, ProviderRequestError, error_type
+from agent_tools.contracts.output import OutputContract, check_answer, contract_of, schema_refusal
+from agent_tools.errors import ConfigurationError, InvalidInput, ProviderRequestError, error_type
 from agent_tools.messages import Message
 from agent_tools.policy import ExecutionPolicy
 from agent_tools.prompt import build_context
@@ -93,8 +94,16 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
 
         if not await offered(services):
             tools = [t for t in tools if t != "exec_python"]
+    # The organisation's budget is the default; the agent's and the request's options win. A child's request
+    # carries its parent's resolved budget (SessionOptions.delegation_only), so a tree has one ceiling.
+    org_budget = s.budgets.for_organisation(req.organisation)
     options = (
-        SessionOptions(search_attributes=s.search_attributes, memory=agent.memory)
+        SessionOptions(
+            search_attributes=s.search_attributes,
+            memory=agent.memory,
+            budget_cost_usd=org_budget.cost_usd,
+            budget_tokens=org_budget.tokens,
+        )
         .merged(agent.options)
         .merged(req.options)
     )
@@ -106,6 +115,7 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
     title = req.title or (req.prompt or agent.name)[:60]
     config = SessionConfig(
+        output=_output_contract(req.output_schema, req.output_retries),
         session_id=inp.session_id,
         agent=agent.name,
         organisation=req.organisation,
@@ -132,6 +142,16 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
     return PrepareOutput(config=config, transcript_len=position)
 
 
+def _output_contract(schema: dict[str, Any] | None, retries: int | None) -> OutputContract | None:
+    """The session's output contract; a schema that cannot be one fails the session before its first step."""
+    if schema is None:
+        return None
+    refusal = schema_refusal(schema)
+    if refusal is not None:
+        raise ApplicationError(f"refused to start: {refusal}", type=error_type(InvalidInput), non_retryable=True)
+    return contract_of(schema, retries)
+
+
 async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     """Build the context from the store and the new messages, call the model, store the step."""
     t = services.transcripts
@@ -153,6 +173,8 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     if inp.stream and activity.in_activity() and activity.info().workflow_id:
         live = TextPublisher(stream_publisher(), session_id=sid, position=inp.position, attempt=attempt)
     try:
+        # The tree's spend so far (from the store, running children included); refused once a ceiling is reached.
+        spent = await check_budget(services, inp.session.budget)
         async with live:
             response, used = await complete(
                 services,
@@ -171,6 +193,7 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
                     "assistant_count": sum(1 for m in transcript if m.role == "assistant"),
                 },
                 on_text=live if isinstance(live, TextPublisher) else None,
+                output=inp.output,
             )
     except (ProviderRequestError, ConfigurationError) as exc:
         raise non_retryable(exc) from exc
@@ -187,7 +210,16 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
         used=used,
         attempt=attempt,
     )
-    return LlmStepOutput(message=message, position=after, usage=used)
+    # A final answer of a session with an output schema is checked here, not in the workflow: validation is
+    # the schema's (its patterns are bounded by a timeout), and a replay must never run it again.
+    verdict = check_answer(inp.output, message.content) if inp.output is not None and not message.tool_calls else None
+    return LlmStepOutput(
+        message=message,
+        position=after,
+        usage=used,
+        output=verdict,
+        tree_spent=spent + used if spent is not None else None,
+    )
 
 
 def build_engine_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:

@@ -19,6 +19,8 @@ from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.providers.base import ModelRequest, ModelResponse, TextSink, ToolSchema
 from agent_tools.activities.services import Services
 from agent_tools.boundaries import normalize_model_message
+from agent_tools.budget import BudgetExceeded, TreeBudget, exceeded
+from agent_tools.contracts.output import OutputContract
 from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError, error_type
 from agent_tools.messages import Message, Usage
 
@@ -44,6 +46,21 @@ def non_retryable(exc: ProviderRequestError | ConfigurationError) -> Application
     return ApplicationError(str(exc), type=error_type(type(exc)), non_retryable=True)
 
 
+async def check_budget(services: Services, budget: TreeBudget | None) -> Usage | None:
+    """The tree's spend so far, or None without a budget.
+
+    Raises:
+        BudgetExceeded: a ceiling is reached; the call must not be made.
+    """
+    if budget is None:
+        return None
+    spent = await services.transcripts.usage_total(root_id=budget.root_id)
+    refusal = exceeded(budget.cost_usd, budget.tokens, spent)
+    if refusal is not None:
+        raise BudgetExceeded(f"model call refused: {refusal}")
+    return spent
+
+
 async def complete(
     services: Services,
     spec: str,
@@ -54,20 +71,27 @@ async def complete(
     meta: dict[str, Any] | None = None,
     account: UsageAccount | None = None,
     on_text: TextSink | None = None,
+    output: OutputContract | None = None,
+    budget: TreeBudget | None = None,
 ) -> tuple[ModelResponse, Usage]:
     """Call the model ``spec``; returns its response and the priced usage.
 
-    ``on_text`` gets each piece of the reply's text while the provider streams it.
+    ``on_text`` gets each piece of the reply's text while the provider streams it; ``output`` asks the
+    provider for a final answer that matches its schema where the provider can (structured results);
+    with ``budget`` the call is refused (:class:`~agent_tools.budget.BudgetExceeded`) once the session
+    tree's spend has reached a ceiling.
 
     Raises:
         ApplicationError: retryable, for 429/5xx/timeouts, with ``next_retry_delay`` from Retry-After.
-        ProviderRequestError: the provider refused the request (4xx, malformed answer); the caller decides
+        ProviderRequestError: the provider refused the request (4xx, malformed answer), or the budget did
+            (``BudgetExceeded``); the caller decides
             whether that fails the activity (:func:`non_retryable`) or becomes a tool error.
         ConfigurationError: the spec names no usable provider.
     """
+    await check_budget(services, budget)
     provider, model_name = services.providers.resolve(spec)
     request = ModelRequest(
-        model=model_name, messages=messages, tools=list(tools), max_tokens=max_tokens, meta=meta or {}
+        model=model_name, messages=messages, tools=list(tools), max_tokens=max_tokens, meta=meta or {}, output=output
     )
     # GenAI semantic conventions: one "chat" span per call, the usage and cost on it once known.
     with tracing.span(

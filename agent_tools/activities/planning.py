@@ -53,6 +53,7 @@ async def judge_goal(services: Services, inp: JudgeGoalInput) -> GoalVerdict:
             account=UsageAccount(
                 f"{inp.session_id}:judge:{inp.goal_id}:{inp.completed_turns}", inp.session_id, inp.root_id
             ),
+            budget=inp.budget,
         )
     except (ProviderRequestError, ConfigurationError) as exc:
         raise non_retryable(exc) from exc

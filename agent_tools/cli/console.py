@@ -203,6 +203,8 @@ class LiveConsole:
             )
         elif kind == "event":
             self.status(self._label(sid, f"  • event {d.get('action')}: {d.get('event_kind')}"), "yellow")
+        elif kind == "budget":
+            self.status(self._label(sid, f"  ! budget reached: {shorten(str(d.get('reason') or ''), 120)}"), "red")
         elif kind == "question":
             self.running[f"{sid}:question"] = _Running(self._label(sid, "waiting for your answer"), time.monotonic())
         elif kind == "answer":

@@ -7,6 +7,7 @@ import contextlib
 import json
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -158,6 +159,8 @@ async def run_and_follow(
     result = await handle.result()
     if result.final_message and handle.id not in view.replied:
         typer.echo(result.final_message)  # nothing streamed it (the stream was cut): the answer, once
+    if result.output is not None:
+        typer.echo(json.dumps(result.output, indent=2, ensure_ascii=False))  # the structured result, parsed
     usage = result.usage + result.tree_usage
     typer.echo("")
     typer.secho(
@@ -187,9 +190,12 @@ def register(app: typer.Typer) -> None:
         keep_open: bool = typer.Option(False, help="With --embedded: keep the server and UI up until Ctrl-C"),
         port: int = typer.Option(7233, help="With --embedded: Temporal frontend port"),
         ui_port: int = typer.Option(8233, help="With --embedded: Temporal UI port"),
+        schema: Path | None = typer.Option(
+            None, "--schema", help="A JSON Schema file: the final answer must match it; printed as JSON"
+        ),
     ) -> None:
         """Start a session, stream its progress, answer its questions at the terminal, print the answer."""
-        _command(_Run(prompt, agent, model, chat, embedded, yes, keep_open, (port, ui_port)))
+        _command(_Run(prompt, agent, model, chat, embedded, yes, keep_open, (port, ui_port), _read_schema(schema)))
 
     @app.command()
     def chat(
@@ -304,6 +310,23 @@ class _Run:
     yes: bool = False
     keep_open: bool = False
     ports: tuple[int, int] = (7233, 8233)
+    output_schema: dict[str, Any] | None = None
+
+
+def _read_schema(path: Path | None) -> dict[str, Any] | None:
+    """The JSON Schema of ``--schema``; a file that is not one stops the command before anything starts."""
+    if path is None:
+        return None
+    from agent_tools.contracts.output import schema_refusal
+
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise typer.BadParameter(f"cannot read {path}: {exc}", param_hint="--schema") from exc
+    refusal = schema_refusal(schema)
+    if refusal is not None:
+        raise typer.BadParameter(refusal, param_hint="--schema")
+    return dict(schema)
 
 
 def _command(run: _Run) -> None:
@@ -318,6 +341,8 @@ async def _run(run: _Run) -> int:
     fields: dict[str, Any] = {"agent": agent}
     if model:
         fields["model"] = model
+    if run.output_schema is not None:
+        fields["output_schema"] = run.output_schema
     spec = model or settings.model
     if spec:
         # A bad spec fails here, before a session or a server starts, not at the session's first model call.

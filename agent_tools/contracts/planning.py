@@ -15,6 +15,7 @@ from typing import ClassVar, Literal, TypeVar
 from pydantic import BaseModel, Field, model_validator
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, NOTE_CHARS, limit
+from agent_tools.budget import TreeBudget
 from agent_tools.catalog.spec import ToolSpec
 from agent_tools.messages import Message, Usage
 
@@ -154,6 +155,8 @@ class JudgeGoalInput(BaseModel):
     position: int
     # Earlier judgements of this goal (the scripted model picks its reply by it; real models ignore it).
     judgements: int = 0
+    # The session tree's ceilings: the judge's call is refused like any other once they are reached.
+    budget: TreeBudget | None = None
 
 
 class GoalVerdict(BaseModel):

@@ -32,6 +32,7 @@ from agent_tools.workflows.native import native_tool
 with workflow.unsafe.imports_passed_through():
     from agent_tools import search_attributes as sa
     from agent_tools.activity_io import ToolCallOutput
+    from agent_tools.budget import tree_spend
     from agent_tools.contracts.delegation import (
         ACT_AWAIT_SESSION,
         ACT_CHECK_AGENT,
@@ -645,9 +646,15 @@ class DelegationMixin(SessionBase):
             if c.options.delegation_cost_ceiling_usd is not None
             else COST_CEILING_USD
         )
-        spent = round(self.state.usage.cost_usd + self.state.tree_usage.cost_usd, 6)
+        # One spend for both ceilings: the tree's (agent_tools.budget), live from the store when the tree has a
+        # budget, else own + finished children's; the tree budget's cost ceiling binds spawn_agent too.
+        budget = c.options.budget_cost_usd
+        ceiling = min(ceiling, budget) if budget is not None else ceiling
+        spent = round(tree_spend(self.state.usage, self.state.tree_usage, self.state.budget).cost_usd, 6)
         if spent >= ceiling:
             return tool_error(error_json("request_cost_ceiling", ceiling_usd=ceiling, spent_usd=spent))
+        if self.state.budget.reached is not None:
+            return tool_error(error_json("budget_reached", detail=self.state.budget.reached))
         d.spawn_in_step += 1
         role = ROLES[args.role]
         child_id = self._next_child_id()

@@ -219,6 +219,7 @@ class PlanningMixin(SessionBase):
                     max_turns=goal.max_turns,
                     position=self.state.transcript_len,
                     judgements=goal.judgements,
+                    budget=self.session_ref().budget,
                 ),
                 result_type=GoalVerdict,
                 **call_options(self.config.policy.goal_judge, MODEL_NON_RETRYABLE),

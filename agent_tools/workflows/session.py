@@ -20,10 +20,12 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import NondeterminismError
 
 from agent_tools.workflows.base import MODEL_NON_RETRYABLE, call_options, failure_detail
+from agent_tools.workflows.budget import BudgetMixin
 from agent_tools.workflows.delegation import DelegationMixin
 from agent_tools.workflows.events import EventWaitMixin
 from agent_tools.workflows.human import HumanLoopMixin
 from agent_tools.workflows.native import NATIVE_TOOLS
+from agent_tools.workflows.output import OutputMixin
 from agent_tools.workflows.planning import PlanningMixin
 
 with workflow.unsafe.imports_passed_through():
@@ -49,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         request_problems,
     )
     from agent_tools.catalog.registry import builtin_specs
+    from agent_tools.contracts.output import next_output_step
     from agent_tools.errors import InvalidInput, error_type
     from agent_tools.messages import Message, ToolCall, message_fingerprint
     from agent_tools.policy import ExecutionPolicy
@@ -89,7 +92,7 @@ _NATIVE_CALLS_KEPT = 8
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin):
+class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin, BudgetMixin, OutputMixin):
     @workflow.init
     def __init__(self, input: RawValue) -> None:
         # Decoded here rather than by the SDK: an input that cannot be decoded (a raw client's bad start) would
@@ -266,6 +269,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 # says why, and (when kept alive) waits for the next message; the messages stay unsent.
                 self.state.unsent = new_messages
                 self.state.error = f"model call failed: {failure_detail(exc)}"
+                self.note_refused_step(exc)  # a budget refusal: tell the children, show it
                 self._remember_message(Message(role="assistant", content=f"({self.state.error})"))
                 self.publish("assistant_message", content=f"({self.state.error})")
                 return
@@ -275,7 +279,13 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 # ``position`` ties the message to its step's live text (text_delta items).
                 self.publish("assistant_message", content=message.content, position=self._step_position)
             if not message.tool_calls:
-                break
+                # Structured results: an answer that does not match the schema goes back with the reason.
+                verdict = next_output_step(self.config.output, self.state.output, out, self.state.turns)
+                if verdict.feedback is None:
+                    self.state.error = verdict.error
+                    break
+                new_messages = [verdict.feedback]
+                continue
             outputs = await asyncio.gather(*(self._call_tool(call) for call in message.tool_calls))
             new_messages = [
                 Message(
@@ -319,6 +329,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 last_answer=self._last_answer,
                 stream=self._stream_text(),
                 step=self.state.steps,
+                output=self.config.output,
             ),
             result_type=LlmStepOutput,
             summary=step_summary(self.state.steps, self.config.model),
@@ -326,6 +337,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         )
         self.state.transcript_len = out.position
         self.state.usage = self.state.usage + out.usage
+        self.note_step_spend(out)
         self._last_answer = message_fingerprint(out.message)
         return out
 
@@ -377,6 +389,9 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             )
         if call.refused is not None:
             return ToolCallOutput(content=f"Invalid arguments for {call.name}: {call.refused}", is_error=True)
+        budget = self.budget_tool_refusal(call.name)
+        if budget is not None:
+            return ToolCallOutput(content=budget, is_error=True)
         if call.raw_arguments is not None:
             return ToolCallOutput(
                 content=f"Invalid arguments for {call.name}: arguments must be a JSON object, got {call.raw_arguments[:200]!r}",
@@ -470,6 +485,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             tree_usage=self.state.tree_usage,
             error=self.state.error,
             handed_off_to=self.state.handed_off_to,
+            output=self.state.output.value if self.state.output.valid else None,
         )
 
     # ---- messages in --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ skipped, and an ``error`` event is mapped like an HTTP error.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from agent_tools.activities.providers.base import (
     token_count,
 )
 from agent_tools.activities.providers.sse import complete_streamed
+from agent_tools.contracts.output import OUTPUT_TOOL, OutputContract
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
 
@@ -189,6 +191,43 @@ def parse_message(provider: str, body: dict[str, Any]) -> ModelResponse:
     )
 
 
+def output_tool(output: OutputContract) -> dict[str, Any]:
+    """The tool whose arguments are the final answer: Anthropic has no response format, so structured results
+    force a tool call. Its input schema must be an object; any other schema is wrapped as ``{"value": ...}``
+    (its ``$defs`` moved to the wrapper's root, so that ``#/$defs/...`` references still resolve)."""
+    schema = output.json_schema
+    if schema.get("type") != "object":
+        inner = {k: v for k, v in schema.items() if k != "$defs"}
+        schema = {"type": "object", "properties": {"value": inner}, "required": ["value"]}
+        if "$defs" in output.json_schema:
+            schema["$defs"] = output.json_schema["$defs"]
+    return {
+        "name": OUTPUT_TOOL,
+        "description": "Give your final answer: its arguments are the answer, in the required JSON Schema.",
+        "input_schema": schema,
+    }
+
+
+def take_output(output: OutputContract, response: ModelResponse) -> ModelResponse:
+    """The forced tool's call becomes the reply's text (the JSON answer), so the engine sees a final answer.
+    Beside other tool calls it is dropped: those run first, and the model answers again after them."""
+    calls = response.message.tool_calls
+    answer = [c for c in calls if c.name == OUTPUT_TOOL]
+    if not answer:
+        return response
+    others = [c for c in calls if c.name != OUTPUT_TOOL]
+    if others:
+        return response.model_copy(update={"message": response.message.model_copy(update={"tool_calls": others})})
+    call = answer[0]
+    value: Any = call.arguments
+    if output.json_schema.get("type") != "object" and set(call.arguments) == {"value"}:
+        value = call.arguments["value"]
+    text = call.raw_arguments if call.raw_arguments is not None else json.dumps(value, ensure_ascii=False)
+    return response.model_copy(
+        update={"message": response.message.model_copy(update={"content": text, "tool_calls": []})}
+    )
+
+
 class AnthropicProvider(HttpProvider):
     """POST {base_url}/v1/messages, streamed unless ``stream=False``."""
 
@@ -207,15 +246,28 @@ class AnthropicProvider(HttpProvider):
             payload["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
             ]
+        forced = self._forced_output(request)
+        if forced is not None:
+            payload["tools"] = [*payload.get("tools", []), output_tool(forced)]
+            # Without other tools the answer tool itself is forced; with them, some tool call is, so the model
+            # still works with its tools and ends by calling the answer tool.
+            payload["tool_choice"] = {"type": "tool", "name": OUTPUT_TOOL} if not request.tools else {"type": "any"}
         if self.stream:
             payload["stream"] = True
         return payload
+
+    @staticmethod
+    def _forced_output(request: ModelRequest) -> OutputContract | None:
+        # A session tool of that very name keeps its meaning; the answer is then checked as text only.
+        if request.output is None or any(t.name == OUTPUT_TOOL for t in request.tools):
+            return None
+        return request.output
 
     async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
         headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if self.api_key:
             headers["x-api-key"] = self.api_key
-        return await complete_streamed(
+        response = await complete_streamed(
             self.client,
             self.name,
             f"{self.base_url}/v1/messages",
@@ -224,3 +276,5 @@ class AnthropicProvider(HttpProvider):
             reply=_Reply(self.name, ReplyText(self.name, on_text)),
             whole=parse_message,
         )
+        forced = self._forced_output(request)
+        return take_output(forced, response) if forced is not None else response

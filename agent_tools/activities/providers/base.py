@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import httpx
 from pydantic import BaseModel, Field
 
+from agent_tools.contracts.output import OutputContract
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message
 
@@ -41,6 +42,8 @@ class ModelRequest(BaseModel):
     max_tokens: int | None = None
     # Who is asking (agent, session): the scripted model picks its script by it; real providers ignore it.
     meta: dict[str, Any] = Field(default_factory=dict)
+    # Structured results: the final answer must match this schema (providers that can enforce it do).
+    output: OutputContract | None = None
 
 
 class ModelResponse(BaseModel):

@@ -197,6 +197,14 @@ class OpenAIProvider(HttpProvider):
                 for t in request.tools
             ]
             payload["parallel_tool_calls"] = True
+        if request.output is not None:
+            # Structured outputs: the server constrains the final answer to the schema. Not ``strict``: strict
+            # mode takes only a subset of JSON Schema (every property required, no additional ones), and the
+            # activity validates the answer against the whole schema anyway.
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.output.name, "schema": request.output.json_schema, "strict": False},
+            }
         if self.stream:
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}

@@ -121,6 +121,7 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallO
                     "title": "webFetch extraction",
                     "session_id": ctx.session.session_id,
                 },
+                budget=ctx.session.budget,
                 account=UsageAccount(
                     f"{ctx.session.session_id}:{ctx.session.run_id}:{ctx.call_id}:web_extract",
                     ctx.session.session_id,
