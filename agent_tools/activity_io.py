@@ -112,6 +112,8 @@ class ToolCallInput(BaseModel):
     call_id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # The approval this call runs under: the activity consumes its grant once (contracts/approvals.py).
+    approval_id: str | None = None
 
 
 class ToolCallOutput(BaseModel):
@@ -149,6 +151,8 @@ ProgressKind = Literal[
     "text_discard",
     # A client's signal that could not be taken (signals cannot be refused to the sender).
     "input_rejected",
+    # A tool call waits for a person's approval, or its approval was decided: {approval_id, tool, state, ...}.
+    "approval",
 ]
 
 

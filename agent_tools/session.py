@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CHARS, SCOPE_CHARS, limit
+from agent_tools.contracts.approvals import ApprovalPolicy, ApprovalState, ResolvedApprovals
 from agent_tools.contracts.delegation import DelegationState
 from agent_tools.contracts.events import EventWaitState
 from agent_tools.contracts.human import HumanState
@@ -116,6 +117,9 @@ class SessionOptions(BaseModel):
     stream_text: bool | None = Field(
         default=None, description="Publish the model's text to the progress stream as it is written (on unless False)"
     )
+    approval: ApprovalPolicy | None = Field(
+        default=None, description="Tools that need a person's approval (added to the agent's own policy)"
+    )
 
     @model_serializer(mode="wrap")
     def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -191,6 +195,8 @@ class SessionConfig(BaseModel):
     options: SessionOptions = Field(default_factory=SessionOptions)
     # Timeouts and retries of this session's calls (the worker's settings and the agent's overrides).
     policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
+    # The tools whose calls wait for a person's approval (None: none do); see contracts/approvals.py.
+    approvals: ResolvedApprovals | None = None
 
     def scoped_request(self, agent: str, prompt: str, **fields: Any) -> SessionRequest:
         """A request for another session in this one's organisation, project and user scope."""
@@ -239,6 +245,7 @@ class SessionState(BaseModel):
     # The latest workflow-native tool calls, one line each, for the Temporal UI's current details (native
     # tools run no activity, so the event history has no trace of them).
     native_calls: list[str] = Field(default_factory=list)
+    approvals: ApprovalState = Field(default_factory=ApprovalState)
 
 
 class SessionInput(BaseModel):

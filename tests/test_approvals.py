@@ -1,0 +1,305 @@
+"""Tool approvals end to end on real Temporal: approve (runs once), deny (the reason reaches the model),
+timeout, a changed argument needs a new approval, decisions refused (unknown, decided twice, another digest,
+not an approver), the signal twin, the audit rows on both stores."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
+
+from agent_tools.activities.store.approval_tables import ApprovalStore
+from agent_tools.activities.store.db import Store
+from agent_tools.agents import AgentDefinition
+from agent_tools.catalog.spec import ToolLevel
+from agent_tools.client import SessionHandle
+from agent_tools.contracts.approvals import (
+    ApprovalPolicy,
+    ApprovalRejected,
+    PendingApproval,
+    argument_digest,
+    requires_approval,
+    resolve_approvals,
+)
+from agent_tools.errors import SessionError
+from agent_tools.human_client import approval_state, decide_approval
+from agent_tools.session import SessionStatus
+from agent_tools.user_tools import tool
+
+RUNS: list[dict[str, Any]] = []
+
+
+@tool(description="Send a payment", requires_approval=True)  # type: ignore[untyped-decorator]
+async def send_payment(to: str, amount: int) -> str:
+    RUNS.append({"to": to, "amount": amount})
+    return f"sent {amount} to {to}"
+
+
+@tool(description="Look up a balance")  # type: ignore[untyped-decorator]
+async def balance(account: str) -> str:
+    RUNS.append({"balance": account})
+    return f"{account}: 100"
+
+
+def pay(amount: int = 5, to: str = "bob") -> dict[str, Any]:
+    return {"say": "paying", "tool_calls": [{"name": "send_payment", "arguments": {"to": to, "amount": amount}}]}
+
+
+TOOLS = ["send_payment", "balance"]
+
+
+@pytest.fixture(autouse=True)
+def _clear_runs() -> None:
+    RUNS.clear()
+
+
+async def wait_for_approvals(handle: SessionHandle, count: int = 1, timeout: float = 20.0) -> list[PendingApproval]:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            pending = await handle.pending_approvals()
+        except Exception:  # the workflow may not have run its first task yet
+            pending = []
+        if len(pending) >= count:
+            return pending
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"no {count} pending approvals after {timeout}s")
+        await asyncio.sleep(0.1)
+
+
+async def current_details(handle: SessionHandle) -> str:
+    meta = await handle.workflow.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    return str(meta.current_details)
+
+
+async def audit_rows(database_url: str, session_id: str) -> list[Any]:
+    store = Store(database_url)
+    try:
+        return await ApprovalStore(store).for_session(session_id)
+    finally:
+        await store.close()
+
+
+def test_policy_rules() -> None:
+    from agent_tools.catalog.registry import builtin_specs
+
+    specs = {s.name: s for s in builtin_specs()}
+    flagged = send_payment.spec
+    assert requires_approval(None, "send_payment", flagged)
+    assert not requires_approval(None, "balance", balance.spec)
+    assert requires_approval(ApprovalPolicy(require=["mcp__github__*"]), "mcp__github__create_issue", None)
+    assert not requires_approval(ApprovalPolicy(require=["mcp__github__*"]), "mcp__slack__post", None)
+    http = next(s for s in specs.values() if s.level == ToolLevel.l1_http)
+    assert requires_approval(ApprovalPolicy(min_level=ToolLevel.l1_http), http.name, http)
+    assert not requires_approval(ApprovalPolicy(min_level=ToolLevel.l3_sandbox), http.name, http)
+    # A request can add to the agent's policy, never take from it; the agent's timeout and approvers win.
+    resolved = resolve_approvals(
+        ["balance", "send_payment", "todoWrite"],
+        {"balance": balance.spec, "send_payment": flagged},
+        ApprovalPolicy(require=["todo*"], timeout_seconds=60, approvers=["ana"]),
+        ApprovalPolicy(require=["balance"], timeout_seconds=5, approvers=["mallory"]),
+    )
+    assert resolved is not None and resolved.tools == ["balance", "send_payment", "todoWrite"]
+    assert resolved.timeout_seconds == 60 and resolved.approvers == ["ana"]
+    assert resolve_approvals(["balance"], {"balance": balance.spec}, None, ApprovalPolicy()) is None
+    # The digest is canonical: key order does not matter, any value changes it.
+    assert argument_digest({"a": 1, "b": "x"}) == argument_digest({"b": "x", "a": 1})
+    assert argument_digest({"a": 1}) != argument_digest({"a": 2})
+    assert len(argument_digest({"s": "\ud800 lone"})) == 64
+
+
+async def test_approved_call_runs_once_and_is_audited(settings: Any, script: Any, worker_for: Any) -> None:
+    settings.model = script([pay(), {"say": "got: {{last_tool}}"}])
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS, keep_alive=True)
+        [pending] = await wait_for_approvals(handle)
+        assert pending.tool == "send_payment" and pending.digest == argument_digest({"to": "bob", "amount": 5})
+        assert '"amount": 5' in pending.arguments_preview
+        assert RUNS == []  # nothing runs before the decision
+        assert (await handle.status()).status == SessionStatus.waiting_for_user
+        details = await current_details(handle)
+        assert "**Waiting for approval**" in details and pending.approval_id in details and pending.digest in details
+        accepted = await handle.approve(pending.approval_id, digest=pending.digest, decided_by="ana")
+        assert accepted.approved and accepted.remaining == 0
+        kinds = [e.data.get("state") async for e in _progress_until_turn_finished(handle) if e.kind == "approval"]
+        assert kinds == ["pending", "decided", "approved"]
+        assert (await handle.latest_message()).content == "got: sent 5 to bob"
+        assert RUNS == [{"to": "bob", "amount": 5}]
+        # A replayed decision for the consumed approval is refused, and nothing runs again.
+        with pytest.raises(SessionError, match="already decided"):
+            await handle.approve(pending.approval_id, digest=pending.digest, decided_by="ana")
+        state = await approval_state(handle)
+        assert state.pending == [] and [d.outcome for d in state.decided] == ["approved"]
+        assert state.decided[0].decided_by == "ana" and state.decided[0].via == "update"
+        assert (await handle.status()).status == SessionStatus.idle
+        await handle.stop("test over")
+        assert RUNS == [{"to": "bob", "amount": 5}]
+    [row] = await audit_rows(settings.database_url, handle.id)
+    assert (row.approval_id, row.outcome, row.decided_by, row.tool) == (
+        pending.approval_id,
+        "approved",
+        "ana",
+        "send_payment",
+    )
+    assert row.digest == pending.digest and row.consumed_at is not None and row.result and "sent 5 to bob" in row.result
+
+
+async def _turn_finished(handle: SessionHandle) -> None:
+    async for _ in _progress_until_turn_finished(handle):
+        pass
+
+
+async def _progress_until_turn_finished(handle: SessionHandle) -> Any:
+    async for event in handle.progress():
+        yield event
+        if event.kind == "turn_finished":
+            return
+
+
+async def test_denied_call_does_not_run_and_the_model_gets_the_reason(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    settings.model = script([pay(), {"say": "got: {{last_tool}}"}])
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS)
+        [pending] = await wait_for_approvals(handle)
+        await handle.deny(pending.approval_id, reason="too expensive", decided_by="ana")
+        result = await handle.result()
+        assert result.final_message == (
+            "got: The call of send_payment was denied by ana: too expensive. It did not run. "
+            "Do not retry it unchanged."
+        )
+        assert RUNS == []
+        entries = await handle.transcript()
+        [tool_msg] = [e for e in entries if e.role == "tool"]
+        assert "denied by ana: too expensive" in tool_msg.content
+    [row] = await audit_rows(settings.database_url, handle.id)
+    assert row.outcome == "denied" and row.reason == "too expensive" and row.consumed_at is None
+
+
+async def test_no_decision_in_time_is_a_tool_error(settings: Any, script: Any, worker_for: Any) -> None:
+    settings.model = script([pay(), {"say": "got: {{last_tool}}"}])
+    agent = AgentDefinition(name="assistant", approval=ApprovalPolicy(timeout_seconds=1))
+    async with worker_for(tools=[send_payment, balance], agents=[agent]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS, keep_alive=True)
+        [pending] = await wait_for_approvals(handle)
+        assert pending.deadline is not None
+        await asyncio.wait_for(_turn_finished(handle), timeout=30)
+        assert (await handle.latest_message()).content == (
+            "got: The call of send_payment needed a person's approval and none came within 1 seconds. It did not run."
+        )
+        # A decision after the timeout is too late: the approval is consumed.
+        with pytest.raises(SessionError, match="already decided"):
+            await handle.approve(pending.approval_id, digest=pending.digest)
+        await handle.stop("test over")
+        assert RUNS == []
+    [row] = await audit_rows(settings.database_url, handle.id)
+    assert row.outcome == "timed_out"
+
+
+async def test_changed_arguments_need_a_new_approval(settings: Any, script: Any, worker_for: Any) -> None:
+    # A pattern in the request's options: the balance tool has no flag of its own.
+    settings.model = script([pay(5), pay(500), {"say": "got: {{last_tool}}"}])
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay bob twice", tools=TOOLS)
+        [first] = await wait_for_approvals(handle)
+        await handle.approve(first.approval_id, digest=first.digest)
+        second = await _next_pending(handle, first.approval_id)
+        assert second.digest != first.digest and second.approval_id != first.approval_id
+        # The first approval does not cover the second call's arguments.
+        with pytest.raises(SessionError, match="digest does not match"):
+            await handle.approve(second.approval_id, digest=first.digest)
+        await handle.approve(second.approval_id, digest=second.digest)
+        result = await handle.result()
+        assert result.final_message == "got: sent 500 to bob"
+        assert RUNS == [{"to": "bob", "amount": 5}, {"to": "bob", "amount": 500}]
+
+
+async def _next_pending(handle: SessionHandle, after: str) -> PendingApproval:
+    for _ in range(200):
+        pending = [p for p in await handle.pending_approvals() if p.approval_id != after]
+        if pending:
+            return pending[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError("no second approval")
+
+
+async def test_bad_decisions_are_refused_and_signalled_ones_recorded(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    settings.model = script(
+        [{"say": "", "tool_calls": [{"name": "balance", "arguments": {"account": "acme"}}]}, {"say": "{{last_tool}}"}]
+    )
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session(
+            "check", tools=TOOLS, options={"approval": {"require": ["bal*"], "approvers": ["ana", "bo"]}}
+        )
+        [pending] = await wait_for_approvals(handle)
+        assert pending.approvers == ["ana", "bo"]
+        cases = [
+            ({"approval_id": "apr_nope", "digest": pending.digest}, "unknown approval"),
+            ({"approval_id": pending.approval_id, "digest": "0" * 64}, "digest does not match"),
+            ({"approval_id": pending.approval_id, "digest": pending.digest, "decided_by": "mallory"}, "may not decide"),
+            ({"approval_id": pending.approval_id, "digest": pending.digest}, "anonymous decider may not decide"),
+        ]
+        for fields, reason in cases:
+            with pytest.raises(SessionError, match=reason):
+                await decide_approval(handle, approve=True, decided_by=fields.pop("decided_by", None), **fields)
+        # Approving needs the digest the decider saw.
+        with pytest.raises(ApprovalRejected, match="needs the digest"):
+            await decide_approval(handle, pending.approval_id, approve=True)
+        # By signal nothing can be refused: each bad decision is recorded, the approval stays pending.
+        await handle.workflow.signal("decide_approval_signal", {"approval_id": pending.approval_id, "approve": "yes"})
+        await decide_approval(
+            handle, pending.approval_id, approve=True, digest="f" * 64, decided_by="ana", by_signal=True
+        )
+        for _ in range(100):
+            state = await approval_state(handle)
+            if len(state.rejected) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert "malformed decision" in state.rejected[0].reason
+        assert "digest does not match" in state.rejected[1].reason
+        assert [p.approval_id for p in state.pending] == [pending.approval_id] and RUNS == []
+        # A good signalled decision approves.
+        await decide_approval(
+            handle, pending.approval_id, approve=True, digest=pending.digest, decided_by="bo", by_signal=True
+        )
+        result = await handle.result()
+        assert result.final_message == "acme: 100"
+        state = await approval_state(handle)
+        assert state.decided[0].via == "signal" and state.decided[0].decided_by == "bo"
+
+
+async def test_stop_while_waiting_clears_the_approval(settings: Any, script: Any, worker_for: Any) -> None:
+    settings.model = script([pay(), {"say": "never"}])
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS)
+        [pending] = await wait_for_approvals(handle)
+        await handle.stop("test over")
+        result = await handle.result()
+        assert result.status == SessionStatus.stopped
+        assert await handle.pending_approvals() == [] and RUNS == []
+        state = await approval_state(handle)
+        assert state.pending == [] and state.decided == [] and pending.approval_id
+
+
+async def test_audit_rows_on_both_stores(settings: Any, script: Any, worker_for: Any, store_url: str) -> None:
+    settings.database_url = store_url
+    settings.model = script([pay(1), pay(2), {"say": "done"}])
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay twice", tools=TOOLS)
+        [first] = await wait_for_approvals(handle)
+        await handle.approve(first.approval_id, digest=first.digest, reason="fine", decided_by="ana")
+        second = await _next_pending(handle, first.approval_id)
+        await handle.deny(second.approval_id, reason="once is enough", decided_by="bo")
+        assert (await handle.result()).final_message == "done"
+    rows = await audit_rows(store_url, handle.id)
+    assert [(r.outcome, r.decided_by, r.reason) for r in rows] == [
+        ("approved", "ana", "fine"),
+        ("denied", "bo", "once is enough"),
+    ]
+    assert rows[0].consumed_at is not None and rows[1].consumed_at is None
+    assert RUNS == [{"to": "bob", "amount": 1}]
