@@ -168,8 +168,7 @@ async def test_denied_call_does_not_run_and_the_model_gets_the_reason(
         await handle.deny(pending.approval_id, reason="too expensive", decided_by="ana")
         result = await handle.result()
         assert result.final_message == (
-            "got: The call of send_payment was denied by ana: too expensive. It did not run. "
-            "Do not retry it unchanged."
+            "got: The call of send_payment was denied by ana: too expensive. It did not run. Do not retry it unchanged."
         )
         assert RUNS == []
         entries = await handle.transcript()
