@@ -33,6 +33,7 @@ def test_histories_are_committed() -> None:
         "session_event_wait",
         "session_chat_continue_as_new",
         "session_streamed_text",
+        "session_tool_approval",
     ):
         assert scenario in names, scenario
 

@@ -164,14 +164,18 @@ class ApprovalMixin(SessionBase):
         return None, approval_id
 
     async def _record_decision(self, decided: DecidedApproval, preview: str) -> bool:
+        options = call_options(self.config.policy.engine)
         try:
-            await workflow.execute_activity(
+            # A local activity: one small store write, which would otherwise cost a round trip through the
+            # server (and three history events) between the decision and the call.
+            await workflow.execute_local_activity(
                 ACTIVITY_RECORD_APPROVAL,
                 RecordApprovalInput(
                     session_id=self.config.session_id, arguments_preview=preview, **decided.model_dump()
                 ),
                 summary=f"record approval {decided.outcome}: {decided.tool}",
-                **call_options(self.config.policy.engine),
+                start_to_close_timeout=options["start_to_close_timeout"],
+                retry_policy=options["retry_policy"],
             )
         except ActivityError:
             workflow.logger.exception("approval %s could not be recorded", decided.approval_id)
