@@ -302,3 +302,75 @@ async def test_audit_rows_on_both_stores(settings: Any, script: Any, worker_for:
     ]
     assert rows[0].consumed_at is not None and rows[1].consumed_at is None
     assert RUNS == [{"to": "bob", "amount": 1}]
+
+
+async def test_cli_lists_and_decides(settings: Any, script: Any, temporal_env: Any, worker_for: Any) -> None:
+    from typer.testing import CliRunner
+
+    from agent_tools.cli import app
+
+    settings.model = script([pay(1), pay(2), {"say": "got: {{last_tool}}"}])
+    env = {
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
+    }
+    runner = CliRunner()
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay twice", tools=TOOLS)
+        [first] = await wait_for_approvals(handle)
+        # The CLI runs its own event loop: call it from a thread while this loop keeps the worker going.
+        out = await asyncio.to_thread(runner.invoke, app, ["approve", handle.id], env=env)
+        assert out.exit_code == 0 and first.approval_id in out.output and first.digest in out.output, out.output
+        out = await asyncio.to_thread(runner.invoke, app, ["approve", handle.id, first.approval_id, "--deny"], env=env)
+        assert out.exit_code == 2 and "--deny needs a --reason" in out.output
+        out = await asyncio.to_thread(
+            runner.invoke, app, ["approve", handle.id, first.approval_id, "--digest", "0" * 64], env=env
+        )
+        assert out.exit_code == 1 and "digest does not match" in out.output, out.output
+        out = await asyncio.to_thread(
+            runner.invoke, app, ["approve", handle.id, first.approval_id, "--by", "ana"], env=env
+        )
+        assert out.exit_code == 0 and '"approved": true' in out.output, out.output
+        second = await _next_pending(handle, first.approval_id)
+        args = ["approve", handle.id, second.approval_id, "--deny", "--reason", "enough", "--signal"]
+        out = await asyncio.to_thread(runner.invoke, app, args, env=env)
+        assert out.exit_code == 0 and "signalled" in out.output, out.output
+        result = await handle.result()
+        assert result.final_message == (
+            "got: The call of send_payment was denied: enough. It did not run. Do not retry it unchanged."
+        )
+        out = await asyncio.to_thread(runner.invoke, app, ["approve", handle.id, first.approval_id], env=env)
+        assert out.exit_code == 1 and "is not pending" in out.output
+    assert RUNS == [{"to": "bob", "amount": 1}]
+
+
+async def test_run_asks_for_the_approval_inline(
+    settings: Any, script: Any, temporal_env: Any, worker_for: Any, tmp_path: Any
+) -> None:
+    """``agent-tools run`` in a real terminal: a built-in tool the agent's policy names waits, the terminal
+    asks, the denial typed there reaches the model."""
+    from tests.terminal import Terminal
+    from tests.test_terminal import cli_env
+
+    settings.model = script(
+        [
+            {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "a", "status": "pending"}]}}]},
+            {"say": "got: {{last_tool}}"},
+        ]
+    )  # fmt: skip
+    agent = AgentDefinition(name="assistant", approval=ApprovalPolicy(require=["todo*"]))
+    terminal = Terminal(tmp_path)
+    try:
+        async with worker_for(agents=[agent]):
+            terminal.start(["run", "plan"], cli_env(temporal_env, settings))
+            asked = await terminal.wait_for(lambda s: "Approve this call? [y/n]" in s, timeout=40)
+            assert "Approval needed: todoWrite" in asked and "digest:" in asked
+            terminal.keys("n", "Enter")
+            await terminal.wait_for(lambda s: "Reason (for the model)" in s, timeout=20)
+            terminal.keys("not now", "Enter")
+            done = await terminal.wait_for(lambda s: "EXIT=" in s, timeout=40)
+    finally:
+        terminal.close()
+    assert "EXIT=0" in done, done
+    assert "denied by cli: not now" in done
