@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool
 
-from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, NOTE_CHARS, limit
+from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, NOTE_CHARS, clean_text, limit
 from agent_tools.catalog.spec import ToolLevel, ToolSpec
 from agent_tools.errors import InvalidInput
 
@@ -119,7 +119,9 @@ def argument_digest(arguments: dict[str, Any]) -> str:
 
 
 def arguments_preview(arguments: dict[str, Any]) -> str:
-    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    """The arguments as people read them (cleaned: the store keeps this text, and PostgreSQL refuses a lone
+    surrogate)."""
+    text = clean_text(json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str))
     if len(text) > ARGUMENTS_PREVIEW_CHARS:
         return text[:ARGUMENTS_PREVIEW_CHARS] + f"… ({len(text)} characters; the digest covers them all)"
     return text
