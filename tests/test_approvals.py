@@ -374,3 +374,35 @@ async def test_run_asks_for_the_approval_inline(
         terminal.close()
     assert "EXIT=0" in done, done
     assert "denied by cli: not now" in done
+
+
+async def test_decisions_are_carried_by_continue_as_new(settings: Any, script: Any, worker_for: Any) -> None:
+    """The approvals' state is part of SessionState: after continue-as-new a decision for an approval the
+    earlier run consumed is still refused, and a new call waits for its own approval in the new run."""
+    settings.model = script([pay(1), {"say": "first done"}, pay(2), {"say": "second done"}])
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session(
+            "pay", tools=TOOLS, keep_alive=True, options={"continue_as_new_after_turns": 1}
+        )
+        [first] = await wait_for_approvals(handle)
+        first_run = (await handle.workflow.describe()).run_id
+        await handle.approve(first.approval_id, digest=first.digest)
+        for _ in range(200):
+            if (await handle.workflow.describe()).run_id != first_run:
+                break
+            await asyncio.sleep(0.1)
+        assert (await handle.workflow.describe()).run_id != first_run  # a new run
+        with pytest.raises(SessionError, match="already decided"):
+            await handle.approve(first.approval_id, digest=first.digest)
+        await handle.send("again")
+        second = await _next_pending(handle, first.approval_id)
+        await handle.approve(second.approval_id, digest=second.digest)
+        for _ in range(200):
+            if (await handle.latest_message()).content == "second done":
+                break
+            await asyncio.sleep(0.1)
+        assert (await handle.latest_message()).content == "second done"
+        state = await approval_state(handle)
+        assert [d.approval_id for d in state.decided] == [first.approval_id, second.approval_id]
+        await handle.stop("test over")
+    assert RUNS == [{"to": "bob", "amount": 1}, {"to": "bob", "amount": 2}]
