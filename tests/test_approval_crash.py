@@ -143,5 +143,22 @@ async def test_a_retry_after_a_finished_attempt_returns_the_stored_result(store_
         assert missing.is_error and "no recorded approval" in missing.content and runs == [1]
         [row] = await ApprovalStore(store).for_session(sid)
         assert row.outcome == "approved"
+        # A tool that raises: its failure is the call's result, kept, and a retry does not run it again.
+        await record_approval(
+            services,
+            RecordApprovalInput(
+                session_id=sid, approval_id="apr_3", call_id="c3", tool="pay", digest=argument_digest(arguments),
+                arguments_preview="{}", outcome="approved", requested_at=now, decided_at=now,
+            ),
+        )  # fmt: skip
+
+        async def broken() -> ToolCallOutput:
+            runs.append(3)
+            raise RuntimeError("the bank is closed")
+
+        third = inp.model_copy(update={"approval_id": "apr_3"})
+        failed, again = await run_approved(services, third, broken), await run_approved(services, third, broken)
+        assert failed.is_error and "failed: RuntimeError: the bank is closed" in failed.content
+        assert again == failed and runs == [1, 3]
     finally:
         await store.close()

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from agent_tools.activities.services import Services, ServicesHolder
 from agent_tools.activities.store.approval_tables import ApprovalStore
@@ -37,7 +38,17 @@ async def run_approved(
     sid = inp.session.session_id
     digest = argument_digest(inp.arguments)
     if await approvals.claim(sid, inp.approval_id, digest):
-        out = await run()
+        try:
+            out = await run()
+        except Exception as exc:
+            # Raised, it would be retried, and the retry would find the grant spent: the failure is the
+            # call's result instead, kept like any other.
+            detail = exc.message if isinstance(exc, ApplicationError) else f"{type(exc).__name__}: {exc}"
+            out = ToolCallOutput(
+                content=f"The approved call of {inp.name} failed: {detail[:1000]}. It was not retried: an "
+                "approval covers one run.",
+                is_error=True,
+            )
         await approvals.save_result(sid, inp.approval_id, out.model_dump_json())
         return out
     row = await approvals.get(sid, inp.approval_id)
