@@ -406,3 +406,69 @@ async def test_decisions_are_carried_by_continue_as_new(settings: Any, script: A
         assert [d.approval_id for d in state.decided] == [first.approval_id, second.approval_id]
         await handle.stop("test over")
     assert RUNS == [{"to": "bob", "amount": 1}, {"to": "bob", "amount": 2}]
+
+
+async def _start_carrying(client: Any, settings: Any, pending: PendingApproval) -> SessionHandle:
+    """A run whose state carries ``pending`` as a continue-as-new taken while its call waited would: the
+    same trigger again, and the approval of the call it is about to re-enter."""
+    import uuid
+
+    from agent_tools.session import WORKFLOW_NAME, SessionInput, SessionRequest, SessionState, Trigger
+
+    state = SessionState(inbox=[Trigger(kind="user", content="pay bob")])
+    state.approvals.pending.append(pending)
+    session_id = f"session-{uuid.uuid4()}"
+    await client.temporal.start_workflow(
+        WORKFLOW_NAME,
+        SessionInput(request=SessionRequest(tools=TOOLS), state=state),
+        id=session_id,
+        task_queue=settings.task_queue,
+    )
+    handle: SessionHandle = client.session(session_id)
+    return handle
+
+
+def _carried(decision: Any = None, deadline: str | None = None) -> PendingApproval:
+    args = {"to": "bob", "amount": 5}
+    return PendingApproval(
+        approval_id="apr_carried",
+        call_id="call_0_0",  # the scripted model's id for its first call
+        tool="send_payment",
+        arguments_preview="{}",
+        digest=argument_digest(args),
+        requested_at="2026-12-01T10:00:00+00:00",
+        deadline=deadline,
+        decision=decision,
+    )
+
+
+async def test_a_carried_wait_is_taken_over_by_the_re_entered_call(settings: Any, script: Any, worker_for: Any) -> None:
+    """What continue-as-new while waiting needs from approvals: the re-entered call takes over the carried
+    approval (no second one), a decision it got before the new run is consumed, one sent to the new run too."""
+    from agent_tools.contracts.approvals import RecordedDecision
+
+    settings.model = script([pay(), {"say": "got: {{last_tool}}"}])
+    async with worker_for(tools=[send_payment, balance]) as client:
+        # Decided while the old run was closing: consumed at once by the new run, the tool runs once.
+        decided = RecordedDecision(approve=True, decided_by="ana", decided_at="2026-12-01T10:00:01+00:00")
+        handle = await _start_carrying(client, settings, _carried(decision=decided))
+        result = await asyncio.wait_for(handle.result(), 30)
+        assert result.final_message == "got: sent 5 to bob" and RUNS == [{"to": "bob", "amount": 5}]
+        state = await approval_state(handle)
+        assert [(d.approval_id, d.outcome, d.decided_by) for d in state.decided] == [("apr_carried", "approved", "ana")]
+        [row] = await audit_rows(settings.database_url, handle.id)
+        assert row.approval_id == "apr_carried" and row.consumed_at is not None
+        # Still waiting: the new run shows the carried approval (not a second one) and takes the decision.
+        RUNS.clear()
+        handle = await _start_carrying(client, settings, _carried())
+        [pending] = await wait_for_approvals(handle)
+        await asyncio.sleep(0.3)
+        assert [p.approval_id for p in await handle.pending_approvals()] == ["apr_carried"] and RUNS == []
+        await handle.approve("apr_carried", digest=pending.digest)
+        result = await asyncio.wait_for(handle.result(), 30)
+        assert result.final_message == "got: sent 5 to bob" and RUNS == [{"to": "bob", "amount": 5}]
+        # A deadline that passed while the runs changed over: what is left of it is honoured (here nothing).
+        RUNS.clear()
+        handle = await _start_carrying(client, settings, _carried(deadline="2026-12-01T10:00:05+00:00"))
+        result = await asyncio.wait_for(handle.result(), 30)
+        assert "none came within 5 seconds" in (result.final_message or "") and RUNS == []

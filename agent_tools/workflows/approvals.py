@@ -13,7 +13,7 @@ the tool activity claims once before it runs the tool (agent_tools/activities/ap
 """
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -83,32 +83,45 @@ class ApprovalMixin(SessionBase):
         seconds = approvals.timeout_seconds or 0.0
         timeout = timedelta(seconds=seconds) if seconds > 0 else None
         now = workflow.now()
-        approval_id = f"apr_{workflow.uuid4().hex[:20]}"
-        state.pending.append(
-            PendingApproval(
+        digest = argument_digest(call.arguments)
+        carried = self._carried_approval(call, digest)
+        if carried is not None:
+            # The same call, waiting in the run this one continued from: its approval (and any decision it got
+            # meanwhile) carries over, and so does what is left of its deadline.
+            approval_id = carried.approval_id
+            timeout = None
+            if carried.deadline is not None:
+                deadline = datetime.fromisoformat(carried.deadline)
+                seconds = (deadline - datetime.fromisoformat(carried.requested_at)).total_seconds()
+                timeout = max(deadline - now, timedelta(milliseconds=1))
+        else:
+            approval_id = f"apr_{workflow.uuid4().hex[:20]}"
+            state.pending.append(
+                PendingApproval(
+                    approval_id=approval_id,
+                    call_id=call.id,
+                    tool=call.name,
+                    arguments_preview=arguments_preview(call.arguments),
+                    digest=digest,
+                    requested_at=now.isoformat(),
+                    deadline=(now + timeout).isoformat() if timeout else None,
+                    approvers=list(approvals.approvers),
+                )
+            )
+            pending = self._pending_approval(approval_id)
+            assert pending is not None
+            self.publish(
+                "approval",
+                state="pending",
                 approval_id=approval_id,
                 call_id=call.id,
                 tool=call.name,
-                arguments_preview=arguments_preview(call.arguments),
-                digest=argument_digest(call.arguments),
-                requested_at=now.isoformat(),
-                deadline=(now + timeout).isoformat() if timeout else None,
-                approvers=list(approvals.approvers),
+                arguments=pending.arguments_preview,
+                digest=pending.digest,
+                deadline=pending.deadline,
+                approvers=pending.approvers,
             )
-        )
-        pending = self._pending_approval(approval_id)
-        assert pending is not None
-        self.publish(
-            "approval",
-            state="pending",
-            approval_id=approval_id,
-            call_id=call.id,
-            tool=call.name,
-            arguments=pending.arguments_preview,
-            digest=pending.digest,
-            deadline=pending.deadline,
-            approvers=pending.approvers,
-        )
+        self._approval_waiters.add(approval_id)
         self.set_status(SessionStatus.waiting_for_user)
         self.refresh_details()
         try:
@@ -121,6 +134,8 @@ class ApprovalMixin(SessionBase):
             # The session was stopped while waiting: the approval is no longer pending.
             state.pending = [p for p in state.pending if p.approval_id != approval_id]
             raise
+        finally:
+            self._approval_waiters.discard(approval_id)
         # Consumed here, once: the approval leaves ``pending``, so no later decision can reach it.
         pending = self._pending_approval(approval_id)
         assert pending is not None
@@ -181,6 +196,27 @@ class ApprovalMixin(SessionBase):
             workflow.logger.exception("approval %s could not be recorded", decided.approval_id)
             return False
         return True
+
+    _approval_waiter_ids: set[str] | None = None
+
+    @property
+    def _approval_waiters(self) -> set[str]:
+        """The approvals a call of this run waits on (run-local: a new run starts with none)."""
+        if self._approval_waiter_ids is None:
+            self._approval_waiter_ids = set()
+        return self._approval_waiter_ids
+
+    def _carried_approval(self, call: ToolCall, digest: str) -> PendingApproval | None:
+        """A pending approval of this call that no call of this run waits on: one a continue-as-new carried
+        while its call waited (the call is re-entered in the new run and takes it over)."""
+        return next(
+            (
+                p
+                for p in self.state.approvals.pending
+                if p.call_id == call.id and p.digest == digest and p.approval_id not in self._approval_waiters
+            ),
+            None,
+        )
 
     def _pending_approval(self, approval_id: str) -> PendingApproval | None:
         return next((p for p in self.state.approvals.pending if p.approval_id == approval_id), None)
