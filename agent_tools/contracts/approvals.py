@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool
 
@@ -47,7 +47,7 @@ class ApprovalPolicy(BaseModel):
     start a session that skips the approvals its agent demands.
     """
 
-    require: list[str] = Field(
+    require: list[Annotated[str, Field(**limit(chars=LABEL_CHARS))]] = Field(
         default_factory=list,
         description="fnmatch patterns on tool names (``mcp__github__*``, ``exec_python``)",
         **limit(items=MAX_PATTERNS),
@@ -60,7 +60,7 @@ class ApprovalPolicy(BaseModel):
         description="How long a call waits for a decision (unset or 0: until decided)",
         **limit(minimum=0, maximum=366 * 86400),
     )
-    approvers: list[str] = Field(
+    approvers: list[Annotated[str, Field(**limit(chars=LABEL_CHARS))]] = Field(
         default_factory=list, description="Who may decide (empty: anyone)", **limit(items=MAX_APPROVERS)
     )
 

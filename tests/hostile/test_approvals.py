@@ -163,3 +163,41 @@ async def test_hostile_decisions_are_refused_or_recorded_and_the_approval_stays_
     finally:
         await store.close()
     assert row.outcome == "denied" and row.reason == "no\ufffd way" and row.decided_by == "ana\ufffd"
+
+
+@pytest.mark.parametrize(
+    ("label", "approval", "refusal"),
+    [
+        ("huge pattern", {"require": [MEGABYTE]}, "must be at most 200 characters"),
+        ("too many patterns", {"require": [f"t{i}" for i in range(101)]}, "at most 100 items"),
+        ("huge approver", {"approvers": [MEGABYTE]}, "must be at most 200 characters"),
+        ("huge timeout", {"timeout_seconds": HUGE}, "timeout_seconds"),
+        ("negative timeout", {"timeout_seconds": -1}, "timeout_seconds"),
+        ("deep pattern", {"require": [_deep(40)]}, ""),
+        ("pattern a number", {"require": [HUGE]}, ""),
+        ("unknown level", {"min_level": "l9_root"}, ""),
+    ],
+)
+async def test_an_approval_policy_that_does_not_fit_refuses_the_start(
+    label: str, approval: dict[str, Any], refusal: str, worker_for: Any, script: Any, settings: Settings
+) -> None:
+    """Our client refuses it before anything starts; a raw client's start fails once, with the reason, and no
+    workflow task fails."""
+    from temporalio.client import WorkflowFailureError
+
+    from agent_tools.errors import SessionError
+    from agent_tools.session import WORKFLOW_NAME
+
+    settings.model = script([{"say": "hi"}])
+    async with worker_for(tools=[delete_file]) as client:
+        with pytest.raises((SessionError, ValueError)) as refused:
+            await client.start_session("hi", options={"approval": approval})
+        assert refusal in str(refused.value)
+        body = {"request": {"prompt": "hi", "options": {"approval": approval}}}
+        handle = await client.temporal.start_workflow(
+            WORKFLOW_NAME, _json(body), id=f"raw-approval-{label.replace(' ', '-')}", task_queue=settings.task_queue
+        )
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), 30)
+        assert "refused to start" in str(failed.value.cause) or "cannot be read" in str(failed.value.cause)
+        assert await task_failures(client.temporal, handle.id) == []
