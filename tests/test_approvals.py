@@ -82,6 +82,20 @@ async def audit_rows(database_url: str, session_id: str) -> list[Any]:
         await store.close()
 
 
+def test_an_agents_file_sets_the_policy(tmp_path: Any) -> None:
+    from agent_tools.agents import AgentRegistry
+
+    path = tmp_path / "agents.toml"
+    path.write_text(
+        '[[agents]]\nname = "ops"\n[agents.approval]\nrequire = ["mcp__github__*", "exec_python"]\n'
+        'timeout_seconds = 3600\napprovers = ["ana", "bo"]\n'
+    )
+    policy = AgentRegistry.from_file(path).get("ops").approval
+    assert policy == ApprovalPolicy(
+        require=["mcp__github__*", "exec_python"], timeout_seconds=3600, approvers=["ana", "bo"]
+    )
+
+
 def test_policy_rules() -> None:
     from agent_tools.catalog.registry import builtin_specs
 
