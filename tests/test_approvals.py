@@ -486,3 +486,55 @@ async def test_a_carried_wait_is_taken_over_by_the_re_entered_call(settings: Any
         handle = await _start_carrying(client, settings, _carried(deadline="2026-12-01T10:00:05+00:00"))
         result = await asyncio.wait_for(handle.result(), 30)
         assert "none came within 5 seconds" in (result.final_message or "") and RUNS == []
+
+
+async def test_an_mcp_tool_matched_by_pattern_waits_while_the_others_run(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    from agent_tools.activities.mcp import mcp_user_tools
+    from agent_tools.contracts.mcp import McpConfig
+    from tests.test_mcp import fixture_server
+
+    discovered = await mcp_user_tools(McpConfig(servers=[fixture_server()]))
+    settings.model = script(
+        [
+            {
+                "tool_calls": [
+                    {"name": "mcp__fixture__add", "arguments": {"a": 19, "b": 23}},
+                    {"name": "mcp__fixture__whoami", "arguments": {}},
+                ]
+            },
+            {"say": "done"},
+        ]
+    )
+    names = [t.spec.name for t in discovered]
+    policy = ApprovalPolicy(require=["mcp__fixture__a*"], approvers=["ana"])
+    agent = AgentDefinition(name="assistant", profile=None, tools=names, approval=policy)
+    async with worker_for(tools=discovered, agents=[agent]) as client:
+        handle = await client.start_session("use the MCP tools")
+        [pending] = await wait_for_approvals(handle)
+        assert pending.tool == "mcp__fixture__add" and pending.approvers == ["ana"]
+        # whoami needs no approval: it has already run while add waits.
+        assert await _tool_finished(handle, "mcp__fixture__whoami")
+        assert not await _tool_finished(handle, "mcp__fixture__add", timeout=0.5)
+        with pytest.raises(SessionError, match="may not decide"):
+            await handle.approve(pending.approval_id, digest=pending.digest, decided_by="bo")
+        await handle.approve(pending.approval_id, digest=pending.digest, decided_by="ana")
+        assert (await handle.result()).status == SessionStatus.completed
+        tool_msgs = {e.name: e.content for e in await handle.transcript() if e.role == "tool"}
+    assert tool_msgs["mcp__fixture__add"] == "42"
+
+
+async def _tool_finished(handle: SessionHandle, name: str, timeout: float = 10) -> bool:
+    """Whether the progress stream (from its start) shows ``name`` finished within ``timeout`` seconds."""
+
+    async def scan() -> bool:
+        async for event in handle.progress():
+            if event.kind == "tool_finished" and event.data.get("tool") == name:
+                return True
+        return False
+
+    try:
+        return await asyncio.wait_for(scan(), timeout=timeout)
+    except TimeoutError:
+        return False
