@@ -131,6 +131,8 @@ class ToolCallInput(BaseModel):
     call_id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # The approval this call runs under: the activity consumes its grant once (contracts/approvals.py).
+    approval_id: str | None = None
 
 
 class ToolCallOutput(BaseModel):
@@ -170,6 +172,8 @@ ProgressKind = Literal[
     "input_rejected",
     # The session tree's budget is reached: {reason, spent}.
     "budget",
+    # A tool call waits for a person's approval, or its approval was decided: {approval_id, tool, state, ...}.
+    "approval",
 ]
 
 

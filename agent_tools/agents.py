@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agent_tools.catalog.spec import ToolLevel
+from agent_tools.contracts.approvals import ApprovalPolicy
 from agent_tools.errors import ConfigurationError
 from agent_tools.policy import ExecutionPolicy
 from agent_tools.session import SessionOptions
@@ -61,6 +62,8 @@ class AgentDefinition(BaseModel):
         options: Session options its sessions start with; a request's own options win.
         policy: Overrides of the deployment's :class:`~agent_tools.policy.ExecutionPolicy`, e.g.
             ``{"tool_call": {"start_to_close_seconds": 1800}}``.
+        approval: Tools whose calls wait for a person's approval (patterns, a tool level), how long a call
+            waits, and who may decide (docs/approvals.md).
     """
 
     name: str = Field(min_length=1, max_length=100)
@@ -82,6 +85,7 @@ class AgentDefinition(BaseModel):
     # Overrides of the deployment's ExecutionPolicy for this agent's sessions, e.g.
     # {"tool_call": {"start_to_close_seconds": 1800}}.
     policy: dict[str, Any] = Field(default_factory=dict)
+    approval: ApprovalPolicy | None = None
 
     @field_validator("policy")
     @classmethod

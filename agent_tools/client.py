@@ -28,6 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from agent_tools import search_attributes as sa
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.boundaries import ID_CHARS, NOTE_CHARS, cap_text, clean_json, clean_text, request_problems
+from agent_tools.contracts.approvals import ApprovalAccepted, PendingApproval
 from agent_tools.contracts.human import AnswerAccepted, PendingQuestion
 from agent_tools.contracts.output import schema_dict, schema_refusal
 from agent_tools.errors import ConfigurationError, InvalidInput, SessionError
@@ -162,6 +163,37 @@ class SessionHandle:
         from agent_tools.human_client import pending_questions
 
         return await pending_questions(self)
+
+    async def pending_approvals(self) -> list[PendingApproval]:
+        """The tool calls waiting for a person's approval (see docs/approvals.md)."""
+        from agent_tools.human_client import pending_approvals
+
+        return await pending_approvals(self)
+
+    async def approve(
+        self, approval_id: str, *, digest: str, reason: str | None = None, decided_by: str | None = None
+    ) -> ApprovalAccepted:
+        """Approve one pending call; ``digest`` is the argument digest you were shown. A refusal (unknown or
+        decided id, another digest, not an approver) raises :class:`SessionError` with the reason."""
+        from agent_tools.human_client import decide_approval
+
+        accepted = await decide_approval(
+            self, approval_id, approve=True, digest=digest, reason=reason, decided_by=decided_by
+        )
+        assert accepted is not None
+        return accepted
+
+    async def deny(
+        self, approval_id: str, *, reason: str, digest: str | None = None, decided_by: str | None = None
+    ) -> ApprovalAccepted:
+        """Deny one pending call; the model gets ``reason`` as the call's tool error."""
+        from agent_tools.human_client import decide_approval
+
+        accepted = await decide_approval(
+            self, approval_id, approve=False, digest=digest, reason=reason, decided_by=decided_by
+        )
+        assert accepted is not None
+        return accepted
 
     async def result(self) -> SessionResult:
         async with _existing(self.id):

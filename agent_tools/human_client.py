@@ -1,4 +1,4 @@
-"""Client side of askUser: read a session's pending questions and answer them.
+"""Client side of askUser and of tool approvals: read what a session waits on, and answer or decide it.
 
     pending = await pending_questions(handle)
     await answer_questions(handle, {"Which date library?": "date-fns"})
@@ -7,12 +7,24 @@
 ``answers`` may be an :class:`~agent_tools.contracts.human.AnswerQuestions`, or the friendly JSON shapes of
 :func:`~agent_tools.contracts.human.parse_answer_payload` (question text or header -> label, list of labels, or
 ``{"other": "free text"}``).
+
+Tool approvals::
+
+    for p in await pending_approvals(handle):
+        await decide_approval(handle, p.approval_id, digest=p.digest, approve=True, decided_by="ana")
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_tools.contracts.approvals import (
+    ApprovalAccepted,
+    ApprovalDecision,
+    ApprovalRejected,
+    ApprovalState,
+    PendingApproval,
+)
 from agent_tools.contracts.human import (
     AnswerAccepted,
     AnswerQuestions,
@@ -58,4 +70,61 @@ async def human_state(handle: SessionHandle) -> HumanState:
     return result
 
 
-__all__ = ["AnswerQuestions", "answer_questions", "human_state", "pending_questions"]
+async def pending_approvals(handle: SessionHandle) -> list[PendingApproval]:
+    """The tool calls the session is waiting to have approved (empty when none)."""
+    result: list[PendingApproval] = await handle.query("pending_approvals", list[PendingApproval])
+    return result
+
+
+async def approval_state(handle: SessionHandle) -> ApprovalState:
+    """Pending approvals, recent decisions and rejected signalled decisions."""
+    result: ApprovalState = await handle.query("approval_state", ApprovalState)
+    return result
+
+
+async def decide_approval(
+    handle: SessionHandle,
+    approval_id: str,
+    *,
+    approve: bool,
+    digest: str | None = None,
+    reason: str | None = None,
+    decided_by: str | None = None,
+    by_signal: bool = False,
+) -> ApprovalAccepted | None:
+    """Approve or deny one pending tool call.
+
+    ``digest`` is the argument digest the decider was shown (:attr:`PendingApproval.digest`); the session
+    refuses a decision whose digest is not the call's. Approving requires it; a denial without one reads the
+    pending call's. By update (default) a refusal raises :class:`~agent_tools.errors.SessionError` with the
+    session's reason; by signal nothing can be refused (a bad decision is recorded, see
+    :func:`approval_state`) and this returns None.
+
+    Raises:
+        ApprovalRejected: approving without a digest, or a denial for an approval that is not pending.
+    """
+    if digest is None:
+        if approve:
+            raise ApprovalRejected("approving needs the digest of the arguments you approve (PendingApproval.digest)")
+        found = next((p for p in await pending_approvals(handle) if p.approval_id == approval_id), None)
+        if found is None:
+            raise ApprovalRejected(f"approval {approval_id!r} is not pending")
+        digest = found.digest
+    decision = ApprovalDecision(
+        approval_id=approval_id, digest=digest, approve=approve, reason=reason, decided_by=decided_by
+    )
+    if by_signal:
+        await handle.workflow.signal("decide_approval_signal", decision.model_dump(mode="json"))
+        return None
+    return await handle.update("decide_approval", decision, ApprovalAccepted)
+
+
+__all__ = [
+    "AnswerQuestions",
+    "answer_questions",
+    "approval_state",
+    "decide_approval",
+    "human_state",
+    "pending_approvals",
+    "pending_questions",
+]

@@ -69,6 +69,7 @@ WORKFLOW_HELPER_MODULES = (
     "agent_tools.workflows.budget",
     "agent_tools.workflows.output",
     "agent_tools.workflows.events",
+    "agent_tools.workflows.approvals",
 )
 
 # Parts of agent_tools that the sandbox must not share: the workflow layer (its workflow modules are loaded

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CHARS, SCOPE_CHARS, limit
 from agent_tools.budget import BudgetState
+from agent_tools.contracts.approvals import ApprovalPolicy, ApprovalState, ResolvedApprovals
 from agent_tools.contracts.delegation import DelegationState
 from agent_tools.contracts.events import EventWaitState
 from agent_tools.contracts.human import HumanState
@@ -128,6 +129,9 @@ class SessionOptions(BaseModel):
         description="Token ceiling (input + output) of the whole session tree",
         **limit(minimum=0, maximum=10**12),
     )
+    approval: ApprovalPolicy | None = Field(
+        default=None, description="Tools that need a person's approval (added to the agent's own policy)"
+    )
 
     @model_serializer(mode="wrap")
     def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -209,6 +213,8 @@ class SessionConfig(BaseModel):
     policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
     # What the final answer must be (structured results); None: free text.
     output: OutputContract | None = None
+    # The tools whose calls wait for a person's approval (None: none do); see contracts/approvals.py.
+    approvals: ResolvedApprovals | None = None
 
     def scoped_request(self, agent: str, prompt: str, **fields: Any) -> SessionRequest:
         """A request for another session in this one's organisation, project and user scope."""
@@ -261,6 +267,7 @@ class SessionState(BaseModel):
     output: OutputState = Field(default_factory=OutputState)
     # The tree's spend against its budget (sessions with one).
     budget: BudgetState = Field(default_factory=BudgetState)
+    approvals: ApprovalState = Field(default_factory=ApprovalState)
 
 
 class SessionInput(BaseModel):

@@ -102,6 +102,7 @@ def tool(
     description: str | None = None,
     level: ToolLevel = ToolLevel.none,
     spill_exempt: bool = False,
+    requires_approval: bool = False,
 ) -> Callable[[UserFunction], UserTool]: ...
 
 
@@ -112,6 +113,7 @@ def tool(
     description: str | None = None,
     level: ToolLevel = ToolLevel.none,
     spill_exempt: bool = False,
+    requires_approval: bool = False,
 ) -> UserTool | Callable[[UserFunction], UserTool]:
     """Decorator (with or without arguments) turning an async function into a :class:`UserTool`.
 
@@ -121,10 +123,18 @@ def tool(
         description: What the model reads; the docstring when omitted.
         level: The tool level an agent needs to be offered it.
         spill_exempt: Never save the result as an artifact, however large.
+        requires_approval: Every call waits for a person's approval first (docs/approvals.md).
     """
 
     def wrap(f: UserFunction) -> UserTool:
-        return make_user_tool(f, name=name, description=description, level=level, spill_exempt=spill_exempt)
+        return make_user_tool(
+            f,
+            name=name,
+            description=description,
+            level=level,
+            spill_exempt=spill_exempt,
+            requires_approval=requires_approval,
+        )
 
     return wrap(fn) if fn is not None else wrap
 
@@ -136,6 +146,7 @@ def make_user_tool(
     description: str | None = None,
     level: ToolLevel = ToolLevel.none,
     spill_exempt: bool = False,
+    requires_approval: bool = False,
 ) -> UserTool:
     if not inspect.iscoroutinefunction(fn):
         raise ConfigurationError(f"tool {fn.__name__!r} must be an async function")
@@ -166,5 +177,6 @@ def make_user_tool(
         level=level,
         spill_exempt=spill_exempt,
         summary_arg=first_str,
+        requires_approval=requires_approval,
     )
     return UserTool(spec=spec, function=fn, wants_context=wants_context)

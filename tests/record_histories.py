@@ -167,6 +167,41 @@ async def scenario_budget_reached(client: AgentToolsClient, script: Callable[[li
     return handle.id
 
 
+async def scenario_tool_approval(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    """Two calls that need approval: one approved by update (the tool runs under its grant), one denied by
+    signal (the model gets the reason)."""
+    model = script(
+        [
+            {"say": "", "tool_calls": [{"name": "lookup", "arguments": {"topic": "temporal"}}]},
+            {"say": "", "tool_calls": [{"name": "lookup", "arguments": {"topic": "secrets"}}]},
+            {"say": "{{last_tool}}"},
+        ]
+    )
+    handle = await client.start_session(
+        "look up", model=model, tools=["lookup"], options={"approval": {"require": ["look*"]}},
+        session_id=f"replay-approval-{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+    from agent_tools.human_client import decide_approval
+
+    decided: set[str] = set()
+    pending: list[Any] = []
+
+    async def waiting() -> bool:
+        pending[:] = [p for p in await handle.pending_approvals() if p.approval_id not in decided]
+        return bool(pending)
+
+    for approve in (True, False):
+        await _until(waiting)
+        p = pending[0]
+        decided.add(p.approval_id)
+        await decide_approval(
+            handle, p.approval_id, approve=approve, digest=p.digest, decided_by="ana", reason=None if approve else "no",
+            by_signal=not approve,
+        )  # fmt: skip
+    await handle.result()
+    return handle.id
+
+
 SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Awaitable[str]]] = {
     "session_tools_in_parallel": scenario_tools_in_parallel,
     "session_chat_continue_as_new": scenario_chat_with_continue_as_new,
@@ -175,6 +210,7 @@ SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Aw
     "session_streamed_text": scenario_streamed_text,
     "session_structured_output": scenario_structured_output,
     "session_budget_reached": scenario_budget_reached,
+    "session_tool_approval": scenario_tool_approval,
 }
 
 

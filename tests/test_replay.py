@@ -35,6 +35,7 @@ def test_histories_are_committed() -> None:
         "session_streamed_text",
         "session_structured_output",
         "session_budget_reached",
+        "session_tool_approval",
     ):
         assert scenario in names, scenario
 

@@ -20,6 +20,7 @@ from agent_tools.activity_io import (
     LlmStepInput,
     LlmStepOutput,
 )
+from agent_tools.contracts.approvals import resolve_approvals
 from agent_tools.contracts.output import OutputContract, check_answer, contract_of, schema_refusal
 from agent_tools.errors import ConfigurationError, InvalidInput, ProviderRequestError, error_type
 from agent_tools.messages import Message
@@ -136,6 +137,12 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         subagents=agent.subagents,
         options=options,
         policy=session_policy(s.policy, agent.policy, options),
+        approvals=resolve_approvals(
+            tools,
+            {t: spec for t in tools if (spec := services.catalog.get(t)) is not None},
+            agent.approval or agent.options.approval,
+            req.options.approval,
+        ),
     )
     system = req.system_prompt or agent.system_prompt
     position = await services.transcripts.open_session(config, [Message(role="system", content=system), *req.history])

@@ -10,7 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_tools.activities import delegation, events, history, memory, planning, research, results, sandbox, skills
+from agent_tools.activities import (
+    approvals,
+    delegation,
+    events,
+    history,
+    memory,
+    planning,
+    research,
+    results,
+    sandbox,
+    skills,
+)
 from agent_tools.activities.context import ToolImpl
 from agent_tools.activities.engine import build_engine_activities
 from agent_tools.activities.services import ContextHook, ServicesHolder
@@ -21,7 +32,7 @@ from agent_tools.user_tools import UserTool
 # Modules whose ``IMPLEMENTATIONS`` are activity tools.
 TOOL_MODULES = (history, web_tools, memory, results, delegation, sandbox, skills)
 # Modules with activities that are not tools (judge a goal, subscribe to events, walk the tree, ...).
-ACTIVITY_MODULES = (planning, delegation, events, research)
+ACTIVITY_MODULES = (planning, delegation, events, research, approvals)
 
 
 def builtin_implementations() -> dict[str, ToolImpl]:

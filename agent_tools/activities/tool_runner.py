@@ -18,6 +18,7 @@ from sqlalchemy.exc import TimeoutError as SATimeoutError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from agent_tools.activities.approvals import run_approved
 from agent_tools.activities.context import BuiltinContext, ToolImpl, ToolReturn
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.services import Services, ServicesHolder
@@ -171,6 +172,11 @@ def build_tool_activities(
     def make(name: str, impl: ToolImpl) -> Callable[..., Any]:
         async def run(inp: ToolCallInput) -> ToolCallOutput:
             services = await holder.get()
+            if inp.approval_id is not None:
+                # At most once: the grant is claimed before the tool runs (agent_tools/activities/approvals.py).
+                return await run_approved(
+                    services, inp, lambda: run_tool(services, services.catalog.get(name), impl, inp)
+                )
             return await run_tool(services, services.catalog.get(name), impl, inp)
 
         run.__name__ = f"tool_{name}"

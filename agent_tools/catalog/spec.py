@@ -55,6 +55,7 @@ class ToolSpec:
         spill_exempt: Always return the full result, never a saved-result pointer.
         summary_arg: Argument shown in the Temporal UI activity summary (``webSearch: "query"``).
         invalid_arguments: Formats a validation failure for the model (contracts differ on the shape).
+        requires_approval: Every call waits for a person's approval (``@tool(requires_approval=True)``).
     """
 
     name: str
@@ -69,6 +70,7 @@ class ToolSpec:
     spill_exempt: bool = False
     summary_arg: str | None = None
     invalid_arguments: Callable[[str, ValidationError], str] = field(default=_default_invalid_message)
+    requires_approval: bool = False
 
     def parameters_schema(self) -> dict[str, Any]:
         """JSON Schema of the arguments, trimmed of pydantic's titles that only cost tokens."""

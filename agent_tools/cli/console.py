@@ -209,6 +209,15 @@ class LiveConsole:
             self.running[f"{sid}:question"] = _Running(self._label(sid, "waiting for your answer"), time.monotonic())
         elif kind == "answer":
             self.running.pop(f"{sid}:question", None)
+        elif kind == "approval":
+            key = f"{sid}:approval:{d.get('approval_id')}"
+            if d.get("state") == "pending":
+                self.running[key] = _Running(self._label(sid, f"{d.get('tool')} waits for approval"), time.monotonic())
+            elif d.get("state") in ("approved", "denied", "timed_out"):
+                self.running.pop(key, None)
+                by = f" by {d.get('decided_by')}" if d.get("decided_by") else ""
+                style = "green" if d.get("state") == "approved" else "red"
+                self.status(self._label(sid, f"  • approval of {d.get('tool')}: {d.get('state')}{by}"), style)
         elif kind == "status" and d.get("status") in ("completed", "failed", "stopped", "handed_off"):
             for key in [k for k in self.running if k.startswith(f"{sid}:")]:
                 self.running.pop(key)

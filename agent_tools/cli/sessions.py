@@ -57,6 +57,27 @@ async def _ask(client: AgentToolsClient, view: LiveConsole, event: ProgressEvent
     await prompt_and_answer(target, pending, yes=yes)
 
 
+async def _decide(client: AgentToolsClient, view: LiveConsole, event: ProgressEvent, yes: bool) -> None:
+    """A tool call waiting for approval anywhere in the tree, decided at this terminal. ``--yes`` answers
+    questions, never approvals: the call stays pending and the line says how to decide it."""
+    from agent_tools.cli.approvals import prompt_and_decide
+
+    target = client.session(event.session_id)
+    approval_id = event.data.get("approval_id")
+    found = [p for p in await target.pending_approvals() if p.approval_id == approval_id]
+    if not found:
+        return  # decided meanwhile (elsewhere, or before `watch` started)
+    if yes:
+        view.line(
+            f"Tool call {found[0].tool} waits for approval: agent-tools approve {event.session_id} {approval_id}",
+            "bold yellow",
+        )
+        return
+    if event.session_id != view.root_id:
+        view.line(f"Approval for sub-agent {view.labels.get(event.session_id, event.session_id)}:", "bold yellow")
+    await prompt_and_decide(target, found[0])
+
+
 async def follow(
     handle: SessionHandle,
     *,
@@ -87,6 +108,10 @@ async def follow(
                 async with terminal:
                     with view.paused():
                         await _ask(client, view, event, yes)
+            if event.kind == "approval" and event.data.get("state") == "pending":
+                async with terminal:
+                    with view.paused():
+                        await _decide(client, view, event, yes)
             if event.session_id == handle.id and event.kind == "status":
                 status = event.data.get("status")
                 if status == "idle":

@@ -106,7 +106,7 @@ class HumanLoopMixin(SessionBase):
             )
         )
         del human.answered[:-MAX_ANSWERED_KEPT]
-        if not human.pending:
+        if not human.pending and not self.state.approvals.waiting():
             self.set_status(SessionStatus.running)
         self.refresh_details()
         content = format_answers(

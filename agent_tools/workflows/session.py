@@ -19,6 +19,7 @@ from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import NondeterminismError
 
+from agent_tools.workflows.approvals import ApprovalMixin
 from agent_tools.workflows.base import MODEL_NON_RETRYABLE, call_options, failure_detail
 from agent_tools.workflows.budget import BudgetMixin
 from agent_tools.workflows.delegation import DelegationMixin
@@ -92,7 +93,9 @@ _NATIVE_CALLS_KEPT = 8
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin, BudgetMixin, OutputMixin):
+class AgentSession(
+    ApprovalMixin, HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin, BudgetMixin, OutputMixin
+):
     @workflow.init
     def __init__(self, input: RawValue) -> None:
         # Decoded here rather than by the SDK: an input that cannot be decoded (a raw client's bad start) would
@@ -354,13 +357,20 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 "tool_finished", tool=call.name, call_id=call.id, is_error=True, preview=preview(refused.content, 200)
             )
             return refused
+        # A call that needs a person's approval waits for it here; denied or timed out, it never runs.
+        refused, approval_id = await self._await_approval(call)
+        if refused is not None:
+            self.publish(
+                "tool_finished", tool=call.name, call_id=call.id, is_error=True, preview=preview(refused.content, 200)
+            )
+            return refused
         with tracing.span(
             f"execute_tool {call.name}",
             {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id},
         ):
-            return await self._run_tool(call)
+            return await self._run_tool(call, approval_id)
 
-    async def _run_tool(self, call: ToolCall) -> ToolCallOutput:
+    async def _run_tool(self, call: ToolCall, approval_id: str | None = None) -> ToolCallOutput:
         spec = BUILTIN_SPECS.get(call.name)
         self.publish("tool_started", tool=call.name, call_id=call.id, arguments=preview_json(call.arguments))
         method = NATIVE_TOOLS.get(call.name)
@@ -373,7 +383,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
                 out = await self._native_tool(method, args, call)
             self._trace_native(spec.summary(call.arguments), out)
         else:
-            out = await self._activity_tool(call, spec.summary(call.arguments) if spec else call.name)
+            out = await self._activity_tool(call, spec.summary(call.arguments) if spec else call.name, approval_id)
         if out.usage is not None:
             self.state.tree_usage = self.state.tree_usage + out.usage
         self.publish(
@@ -420,11 +430,17 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         del calls[:-_NATIVE_CALLS_KEPT]
         self.refresh_details()
 
-    async def _activity_tool(self, call: ToolCall, summary: str) -> ToolCallOutput:
+    async def _activity_tool(self, call: ToolCall, summary: str, approval_id: str | None = None) -> ToolCallOutput:
         try:
             out: ToolCallOutput = await workflow.execute_activity(
                 tool_activity_name(call.name),
-                ToolCallInput(session=self.session_ref(), call_id=call.id, name=call.name, arguments=call.arguments),
+                ToolCallInput(
+                    session=self.session_ref(),
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                    approval_id=approval_id,
+                ),
                 result_type=ToolCallOutput,
                 summary=summary,
                 **call_options(self.config.policy.tool_call),

@@ -198,7 +198,7 @@ def _make_sync_sqlite_engine(url: str) -> Engine:
 def load_metadata() -> MetaData:
     """The metadata with every capability's tables registered (each table module adds its own)."""
     # Imported here rather than at the top: event_tables uses Store from this module.
-    from agent_tools.activities.store import event_tables, memory_tables, web_tables  # noqa: F401
+    from agent_tools.activities.store import approval_tables, event_tables, memory_tables, web_tables  # noqa: F401
 
     return metadata
 
