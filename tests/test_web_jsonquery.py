@@ -122,4 +122,7 @@ async def test_a_heavy_query_runs_off_the_event_loop() -> None:
     elapsed = time.monotonic() - started
     task.cancel()
     assert found == len([i for i in range(150_000) if i % 7 == 3])
-    assert ticks >= int(elapsed / 0.01 * 0.5)  # the loop ran through most of it
+    # On the loop, the ticker could not run at all until the query ended (0 ticks). Off it, the ticker shares
+    # the GIL with the query's thread, and on a loaded machine it gets far fewer than its 100 ticks a second:
+    # half was too strict with other processes on both cores (51 of an ideal 158 ticks seen).
+    assert ticks >= max(5, int(elapsed / 0.01 * 0.15))
