@@ -10,6 +10,7 @@ a moment ago is never missing (visibility is eventually consistent).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -78,10 +79,27 @@ _TERMINAL = {s.value for s in TERMINAL_STATUSES}
 # ---- models --------------------------------------------------------------------------------------------
 
 
+def provider_configured(settings: Settings, spec: str) -> bool:
+    """Whether the deployment can call ``spec``'s provider: a configured endpoint or key, or the scripted model.
+
+    A row of the price table alone is no reason to offer a model: the default table names OpenAI's and
+    Anthropic's models for every deployment, keys or not.
+    """
+    prefix = spec.partition(":")[0]
+    if prefix == "scripted" or prefix in settings.providers:
+        return True
+    if prefix == "openai":
+        return bool(settings.openai_api_key or os.environ.get("OPENAI_API_KEY"))
+    if prefix == "anthropic":
+        return bool(settings.anthropic_api_key or os.environ.get("ANTHROPIC_API_KEY"))
+    return False
+
+
 def allowed_models(settings: Settings, *extra: str) -> dict[str, str]:
-    """Model ids a session may name -> model spec: tier names, configured specs (tiers, prices), extras."""
+    """Model ids a session may name -> model spec: tier names and their specs, the extras (the session's own
+    model), and the price table's specs whose provider the deployment can call."""
     out: dict[str, str] = {}
-    for spec in [*settings.prices, *extra]:
+    for spec in [*(p for p in settings.prices if provider_configured(settings, p)), *extra]:
         out[spec] = spec
     for name, spec in settings.model_tiers.items():
         out[name] = spec

@@ -10,6 +10,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agent_tools.activities.model_calls import complete, non_retryable
+from agent_tools.activities.offer import unavailable_tools
 from agent_tools.activities.providers.base import ToolSchema
 from agent_tools.activities.providers.registry import check_spec
 from agent_tools.activities.services import Services, ServicesHolder
@@ -23,7 +24,7 @@ from agent_tools.activity_io import (
 from agent_tools.errors import ConfigurationError, ProviderRequestError, error_type
 from agent_tools.messages import Message
 from agent_tools.policy import ExecutionPolicy
-from agent_tools.prompt import build_context
+from agent_tools.prompt import build_context, memory_note
 from agent_tools.session import PrepareInput, PrepareOutput, SessionConfig, SessionOptions
 
 
@@ -58,28 +59,21 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         raise ApplicationError(
             f"agent {agent.name!r} is not active", type=error_type(ConfigurationError), non_retryable=True
         )
+    model = req.model or agent.model or s.default_model()
+    # One rule for who is offered what (ToolCatalog.offer): profile or request list, FYAI's automatic tools,
+    # memory, level, organisation switches, and what this deployment can serve.
     try:
-        if req.tools is not None:
-            tools = services.catalog.resolve(
-                profile=None,
-                tools=req.tools,
-                exclude=req.exclude_tools,
-                level=agent.tool_level,
-                disabled=s.disabled_for(req.organisation),
-            )
-        else:
-            tools = services.catalog.resolve(
-                profile=agent.profile,
-                tools=agent.tools,
-                exclude=[*agent.exclude_tools, *req.exclude_tools],
-                level=agent.tool_level,
-                disabled=s.disabled_for(req.organisation),
-            )
+        tools = services.catalog.offer(
+            profile=None if req.tools is not None else agent.profile,
+            tools=req.tools if req.tools is not None else agent.tools,
+            exclude=[*req.exclude_tools, *(agent.exclude_tools if req.tools is None else [])],
+            level=agent.tool_level,
+            disabled=s.disabled_for(req.organisation),
+            memory=agent.memory and req.options.memory is not False,
+            unavailable=unavailable_tools(s, model),
+        )
     except ConfigurationError as exc:
         raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
-    if not agent.memory or req.options.memory is False:
-        # FYAI: memory tools exist only for agents with Memory ticked.
-        tools = [t for t in tools if (spec := services.catalog.get(t)) is None or spec.capability != "memory"]
     if "use_skill" in tools:
         # codai: use_skill is offered only when at least one skill is visible to the agent.
         from agent_tools.activities.skills import visible_skills
@@ -98,7 +92,6 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         .merged(agent.options)
         .merged(req.options)
     )
-    model = req.model or agent.model or s.default_model()
     try:
         # A spec no call could use fails the session here, before its first step, with the reason.
         check_spec(model, s)
@@ -139,13 +132,14 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     # Read what came before (usually from this worker's cache); everything this step adds is written in one
     # transaction once the model has answered.
     transcript = [*await t.prefix(sid, inp.position, last_answer=inp.last_answer), *inp.new_messages]
-    extra: list[str] = []
+    specs = services.catalog.specs(inp.tools)
+    note = memory_note([spec.name for spec in specs if spec.capability == "memory"])
+    extra: list[str] = [note] if note else []
     for hook in services.context_hooks:
         block = await hook(services, inp.session, transcript)
         if block:
             extra.append(block)
     messages = build_context(transcript, budget_chars=services.settings.context_char_budget, extra_system=extra)
-    specs = services.catalog.specs(inp.tools)
     attempt = activity.info().attempt if activity.in_activity() else 1
     # The text goes live to the session's progress stream while the model writes it (see text_publisher); the
     # step's result, which is all the workflow reads, is the same with or without it.

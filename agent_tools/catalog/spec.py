@@ -31,6 +31,11 @@ class ToolLevel(StrEnum):
 
 _LEVEL_RANK = {ToolLevel.none: 0, ToolLevel.l1_http: 1, ToolLevel.l3_sandbox: 3, ToolLevel.l4_browser: 4}
 
+# codai: "`none` disables every executed tool". codai's faces that need no network of their own
+# (read_artifact, memory_*, use_skill, delegate_to_model, spawn_agent) still run on the gateway, so they ask
+# for the lowest level above none. RTC's and FYAI's tools have no level in their documents and keep none.
+CODAI_EXECUTED = ToolLevel.l1_http
+
 RunsIn = Literal["activity", "workflow"]
 
 

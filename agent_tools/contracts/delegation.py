@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, MESSAGE_CHARS, describe_validation_error, limit
-from agent_tools.catalog.spec import ToolLevel, ToolSpec
+from agent_tools.catalog.spec import CODAI_EXECUTED, ToolLevel, ToolSpec
 from agent_tools.messages import Message, Usage
 
 # ---- limits (defaults; a session may override them through ``SessionRequest.options``) ---------------
@@ -547,6 +547,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="spawn_agent",
+        level=CODAI_EXECUTED,
         description=(
             "Spawn a typed sub-agent with its own context and tool loop. Roles: explore (read-only facts, "
             "default), research (sourced summary), code (implement and verify), verify (PASS/FAIL per check), "
@@ -574,6 +575,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="delegate_to_model",
+        level=CODAI_EXECUTED,
         description=(
             "One completion on another model you may call (a tier name such as small/large, or a model spec)."
         ),

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, Field
 
 from agent_tools.boundaries import OFFSET_MAX
-from agent_tools.catalog.spec import ToolSpec
+from agent_tools.catalog.spec import CODAI_EXECUTED, ToolSpec
 
 _BARE_REF = re.compile(r"[\w.\-]+")
 _REF_IN_TEXT = re.compile(r"""ref["']?\s*[=:]\s*["']?([\w.\-]+)""")
@@ -135,6 +135,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="read_artifact",
+        level=CODAI_EXECUTED,
         description=(
             "Read back a large tool result that was spilled to storage instead of inlined: a window of "
             "max_chars characters from offset; continue with next_offset."
