@@ -262,7 +262,9 @@ async def test_hand_off_continues_in_a_new_session_with_the_history(
 
 async def test_hand_off_refusals(settings: Any, script: Any, worker_for: Any) -> None:
     agents = [
-        AgentDefinition(name="front", subagents=["dormant", "front", "far"], profile="fyai", tools=[*ASSIGNED, "subAgent"]),
+        AgentDefinition(
+            name="front", subagents=["dormant", "front", "far"], profile="fyai", tools=[*ASSIGNED, "subAgent"]
+        ),
         AgentDefinition(name="dormant", active=False, profile="fyai", tools=ASSIGNED),
         AgentDefinition(name="far", project="p2", profile="fyai", tools=ASSIGNED),
     ]
