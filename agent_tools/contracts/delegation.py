@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, MESSAGE_CHARS, describe_validation_error, limit
 from agent_tools.catalog.spec import CODAI_EXECUTED, ToolLevel, ToolSpec
@@ -342,9 +342,17 @@ class SpawnAgentArgs(BaseModel):
     max_steps: int | None = Field(
         default=None,
         description="1 - 12, clamped to the role's own maximum.",
-        # Above 12 is clamped, as codai says; a negative or absurd number is a mistake worth saying.
-        **limit(minimum=1, maximum=1000),
+        # The schema says 1-12 as codai does; a larger number is clamped to 12 (then to the role's maximum)
+        # rather than refused, and zero or a negative number is a mistake worth saying.
+        **limit(minimum=1, maximum=SPAWN_MAX_STEPS),
     )
+
+    @field_validator("max_steps", mode="before")
+    @classmethod
+    def _clamp_steps(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and value > SPAWN_MAX_STEPS:
+            return SPAWN_MAX_STEPS
+        return value
 
 
 class HandOffArgs(BaseModel):

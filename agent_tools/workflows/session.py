@@ -354,7 +354,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         method = NATIVE_TOOLS.get(call.name)
         if method is not None and spec is not None:
             try:
-                args = spec.validate_arguments(call.arguments, limits=self.bounded_inputs)
+                args = spec.validate_arguments(call.arguments, limits=self.bounded_inputs, strict=self.strict_arguments)
             except ValidationError as exc:
                 out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
             else:
