@@ -226,6 +226,9 @@ class SessionState(BaseModel):
     last_message: Message | None = None
     last_message_id: str | None = None
     last_message_at: str | None = None
+    # The message that opened the running turn (a user message, a notification), until the model answers:
+    # getSubAgentMessage reports the latest message whatever its role (RTC), not only the last answer.
+    last_input: LatestMessageView | None = None
     created_at: str | None = None
     updated_at: str | None = None
     error: str | None = None

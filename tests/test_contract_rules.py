@@ -3,6 +3,7 @@ model unless the rule is pure."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agent_tools.catalog import ToolCatalog
@@ -33,7 +34,10 @@ async def test_unknown_parameters_and_string_booleans_are_refused(settings: Any,
         ]
     )
     async with worker_for() as client:
-        handle = await client.start_session("go", tools=["webFetch", "askUser", "todoWrite", "createGoal"])
+        # A bounded wait for answers: an askUser that was (wrongly) accepted must not hang the test.
+        handle = await client.start_session(
+            "go", tools=["webFetch", "askUser", "todoWrite", "createGoal"], options={"ask_user_timeout_seconds": 5}
+        )
         result = await handle.result()
         results = tool_results(await handle.transcript())
     assert result.status == SessionStatus.completed
@@ -55,3 +59,136 @@ def test_strict_check_reads_nested_optional_and_free_form_fields() -> None:
     search = catalog.get("web_search")
     assert search is not None
     search.validate_arguments({"query": "x", "max_results": "3"})  # numeric strings stay coerced (documented)
+
+
+async def test_running_results_are_json_and_the_latest_message_has_any_role(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 9: the async subAgent result is one JSON object (the hint is its `note`), so a script can read a
+    key of it. Item 10: getSubAgentMessage on a child still in its first step reports the child's latest
+    message, its instruction (role user), not "no messages"."""
+    settings.model = script(
+        [
+            {"match": {"title": "Slow child"}, "turns": [{"say": "child done", "delay_seconds": 4}]},
+            {
+                "match": {"prompt_contains": "PARENT"},
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {"name": "subAgent", "arguments": {"title": "Slow child", "instruction": "INSTR"}}
+                        ]
+                    },
+                    {
+                        "delay_seconds": 1.5,
+                        "tool_calls": [
+                            {
+                                "name": "getSubAgentMessage",
+                                "arguments": {"sub_session_id": "p-json/sub-1"},
+                            }
+                        ],
+                    },
+                    {"say": "waiting"},
+                    {"say": "notified"},
+                ],
+            },
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("PARENT", session_id="p-json", tools=["subAgent", "getSubAgentMessage"])
+        await handle.result()
+        results = tool_results(await handle.transcript())
+    latest = json.loads(results[1])
+    assert latest["sub_session_id"] == "p-json/sub-1" and latest["sub_session_status"] == "running"
+    assert latest["role"] == "user" and latest["content"] == "INSTR" and latest["message_id"] is not None
+    started = json.loads(results[0])
+    assert started["status"] == "running" and started["sub_session_id"] == "p-json/sub-1"
+    assert "notification" in started["note"]
+
+
+async def test_invoke_running_result_is_one_json_object(settings: Any, script: Any, worker_for: Any) -> None:
+    """Item 9: invoke_sub_agent's `"status": "running"` result parses as JSON, the resume hint in `note`."""
+    from agent_tools.agents import AgentDefinition
+
+    agents = [
+        AgentDefinition(name="orch", subagents=["slow"], profile="fyai", tools=["invoke_sub_agent"]),
+        AgentDefinition(name="slow", profile="fyai"),
+    ]
+    settings.model = script(
+        [
+            {"match": {"agent": "slow"}, "turns": [{"say": "slow done", "delay_seconds": 2}]},
+            {
+                "match": {"agent": "orch"},
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {"name": "invoke_sub_agent", "arguments": {"agent_name": "slow", "task_input": "t"}}
+                        ]
+                    },
+                    {"say": "{{tool_results:invoke_sub_agent.status}}"},
+                    {"say": "notified"},
+                ],
+            },
+        ]
+    )
+    async with worker_for(agents=agents) as client:
+        handle = await client.start_session(
+            "go", agent="orch", session_id="p-inv", options={"delegation_invoke_wait_seconds": 1}
+        )
+        await handle.result()
+        entries = await handle.transcript()
+    running = json.loads(tool_results(entries)[0])
+    assert running["status"] == "running" and running["execution_id"] == "p-inv/sub-1"
+    assert "resume_execution_id" in running["note"]
+    # The scripted model read one key of it, as a script or a model's JSON parser would.
+    assert [e.content for e in entries if e.role == "assistant"][1] == "running"
+
+
+async def test_send_message_reaches_only_async_sub_agents(settings: Any, script: Any, worker_for: Any) -> None:
+    """Item 12: a sub-agent may not message the root of its tree (nor any session that is not an async
+    subAgent child); its parent's async children still take messages (tests/test_delegation.py)."""
+    settings.model = script(
+        [
+            {
+                "match": {"title": "Kid"},
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "sendMessageToSubAgent",
+                                "arguments": {"sub_session_id": "p-root", "message": "hi"},
+                            }
+                        ]
+                    },
+                    {"say": "kid: {{last_tool}}"},
+                ],
+            },
+            {
+                "match": {"prompt_contains": "ROOT"},
+                "turns": [
+                    {"tool_calls": [{"name": "subAgent", "arguments": {"title": "Kid", "instruction": "go"}}]},
+                    {"say": "started"},
+                    {"say": "root got: {{last_user}}"},
+                ],
+            },
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("ROOT", session_id="p-root", tools=["subAgent", "sendMessageToSubAgent"])
+        await handle.result()
+        kid = await client.session("p-root/sub-1").result()
+        root_turns = [e.content for e in await handle.transcript() if e.role == "user"]
+    assert kid.final_message is not None and "root of the tree" in kid.final_message, kid.final_message
+    assert not any("hi" == t for t in root_turns)
+
+
+def test_message_target_rules() -> None:
+    from agent_tools.contracts.delegation import ChildRecord, message_target_refusal
+
+    def rec(face: Any, mode: Any) -> ChildRecord:
+        return ChildRecord(session_id="c", face=face, agent="a", title="t", mode=mode, created_at="", updated_at="")
+
+    assert message_target_refusal("c", "p", rec("subAgent", "async")) is None
+    assert "a sync sub-agent" in (message_target_refusal("c", "p", rec("subAgent", "sync")) or "")
+    assert "not started by subAgent" in (message_target_refusal("c", "p", rec("invoke_sub_agent", "bounded")) or "")
+    assert "not started by subAgent" in (message_target_refusal("c", "p", None) or "")
+    assert "root of the tree" in (message_target_refusal("c", None, None) or "")

@@ -124,12 +124,14 @@ async def test_invoke_bounded_wait_resume_prior_messages_and_model_override(
         result = await handle.result()
         assert result.status == SessionStatus.completed
         results = tool_results(await handle.transcript())
-        running = json.loads(results[0].split("\n")[0])
+        running = json.loads(results[0])  # the whole result is one JSON object, the hint inside it
         assert running == {
             "status": "running",
             "execution_id": "p-b/sub-1",
             "agent_name": "slow",
             "messages": [],
+            "note": "The sub-agent is still working: call invoke_sub_agent again with resume_execution_id to keep "
+            "waiting.",
         }
         resumed = json.loads(results[1])
         assert resumed["status"] == "completed" and resumed["output"] == "slow done"

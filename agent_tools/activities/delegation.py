@@ -59,6 +59,7 @@ from agent_tools.contracts.delegation import (
     TargetInput,
     TreeInput,
     TreeOutput,
+    message_target_refusal,
 )
 from agent_tools.errors import ConfigurationError, ProviderRequestError, ToolFailure
 from agent_tools.messages import Message
@@ -279,6 +280,14 @@ async def stop_tree(client: Client, inp: TargetInput) -> StopTreeOutput:
     return StopTreeOutput(result=StopSubAgentResult(stopped_sessions=stopped, total_stopped=len(stopped)))
 
 
+async def _child_record(client: Client, status: StatusView) -> ChildRecord | None:
+    """The target as its parent knows it (face and mode), from the parent's ``subagents`` query."""
+    if status.parent_id is None:
+        return None
+    children = await _children(client, status.parent_id)
+    return next((c for c in children if c.session_id == status.session_id), None)
+
+
 async def send_message(client: Client, inp: TargetInput) -> SendOutput:
     """Queue a message on a running sub-agent through its ``send_message`` update, whose validator refuses
     a session that has ended (so the check and the delivery are one step, not a race)."""
@@ -289,6 +298,9 @@ async def send_message(client: Client, inp: TargetInput) -> SendOutput:
         return SendOutput(
             error=(f"Sub-agent {inp.target!r} has already finished ({status.status.value}); it takes no more messages.")
         )
+    refusal = message_target_refusal(inp.target, status.parent_id, await _child_record(client, status))
+    if refusal is not None:
+        return SendOutput(error=refusal)
     handle = client.get_workflow_handle(inp.target)
     try:
         accepted = await handle.execute_update(

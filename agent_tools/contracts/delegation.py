@@ -91,6 +91,24 @@ def clamp_steps(requested: int | None, role: Role) -> int:
     return max(1, min(requested, SPAWN_MAX_STEPS, role.max_steps))
 
 
+def message_target_refusal(target: str, parent_id: str | None, record: ChildRecord | None) -> str | None:
+    """Why ``sendMessageToSubAgent`` may not message ``target``, or None.
+
+    RTC: "Send an additional message to an *async* sub-agent": the target must be a sub-session of the tree
+    (not the root) that its parent started with ``subAgent`` in async mode. A sync child's parent is waiting
+    on its answer, and an invoke/spawn child has its own caller; neither takes messages from the side.
+    """
+    if parent_id is None:
+        return f"Session {target!r} is the root of the tree, not a sub-agent; only async sub-agents take messages."
+    if record is None or record.face != "subAgent" or record.mode != "async":
+        how = "not started by subAgent" if record is None or record.face != "subAgent" else f"a {record.mode} sub-agent"
+        return (
+            f"Session {target!r} is {how}; sendMessageToSubAgent reaches only async sub-agents "
+            '(subAgent with mode "async").'
+        )
+    return None
+
+
 def spawn_result_text(role: str, answer: str) -> str:
     """codai: the child's answer comes back as an ordinary tool message with this prefix."""
     return f"SUB-AGENT[{role}] RESULT: {answer}"
@@ -232,6 +250,12 @@ class SubAgentArgs(BaseModel):
     mode: Literal["async", "sync"] = Field(default="async", description='"async" (default) or "sync"')
 
 
+ASYNC_RUNNING_NOTE = "The sub-agent runs in the background; you will receive a notification when it ends."
+INVOKE_RUNNING_NOTE = (
+    "The sub-agent is still working: call invoke_sub_agent again with resume_execution_id to keep waiting."
+)
+
+
 class SubAgentResult(BaseModel):
     sub_session_id: str
     title: str
@@ -239,6 +263,8 @@ class SubAgentResult(BaseModel):
     status: str
     result: str | None = None
     error: str | None = None
+    # What to do next, inside the JSON object so that the whole result parses (issue 14.9).
+    note: str | None = None
 
 
 class NoArgs(BaseModel):
@@ -331,6 +357,8 @@ class InvokeSubAgentResult(BaseModel):
     error: str | None = None
     # Pass these back as prior_messages on the next call to the same agent to continue the conversation.
     messages: list[PriorMessage] = Field(default_factory=list)
+    # What to do next (a running call: resume it), inside the JSON object so that the result parses.
+    note: str | None = None
 
 
 class SpawnAgentArgs(BaseModel):

@@ -256,6 +256,12 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         content = render_trigger(trigger.kind, trigger.content, trigger.meta)
         # Tool results a budget-ended turn could not send go first, so every tool call keeps its result.
         new_messages = [*self.state.unsent, Message(role="user", content=content)]
+        self.state.last_input = LatestMessageView(
+            message_id=f"{self.config.session_id}:{self.state.transcript_len + len(new_messages) - 1}",
+            role="user",
+            content=content,
+            created_at=self.now_iso(),
+        )
         self.state.unsent = []
         self.state.error = None
         for _ in range(self.config.max_steps):
@@ -330,6 +336,7 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         return out
 
     def _remember_message(self, message: Message) -> None:
+        self.state.last_input = None  # the answer is now the latest message
         self.state.last_message = message
         self.state.last_message_id = f"{self.config.session_id}:{self.state.transcript_len - 1}"
         self.state.last_message_at = self.now_iso()
@@ -546,6 +553,8 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
 
     @workflow.query(name="latest_message")
     def query_latest_message(self) -> LatestMessageView:
+        if self.state.last_input is not None:
+            return self.state.last_input
         m = self.state.last_message
         return LatestMessageView(
             message_id=self.state.last_message_id if m else None,
