@@ -62,9 +62,12 @@ class SessionRef(BaseModel):
     memory: bool = True
     # The result readers this agent has: a saved-result pointer names these, not another dialect's.
     readers: list[str] = Field(default_factory=list)
+    # The session's turn when it called (None: a caller that does not say). A saved result's ref carries it:
+    # FYAI's readers refuse a ref from an earlier turn ("told to call the tool again").
+    turn: int | None = None
 
     @classmethod
-    def of(cls, config: SessionConfig, run_id: str) -> SessionRef:
+    def of(cls, config: SessionConfig, run_id: str, turn: int | None = None) -> SessionRef:
         return cls(
             session_id=config.session_id,
             run_id=run_id,
@@ -79,6 +82,7 @@ class SessionRef(BaseModel):
             spill_threshold=config.spill_threshold,
             memory=config.options.memory is not False,
             readers=[t for t in config.tools if t in RESULT_READERS],
+            turn=turn,
         )
 
 

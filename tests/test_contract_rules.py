@@ -8,7 +8,8 @@ from typing import Any
 
 from agent_tools.catalog import ToolCatalog
 from agent_tools.session import SessionStatus
-from tests.test_delegation import tool_results
+from agent_tools.user_tools import tool
+from tests.test_delegation import _turns, tool_results, wait_until
 
 QUESTION = {
     "question": "Which one?",
@@ -192,3 +193,84 @@ def test_message_target_rules() -> None:
     assert "not started by subAgent" in (message_target_refusal("c", "p", rec("invoke_sub_agent", "bounded")) or "")
     assert "not started by subAgent" in (message_target_refusal("c", "p", None) or "")
     assert "root of the tree" in (message_target_refusal("c", None, None) or "")
+
+
+# ---- saved results (items 7 and 8) ---------------------------------------------------------------------
+
+
+@tool(description="A long text result")
+async def long_text(size: int = 1500) -> str:
+    return "line of text\n" * (size // 13 + 1)
+
+
+@tool(description="A binary result")
+async def png_bytes() -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+
+
+def _saved(text: str) -> bool:
+    return text.startswith("[Tool result saved:")
+
+
+async def test_binary_results_are_described_never_saved_nor_a_bytes_repr(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 8: a tool returning bytes (10 KB of PNG) is neither saved as an artifact nor shown as b'...'."""
+    settings.model = script([{"tool_calls": [{"name": "png_bytes"}]}, {"say": "{{tool_results}}"}])
+    async with worker_for(tools=[png_bytes]) as client:
+        handle = await client.start_session("img", tools=["png_bytes"])
+        result = await handle.result()
+    assert result.final_message == "[image (image/png), 10,248 bytes: not shown to the model]"
+
+
+async def test_one_to_one_chats_use_the_default_threshold_and_teams_their_own(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 8: FYAI's threshold is the team's setting; a one-to-one chat (no sub-agents) always uses 2,000."""
+    from agent_tools.agents import AgentDefinition
+
+    agents = [
+        AgentDefinition(name="solo", profile=None, tools=["long_text"], spill_threshold_chars=300),
+        AgentDefinition(name="lead", profile=None, tools=["long_text"], spill_threshold_chars=300, subagents=["solo"]),
+    ]
+    settings.model = script([{"tool_calls": [{"name": "long_text"}]}, {"say": "{{tool_results}}"}])
+    async with worker_for(tools=[long_text], agents=agents) as client:
+        solo = await (await client.start_session("a", agent="solo")).result()
+        lead = await (await client.start_session("b", agent="lead")).result()
+    assert solo.final_message is not None and not _saved(solo.final_message)  # 1,500 < 2,000: inline
+    assert lead.final_message is not None and _saved(lead.final_message)  # 1,500 > the team's 300
+
+
+async def test_a_ref_from_an_earlier_turn_says_call_again_and_no_reader_no_names(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 8: a saved result read in a later turn of the same run tells the agent to call the tool again.
+    Item 7: with the readers switched off for the organisation, the pointer names no reader."""
+    settings.model = script(
+        [
+            {"tool_calls": [{"name": "long_text", "arguments": {"size": 5000}}]},
+            {"tool_calls": [{"name": "read_tool_result", "arguments": {"ref": "{{tool_results:long_text}}"}}]},
+            {"say": "first turn read"},
+            {"tool_calls": [{"name": "read_tool_result", "arguments": {"ref": "{{tool_results:long_text}}"}}]},
+            {"say": "{{tool_results}}"},
+        ]
+    )
+    async with worker_for(tools=[long_text]) as client:
+        handle = await client.start_session("go", tools=["long_text"], keep_alive=True, session_id="p-turns")
+        await wait_until(lambda: _turns(handle, 1))
+        await handle.send("again")
+        await wait_until(lambda: _turns(handle, 2))
+        results = tool_results(await handle.transcript())
+        await handle.stop("done")
+    assert _saved(results[0]) and "read_tool_result(ref=" in results[0]
+    assert "line of text" in results[1] and "earlier turn" not in results[1]  # the same turn: readable
+    assert "from an earlier turn" in results[2] and "Call the tool that produced it (long_text) again" in results[2]
+
+    settings.org_disabled_tools = {"acme": ["read_tool_result", "search_tool_result", "query_tool_result"]}
+    settings.model = script([{"tool_calls": [{"name": "long_text", "arguments": {"size": 5000}}]}, {"say": "x"}])
+    async with worker_for(tools=[long_text]) as client:
+        handle = await client.start_session("go", tools=["long_text"], organisation="acme")
+        await handle.result()
+        pointer = tool_results(await handle.transcript())[0]
+    assert _saved(pointer) and "cannot be opened" in pointer
+    assert not any(r in pointer for r in ("read_tool_result", "search_tool_result", "query_tool_result"))

@@ -21,11 +21,13 @@ from agent_tools.activity_io import (
     LlmStepInput,
     LlmStepOutput,
 )
+from agent_tools.agents import AgentDefinition
 from agent_tools.errors import ConfigurationError, ProviderRequestError, error_type
 from agent_tools.messages import Message
 from agent_tools.policy import ExecutionPolicy
 from agent_tools.prompt import build_context, memory_note
-from agent_tools.session import PrepareInput, PrepareOutput, SessionConfig, SessionOptions
+from agent_tools.session import PrepareInput, PrepareOutput, SessionConfig, SessionOptions, SessionRequest
+from agent_tools.settings import Settings
 
 
 def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], options: SessionOptions) -> ExecutionPolicy:
@@ -45,6 +47,15 @@ def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], option
             f"invalid session policy: {exc}", type=error_type(ConfigurationError), non_retryable=True
         ) from exc
     return policy
+
+
+def spill_threshold(agent: AgentDefinition, req: SessionRequest, settings: Settings) -> int:
+    """FYAI: results are saved above "the team's Tool Summary Max Characters"; "one-to-one chats have no
+    team, so they always use the default". A team here is a delegation tree: a sub-agent's session
+    (depth > 0) or the root session of an orchestrator (an agent granted sub-agents). Its setting is the
+    agent's ``spill_threshold_chars``; every other session uses the deployment's (2,000 by default)."""
+    team = req.depth > 0 or bool(agent.subagents)
+    return (agent.spill_threshold_chars if team else None) or settings.spill_threshold_chars
 
 
 async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutput:
@@ -115,7 +126,7 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         depth=req.depth,
         chain=req.chain or [agent.name],
         role=req.role,
-        spill_threshold=agent.spill_threshold_chars or s.spill_threshold_chars,
+        spill_threshold=spill_threshold(agent, req, s),
         subagents=agent.subagents,
         options=options,
         policy=session_policy(s.policy, agent.policy, options),

@@ -31,10 +31,6 @@ BUILTIN_MODULES = (planning, human, delegation, web, memory, results, history, e
 # Profiles that include every discovered MCP tool.
 MCP_PROFILES: frozenset[str] = frozenset({"codai", "all"})
 
-# Profiles of platforms without FYAI's "Automatic" chip: their users get exactly the faces their document
-# lists (RTC's memory tools, codai's read_artifact), not FYAI's remember/recall and readers on top.
-NO_AUTOMATIC_PROFILES: frozenset[str] = frozenset({"rtc", "codai"})
-
 
 def builtin_specs() -> list[ToolSpec]:
     """Every built-in contract (each capability module's ``TOOLS``)."""
@@ -85,22 +81,30 @@ class ToolCatalog:
         """The tools a session is offered: :meth:`resolve`, then FYAI's automatic tools and the deployment.
 
         * Memory off: no memory face at all (FYAI: memory tools exist only for agents with Memory ticked).
-        * Automatic tools (FYAI's chip) join unless the profile is another platform's
-          (:data:`NO_AUTOMATIC_PROFILES`): remember/recall when memory is on; the three result readers when
-          the agent has at least one tool of its own (a reader alone has nothing to read).
+        * Automatic tools (FYAI's chip) join: remember/recall when memory is on; the three result readers when
+          the agent has at least one tool of its own (a reader alone has nothing to read). Not where the
+          agent already has another dialect's face of the same capability (RTC's saveMemory..., codai's
+          memory_* or read_artifact): a user of that platform gets the faces they know, not two dialects.
         * ``unavailable``: tools this deployment cannot serve (no search engine, fewer than two callable
           models, ...) are not offered rather than offered to fail.
         Exclusions, organisation switches and the level apply to automatic tools too.
         """
         blocked = {*exclude, *disabled, *unavailable}
+        tools = list(tools)
         names = self.resolve(profile=profile, tools=tools, exclude=blocked, level=level, extra_profiles=extra_profiles)
+        # The dialects the agent asked for, before its level or switches removed any: a codai agent at level
+        # none has no memory face, and must not get FYAI's instead.
+        listed = {**PROFILES, **(extra_profiles or {})}.get(profile, []) if profile else []
+        dialects = {
+            self._specs[n].capability for n in [*listed, *tools] if n in self._specs and not self._specs[n].automatic
+        }
         if not memory:
             names = [n for n in names if self._specs[n].capability != "memory"]
-        if profile in NO_AUTOMATIC_PROFILES:
-            return names
         own = [n for n in names if not self._specs[n].automatic]
         for spec in self._specs.values():
             if not spec.automatic or spec.name in names or spec.name in blocked or not level.allows(spec.level):
+                continue
+            if spec.capability in dialects:
                 continue
             if (spec.capability == "memory" and memory) or (spec.capability == "results" and own):
                 names.append(spec.name)
@@ -111,7 +115,10 @@ class ToolCatalog:
     def is_automatic(self, name: str, profile: str | None) -> bool:
         """Whether ``name`` comes to an agent of ``profile`` without being assigned (the "Automatic" chip)."""
         spec = self._specs.get(name)
-        return spec is not None and spec.automatic and profile not in NO_AUTOMATIC_PROFILES
+        if spec is None or not spec.automatic:
+            return False
+        listed = [self._specs[n] for n in PROFILES.get(profile, []) if n in self._specs] if profile else []
+        return not any(s.capability == spec.capability and not s.automatic for s in listed)
 
     def resolve(
         self,

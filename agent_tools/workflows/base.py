@@ -106,7 +106,7 @@ class SessionBase:
         return self.config.session_id
 
     def session_ref(self) -> SessionRef:
-        return SessionRef.of(self.config, workflow.info().run_id)
+        return SessionRef.of(self.config, workflow.info().run_id, self.state.turns)
 
     def now_iso(self) -> str:
         return workflow.now().isoformat()

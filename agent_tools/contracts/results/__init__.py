@@ -35,6 +35,15 @@ def _lenient_ref(value: Any) -> Any:
     return m.group(1) if m else text
 
 
+_TURN_SUFFIX = re.compile(r"_t(\d{1,9})$")
+
+
+def ref_turn(ref: str) -> int | None:
+    """The turn a saved result's ref was made in (``res_<id>_t<turn>``), or None for a ref without one."""
+    found = _TURN_SUFFIX.search(ref.strip())
+    return int(found.group(1)) if found else None
+
+
 RefField = Annotated[str, BeforeValidator(_lenient_ref)]
 _REF = Field(min_length=1, max_length=100, description="The ref id from the saved-result pointer (res_...)")
 
