@@ -166,7 +166,9 @@ async def test_content_type_gate(tmp_path: Path) -> None:
         try:
             with pytest.raises(WebError) as info:
                 await web.web_fetch(WebFetchArgs(url=server.url("/img")))
-            assert info.value.code == "unsupported_content_type" and info.value.details["content_type"] == "image/png"
+            # codai's set: an unreadable type is the upstream's answer being unusable (502 upstream_error).
+            assert info.value.code == "upstream_error" and info.value.http_status == 502
+            assert info.value.details["content_type"] == "image/png" and info.value.details["status"] == 200
             data = await web.web_fetch(WebFetchArgs(url=server.url("/data")))
             assert data.content.startswith("```json\n") and json.loads(data.content[8:-4]) == {
                 "name": "x",

@@ -237,6 +237,7 @@ class SearchResponse(BaseModel):
     degraded: list[str]
     notes: list[str] = Field(default_factory=list)
     secondary: list[SearchResultItem] = Field(default_factory=list, description="[G1]..[Gn] block")
+    intent: str = Field(default="general", description="code, news, docs or general (read from the query)")
 
 
 class WebFetchArgs(BaseModel):
