@@ -155,3 +155,26 @@ def test_automatic_chip_is_listed() -> None:
     rows = {line.split()[0]: line for line in out.output.splitlines() if line.strip()}
     assert "automatic" in rows["remember"] and "automatic" in rows["read_tool_result"]
     assert "assign" in rows["invoke_sub_agent"] and "automatic" not in rows["invoke_sub_agent"]
+
+
+async def test_spawn_agent_stays_out_when_the_request_brings_its_own_tools(
+    llm: FakeLLMServer, settings: Settings, worker_for: Any
+) -> None:
+    """Item 5: codai injects spawn_agent "only when the request carries no client-side tools of its own". A
+    request whose tool list names one of the host's own tools owns the loop: no spawn_agent, even named."""
+    from agent_tools.user_tools import tool
+
+    @tool(description="The caller's own tool")
+    async def lookup(q: str) -> str:
+        return q
+
+    _on_endpoint(settings, llm)
+    coder = AgentDefinition(name="coder", profile="codai")
+    llm.queue(openai_reply("ok"), openai_reply("ok"), openai_reply("ok"))
+    async with worker_for(agents=[coder], tools=[lookup]) as client:
+        await (await client.start_session("a", agent="coder")).result()
+        await (await client.start_session("b", agent="coder", tools=["spawn_agent", "todoWrite"])).result()
+        await (await client.start_session("c", agent="coder", tools=["lookup", "spawn_agent"])).result()
+    profile, builtin_list, own_tools = (_names(r["body"]) for r in llm.requests)
+    assert "spawn_agent" in profile and "spawn_agent" in builtin_list
+    assert "lookup" in own_tools and "spawn_agent" not in own_tools

@@ -81,7 +81,8 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
             level=agent.tool_level,
             disabled=s.disabled_for(req.organisation),
             memory=agent.memory and req.options.memory is not False,
-            unavailable=unavailable_tools(s, model),
+            unavailable=unavailable_tools(s, model)
+            | ({"spawn_agent"} if services.catalog.carries_client_tools(req.tools) else set()),
         )
     except ConfigurationError as exc:
         raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc

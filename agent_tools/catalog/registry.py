@@ -112,6 +112,12 @@ class ToolCatalog:
             names = [n for n in names if not (self._specs[n].automatic and self._specs[n].capability == "results")]
         return names
 
+    def carries_client_tools(self, request_tools: Iterable[str] | None) -> bool:
+        """Whether a session request brings tools of its own: a request tool list naming one of the host's
+        tools (``@tool`` functions, capability ``user``), not only built-ins. codai: "if you send `tools`,
+        you own the loop and the gateway stays out", so such a session gets no ``spawn_agent``."""
+        return any((spec := self._specs.get(n)) is not None and spec.capability == "user" for n in request_tools or ())
+
     def is_automatic(self, name: str, profile: str | None) -> bool:
         """Whether ``name`` comes to an agent of ``profile`` without being assigned (the "Automatic" chip)."""
         spec = self._specs.get(name)
