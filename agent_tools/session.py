@@ -98,6 +98,11 @@ class SessionOptions(BaseModel):
         **limit(chars=LABEL_CHARS),
     )
     memory: bool | None = Field(default=None, description="The agent's Memory switch, for this session")
+    loop_min_interval_seconds: float | None = Field(
+        default=None,
+        description="createLoop's shortest interval (cost control; unset: 5 seconds)",
+        **limit(minimum=1, maximum=86400),
+    )
     search_attributes: bool | None = Field(default=None, description="Set the session search attributes")
     delegation_fanout_cap: int | None = Field(
         default=None, description="spawn_agent calls per message", **limit(minimum=1, maximum=100)

@@ -3,6 +3,7 @@ model unless the rule is pure."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -274,3 +275,95 @@ async def test_a_ref_from_an_earlier_turn_says_call_again_and_no_reader_no_names
         pointer = tool_results(await handle.transcript())[0]
     assert _saved(pointer) and "cannot be opened" in pointer
     assert not any(r in pointer for r in ("read_tool_result", "search_tool_result", "query_tool_result"))
+
+
+async def test_create_loop_takes_short_intervals_above_the_configured_floor(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 15: RTC sets no minimum interval: a loop every 2 s runs (with the session's floor at 1 s),
+    the default floor (5 s) refuses 3 s with the reason, and ticks that fall due during a busy turn coalesce
+    (one turn per tick that could run, never a backlog)."""
+    from tests.test_planning import call, loops
+
+    settings.model = script(
+        [
+            {
+                "turns": [
+                    {"tool_calls": [call("createLoop", prompt="poll", interval_seconds=2, max_turns=2)]},
+                    {"say": "created"},
+                    {"say": "slow poll", "delay_seconds": 2.5},  # the tick at 4 s falls due during this turn
+                    {"say": "polled"},
+                ],
+                "repeat_last": True,
+            }
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("go", tools=["createLoop"], options={"loop_min_interval_seconds": 1})
+        result = await handle.result()
+        [loop] = await loops(handle)
+        status = await handle.status()
+    assert result.status == SessionStatus.completed
+    assert (loop.status, loop.completed_turns, loop.interval_seconds) == ("exhausted", 2, 2)
+    assert loop.coalesced_ticks == 1 and status.turns == 3  # the user turn, then two loop turns
+
+    settings.model = script(
+        [{"tool_calls": [call("createLoop", prompt="poll", interval_seconds=3)]}, {"say": "{{tool_results}}"}]
+    )
+    async with worker_for() as client:
+        refused = await (await client.start_session("go", tools=["createLoop"])).result()
+    assert refused.final_message is not None and "at least 5" in refused.final_message
+
+
+async def test_stopping_a_subtree_runs_no_turn_for_the_stopped_children(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 11: stopSubAgent on a middle session stops its leaf first; neither the middle (for its leaf's
+    end) nor the root (for the middle it asked to stop) runs a model turn for those ends."""
+    settings.model = script(
+        [
+            {"match": {"title": "Leaf"}, "turns": [{"say": "leaf done", "delay_seconds": 30}]},
+            {
+                "match": {"title": "Middle"},
+                "turns": [
+                    {"tool_calls": [{"name": "subAgent", "arguments": {"title": "Leaf", "instruction": "wait"}}]},
+                    {"say": "middle waiting"},
+                    {"say": "MIDDLE EXTRA TURN"},
+                ],
+            },
+            {
+                "match": {"prompt_contains": "ROOT"},
+                "turns": [
+                    {"tool_calls": [{"name": "subAgent", "arguments": {"title": "Middle", "instruction": "go"}}]},
+                    {"say": "started"},
+                    {"tool_calls": [{"name": "stopSubAgent", "arguments": {"sub_session_id": "p-stop3/sub-1"}}]},
+                    {"say": "stopped: {{last_tool}}"},
+                    {"say": "ROOT EXTRA TURN"},
+                ],
+            },
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("ROOT", session_id="p-stop3", keep_alive=True)
+        middle = client.session("p-stop3/sub-1")
+        leaf = client.session("p-stop3/sub-1/sub-1")
+
+        async def ready() -> bool:
+            try:
+                return (await leaf.status()).status == SessionStatus.running and await _turns(middle, 1)
+            except Exception:
+                return False
+
+        await wait_until(ready)
+        await handle.send("stop it")
+        await wait_until(lambda: _turns(handle, 2))
+        middle_result = await middle.result()
+        await asyncio.sleep(1.0)  # room for a (wrong) notification turn to start
+        root_status = await handle.status()
+        stopped = json.loads((await handle.latest_message()).content.removeprefix("stopped: "))
+        middle_turns = (await middle.status()).turns
+        await handle.stop("done")
+    assert [s["sub_session_id"] for s in stopped["stopped_sessions"]] == ["p-stop3/sub-1/sub-1", "p-stop3/sub-1"]
+    assert middle_result.status == SessionStatus.stopped and middle_result.final_message == "middle waiting"
+    assert middle_turns == 1
+    assert root_status.turns == 2 and root_status.pending_inbox == 0
