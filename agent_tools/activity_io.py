@@ -66,9 +66,12 @@ class SessionRef(BaseModel):
     readers: list[str] = Field(default_factory=list)
     # The tree's ceilings: a model call made for this session checks the tree's spend against them first.
     budget: TreeBudget | None = None
+    # The session's turn when it called (None: a caller that does not say). A saved result's ref carries it:
+    # FYAI's readers refuse a ref from an earlier turn ("told to call the tool again").
+    turn: int | None = None
 
     @classmethod
-    def of(cls, config: SessionConfig, run_id: str) -> SessionRef:
+    def of(cls, config: SessionConfig, run_id: str, turn: int | None = None) -> SessionRef:
         return cls(
             session_id=config.session_id,
             run_id=run_id,
@@ -92,6 +95,7 @@ class SessionRef(BaseModel):
                 if config.options.budget_cost_usd is not None or config.options.budget_tokens is not None
                 else None
             ),
+            turn=turn,
         )
 
 

@@ -101,6 +101,11 @@ class SessionOptions(BaseModel):
         **limit(chars=LABEL_CHARS),
     )
     memory: bool | None = Field(default=None, description="The agent's Memory switch, for this session")
+    loop_min_interval_seconds: float | None = Field(
+        default=None,
+        description="createLoop's shortest interval (cost control; unset: 5 seconds)",
+        **limit(minimum=1, maximum=86400),
+    )
     search_attributes: bool | None = Field(default=None, description="Set the session search attributes")
     delegation_fanout_cap: int | None = Field(
         default=None, description="spawn_agent calls per message", **limit(minimum=1, maximum=100)
@@ -250,6 +255,9 @@ class SessionState(BaseModel):
     last_message: Message | None = None
     last_message_id: str | None = None
     last_message_at: str | None = None
+    # The message that opened the running turn (a user message, a notification), until the model answers:
+    # getSubAgentMessage reports the latest message whatever its role (RTC), not only the last answer.
+    last_input: LatestMessageView | None = None
     created_at: str | None = None
     updated_at: str | None = None
     error: str | None = None

@@ -6,6 +6,10 @@ import json
 from typing import Any
 
 PREVIEW_CHARS = 600
+NO_READER_NOTE = (
+    "The full result was saved but cannot be opened here (no result reader is available); work with the "
+    "preview below, or call the tool again with narrower arguments."
+)
 
 
 def json_structure_hint(text: str, *, max_keys: int = 12) -> str | None:
@@ -42,7 +46,12 @@ def spill_pointer(*, ref: str, content: str, json_hint: str | None, readers: tup
     ]
     if json_hint:
         lines.append(f"JSON structure: {json_hint}")
-    lines.append("Read it with: " + ", ".join(f'{r}(ref="{ref}", ...)' for r in readers))
+    if readers:
+        lines.append("Read it with: " + ", ".join(f'{r}(ref="{ref}", ...)' for r in readers))
+    else:
+        # FYAI: with the readers switched off, results are still saved "but agents can no longer open them":
+        # naming a reader the agent does not have would only cost it a failed call.
+        lines.append(NO_READER_NOTE)
     lines.append(f"First {PREVIEW_CHARS} characters:")
     lines.append(content[:PREVIEW_CHARS])
     return "\n".join(lines)

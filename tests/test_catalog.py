@@ -51,9 +51,7 @@ def test_resolve_applies_profile_level_exclusions_and_org_switches() -> None:
 
 def test_profiles_name_each_platform() -> None:
     assert {"rtc", "fyai", "codai", "all"} <= set(PROFILES)
-    assert (
-        "askUser" in PROFILES["rtc"] and "invoke_sub_agent" in PROFILES["fyai"] and "spawn_agent" in PROFILES["codai"]
-    )
+    assert "askUser" in PROFILES["rtc"] and "recall" in PROFILES["fyai"] and "spawn_agent" in PROFILES["codai"]
 
 
 def test_levels_are_ordered() -> None:

@@ -82,12 +82,13 @@ async def test_async_sub_agent_notifies_parent_and_rolls_up_usage(settings: Any,
         assert result.final_message.startswith("parent got: [Sub-agent notification p-async/sub-1]")
         assert "child result 42" in result.final_message
         entries = await handle.transcript()
-        started = json.loads(tool_results(entries)[0].split("\n")[0])
+        started = json.loads(tool_results(entries)[0])  # one JSON object, the hint inside it (issue 14.9)
         assert started == {
             "sub_session_id": "p-async/sub-1",
             "title": "Child A",
             "mode": "async",
             "status": "running",
+            "note": "The sub-agent runs in the background; you will receive a notification when it ends.",
         }
         child = await client.session("p-async/sub-1").result()
         assert child.status == SessionStatus.completed and child.final_message == "child result 42"
@@ -478,7 +479,8 @@ async def test_any_session_in_the_tree_lists_and_reads_its_siblings(
         ]
         sibling = json.loads(lister[1])
         assert sibling["sub_session_title"] == "Sibling" and sibling["sub_session_status"] == "running"
-        assert sibling["message_id"] is None and sibling["content"] == ""
+        # Busy on its first step, its latest message is its instruction (RTC: the latest message, any role).
+        assert sibling["message_id"] == "p-list/sub-1:1" and (sibling["role"], sibling["content"]) == ("user", "s")
         # The root shares the tree, so a sub-agent may read it too.
         assert json.loads(lister[2])["sub_session_id"] == "p-list"
 

@@ -14,6 +14,9 @@ from agent_tools.contracts.delegation import HandoffRecord
 from agent_tools.session import SessionStatus
 from tests.test_delegation import _turns, children, collect_progress, tool_results, wait_until
 
+# FYAI: invoke_sub_agent and hand_off_to_agent are "assign it as a function" tools, not in the profile.
+ASSIGNED = ["invoke_sub_agent", "hand_off_to_agent"]
+
 
 async def timer_seconds(handle: Any) -> list[float]:
     history = await handle.workflow.fetch_history()
@@ -37,12 +40,12 @@ def relay(agent: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
 
 async def test_invoke_grants_chain_depth_and_repeats(settings: Any, script: Any, worker_for: Any) -> None:
     agents = [
-        AgentDefinition(name="orch", subagents=["a2"], profile="fyai"),
-        AgentDefinition(name="a2", subagents=["a3", "orch"], profile="fyai"),
-        AgentDefinition(name="a3", subagents=["a4"], profile="fyai"),
-        AgentDefinition(name="a4", subagents=["a5"], profile="fyai"),
-        AgentDefinition(name="a5", subagents=["a6"], profile="fyai"),
-        AgentDefinition(name="a6", profile="fyai"),
+        AgentDefinition(name="orch", subagents=["a2"], profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="a2", subagents=["a3", "orch"], profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="a3", subagents=["a4"], profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="a4", subagents=["a5"], profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="a5", subagents=["a6"], profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="a6", profile="fyai", tools=ASSIGNED),
     ]
     settings.model = script(
         [
@@ -81,9 +84,9 @@ async def test_invoke_bounded_wait_resume_prior_messages_and_model_override(
     settings: Any, script: Any, worker_for: Any
 ) -> None:
     agents = [
-        AgentDefinition(name="orch", subagents=["slow", "writer"], profile="fyai"),
-        AgentDefinition(name="slow", profile="fyai"),
-        AgentDefinition(name="writer", profile="fyai"),
+        AgentDefinition(name="orch", subagents=["slow", "writer"], profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="slow", profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="writer", profile="fyai", tools=ASSIGNED),
     ]
     prior = [{"role": "user", "content": "my name is Bob"}, {"role": "assistant", "content": "hello Bob"}]
     alt = script([{"match": {"agent": "writer"}, "turns": [{"say": "unused"}, {"say": "alt writer: {{last_user}}"}]}])
@@ -121,12 +124,14 @@ async def test_invoke_bounded_wait_resume_prior_messages_and_model_override(
         result = await handle.result()
         assert result.status == SessionStatus.completed
         results = tool_results(await handle.transcript())
-        running = json.loads(results[0].split("\n")[0])
+        running = json.loads(results[0])  # the whole result is one JSON object, the hint inside it
         assert running == {
             "status": "running",
             "execution_id": "p-b/sub-1",
             "agent_name": "slow",
             "messages": [],
+            "note": "The sub-agent is still working: call invoke_sub_agent again with resume_execution_id to keep "
+            "waiting.",
         }
         resumed = json.loads(results[1])
         assert resumed["status"] == "completed" and resumed["output"] == "slow done"
@@ -158,8 +163,8 @@ async def test_invoke_still_running_after_the_turn_notifies_the_orchestrator(
     settings: Any, script: Any, worker_for: Any
 ) -> None:
     agents = [
-        AgentDefinition(name="orch", subagents=["slow"], profile="fyai"),
-        AgentDefinition(name="slow", profile="fyai"),
+        AgentDefinition(name="orch", subagents=["slow"], profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="slow", profile="fyai", tools=ASSIGNED),
     ]
     settings.model = script(
         [
@@ -187,8 +192,8 @@ async def test_hand_off_continues_in_a_new_session_with_the_history(
     settings: Any, script: Any, worker_for: Any
 ) -> None:
     agents = [
-        AgentDefinition(name="front", subagents=["billing"], profile="fyai"),
-        AgentDefinition(name="billing", subagents=["front"], profile="fyai"),
+        AgentDefinition(name="front", subagents=["billing"], profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="billing", subagents=["front"], profile="fyai", tools=ASSIGNED),
     ]
     settings.model = script(
         [
@@ -259,9 +264,11 @@ async def test_hand_off_continues_in_a_new_session_with_the_history(
 
 async def test_hand_off_refusals(settings: Any, script: Any, worker_for: Any) -> None:
     agents = [
-        AgentDefinition(name="front", subagents=["dormant", "front", "far"], profile="fyai", tools=["subAgent"]),
-        AgentDefinition(name="dormant", active=False, profile="fyai"),
-        AgentDefinition(name="far", project="p2", profile="fyai"),
+        AgentDefinition(
+            name="front", subagents=["dormant", "front", "far"], profile="fyai", tools=[*ASSIGNED, "subAgent"]
+        ),
+        AgentDefinition(name="dormant", active=False, profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="far", project="p2", profile="fyai", tools=ASSIGNED),
     ]
 
     def hand(agent: str) -> dict[str, Any]:
@@ -307,8 +314,8 @@ async def test_hand_off_refusals(settings: Any, script: Any, worker_for: Any) ->
 
 async def test_hand_off_refused_while_sub_agents_run(settings: Any, script: Any, worker_for: Any) -> None:
     agents = [
-        AgentDefinition(name="front", subagents=["billing"], profile="fyai", tools=["subAgent"]),
-        AgentDefinition(name="billing", profile="fyai"),
+        AgentDefinition(name="front", subagents=["billing"], profile="fyai", tools=[*ASSIGNED, "subAgent"]),
+        AgentDefinition(name="billing", profile="fyai", tools=ASSIGNED),
     ]
     settings.model = script(
         [

@@ -32,6 +32,7 @@ from agent_tools.contracts.planning import (
     TodoWriteArgs,
     judge_messages,
     loop_expiry,
+    loop_interval_refusal,
     next_after,
     parse_verdict,
 )
@@ -219,8 +220,12 @@ def test_goal_and_loop_bounds() -> None:
     with pytest.raises(ValidationError):
         CreateGoalArgs(condition="x", max_turns=201)
     assert CreateLoopArgs(prompt="p", interval_seconds=3600).max_turns == 10
-    with pytest.raises(ValidationError, match="greater than or equal to 60"):
+    # RTC sets no minimum: the schema asks only for a positive interval; the cost floor is the session's.
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
         CreateLoopArgs(prompt="p", interval_seconds=MIN_LOOP_INTERVAL_SECONDS - 1)
+    assert CreateLoopArgs(prompt="p", interval_seconds=5).interval_seconds == 5
+    assert loop_interval_refusal(5, 5) is None
+    assert "at least 5" in (loop_interval_refusal(4, 5) or "")
     with pytest.raises(ValidationError):
         CreateLoopArgs(prompt="p", interval_seconds=3600, max_turns=MAX_LOOP_TURNS + 1)
 

@@ -141,7 +141,8 @@ async def test_session_on_openai_endpoint_retries_429_then_runs_tools(
     assert len(llm.requests) == 3
     assert llm.requests[1]["at"] - llm.requests[0]["at"] >= 0.9  # Retry-After honoured
     last = llm.requests[2]["body"]["messages"]
-    assert [m["role"] for m in last] == ["system", "user", "assistant", "tool", "tool"]
+    # The agent's system message, then the note announcing its memory tools (Memory is on by default).
+    assert [m["role"] for m in last] == ["system", "system", "user", "assistant", "tool", "tool"]
     assert result.usage.calls == 2 and result.usage.cost_usd == pytest.approx(3.0 + 11 / 1e6 + 7 * 2 / 1e6)
 
 

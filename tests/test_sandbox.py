@@ -373,7 +373,8 @@ async def tools_prepared(settings: Settings) -> list[str]:
         )
     finally:
         await services.close()
-    return out.config.tools
+    # FYAI's automatic tools (memory, readers) join any own tool list; only exec_python is in question here.
+    return [t for t in out.config.tools if not services.catalog.is_automatic(t, None)]
 
 
 async def test_prepare_offers_exec_python_only_with_a_sandbox(

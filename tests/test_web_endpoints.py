@@ -15,7 +15,7 @@ from agent_tools.service.app import create_app
 from agent_tools.service.tools_routes import RateLimiter
 from agent_tools.settings import Settings
 from tests.test_web_research import research_script, serve_research
-from tests.test_web_support import Reply, WebServer, close_web, make_web, searxng_results
+from tests.test_web_support import Reply, WebServer, close_web, json_reply, make_web, searxng_results
 
 KEY = {"Authorization": "Bearer key-1"}
 
@@ -135,6 +135,36 @@ async def test_fetch_shapes_and_errors(api: Any, server: WebServer) -> None:
     assert invalid.headers["X-RateLimit-Remaining"] == "2"
     # Without a key the body is not even looked at.
     assert (await http.post("/v1/tools/fetch", json={"url": "x", "max_chars": 10})).status_code == 401
+
+
+async def test_codai_fields_and_error_set(api: Any, server: WebServer) -> None:
+    """Issue 14, item 18: the search answer has codai's `intent` (and `provider`, `notes`); a content type
+    codai does not read is one of its documented errors (502 upstream_error), with the rate-limit headers,
+    as every answer has them, 400s included."""
+    http, _ = api
+    server.route("/searx/search", json_reply(searxng_results(server.base, 3)))
+    res = await http.post(
+        "/v1/tools/search", json={"query": "react compiler release", "include_domains": ["react.dev"]}, headers=KEY
+    )
+    body = res.json()
+    assert res.status_code == 200 and {"provider", "intent", "notes", "degraded"} <= set(body)
+    assert body["intent"] == "docs"
+    server.route("/img", Reply(body=b"\x89PNG....", content_type="image/png"))
+    img = await http.post("/v1/tools/fetch", json={"url": server.url("/img")}, headers=KEY)
+    assert img.status_code == 502 and img.json()["error"]["code"] == "upstream_error"
+    assert img.json()["error"]["details"] == {"status": 200, "url": server.url("/img"), "content_type": "image/png"}
+    assert img.headers["X-RateLimit-Remaining"] == "1"
+    bad = await http.post("/v1/tools/search", json={"query": ""}, headers=KEY)
+    assert bad.status_code == 400 and bad.headers["X-RateLimit-Remaining"] == "0"
+
+
+def test_search_intent_reads_the_query() -> None:
+    from agent_tools.contracts.web.render import search_intent
+
+    assert search_intent("TypeError: undefined is not a function") == "code"
+    assert search_intent("latest news on the tram strike") == "news"
+    assert search_intent("asyncio tutorial") == "docs"
+    assert search_intent("best pastel de nata in lisbon") == "general"
 
 
 async def test_search_unavailable_is_503(api: Any, server: WebServer) -> None:

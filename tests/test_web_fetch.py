@@ -166,7 +166,9 @@ async def test_content_type_gate(tmp_path: Path) -> None:
         try:
             with pytest.raises(WebError) as info:
                 await web.web_fetch(WebFetchArgs(url=server.url("/img")))
-            assert info.value.code == "unsupported_content_type" and info.value.details["content_type"] == "image/png"
+            # codai's set: an unreadable type is the upstream's answer being unusable (502 upstream_error).
+            assert info.value.code == "upstream_error" and info.value.http_status == 502
+            assert info.value.details["content_type"] == "image/png" and info.value.details["status"] == 200
             data = await web.web_fetch(WebFetchArgs(url=server.url("/data")))
             assert data.content.startswith("```json\n") and json.loads(data.content[8:-4]) == {
                 "name": "x",
@@ -526,3 +528,29 @@ async def test_https_is_prepended_when_the_scheme_is_missing(tmp_path: Path) -> 
     assert page.url == page.final_url == f"https://secure.test:{server.port}/doc"
     assert page.title == "Configuring retries"
     assert raw.final_url == f"https://secure.test:{server.port}/raw" and raw.body == "plain body"
+
+
+async def test_each_profile_reads_with_its_own_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 14, item 13: RTC's webFetch allows 60 s ("Fetch timeout: 60 seconds"), codai's web_fetch 10 s.
+    The shared client's 30 s read timeout used to cut every read at 30 s; each request now carries its
+    profile's limit (read off the real requests the fetcher sends)."""
+    import httpx
+
+    seen: list[dict[str, float | None]] = []
+    send = httpx.AsyncClient.send
+
+    async def recording(self: httpx.AsyncClient, request: httpx.Request, **kwargs: object) -> httpx.Response:
+        seen.append(dict(request.extensions["timeout"]))
+        return await send(self, request, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", recording)
+    with WebServer() as server:
+        server.page("/blog", "blog")
+        web = await make_web(tmp_path)
+        try:
+            await web.page(server.url("/blog"), profile="rtc")
+            await web.page(server.url("/blog") + "?again", profile="codai")
+        finally:
+            await close_web(web)
+    assert [s["read"] for s in seen] == [60.0, 10.0]
+    assert [s["connect"] for s in seen] == [10.0, 10.0]

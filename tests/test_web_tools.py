@@ -135,6 +135,16 @@ async def test_web_search_rtc_shape_and_limits(services: Services, server: WebSe
     assert cached.data and cached.data["cached"] is True and server.hits("/searx/search") == 2
 
 
+async def test_web_search_rtc_empty_time_range_is_all_time(services: Services, server: WebServer) -> None:
+    """Issue 14, item 14: RTC's time_range "Leave empty for all time": "" is accepted and no time filter is sent."""
+    server.route("/searx/search", json_reply(searxng_results(server.base, 3)))
+    out = await call(services, "webSearch", {"query": "all time please", "time_range": ""})
+    assert not out.is_error, out.content
+    assert json.loads(out.content)["result_count"] == 3
+    sent = [r for r in server.requests if r.path == "/searx/search"]
+    assert len(sent) == 1 and "time_range" not in sent[0].query
+
+
 async def test_webfetch_small_page_redirect_and_limits(services: Services, server: WebServer) -> None:
     server.page("/blog", "blog")
     server.route("/moved", Reply(status=301, headers={"Location": "https://elsewhere.example/post"}))

@@ -20,5 +20,5 @@ class BuiltinContext:
     tool: str
 
 
-ToolReturn = ToolCallOutput | BaseModel | str | dict[str, Any] | list[Any]
+ToolReturn = ToolCallOutput | BaseModel | str | bytes | dict[str, Any] | list[Any]
 ToolImpl = Callable[[Any, BuiltinContext], Awaitable[ToolReturn]]

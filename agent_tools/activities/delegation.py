@@ -10,6 +10,7 @@ a moment ago is never missing (visibility is eventually consistent).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,7 @@ from agent_tools.contracts.delegation import (
     TargetInput,
     TreeInput,
     TreeOutput,
+    message_target_refusal,
 )
 from agent_tools.errors import ConfigurationError, ProviderRequestError, ToolFailure
 from agent_tools.messages import Message
@@ -78,10 +80,27 @@ _TERMINAL = {s.value for s in TERMINAL_STATUSES}
 # ---- models --------------------------------------------------------------------------------------------
 
 
+def provider_configured(settings: Settings, spec: str) -> bool:
+    """Whether the deployment can call ``spec``'s provider: a configured endpoint or key, or the scripted model.
+
+    A row of the price table alone is no reason to offer a model: the default table names OpenAI's and
+    Anthropic's models for every deployment, keys or not.
+    """
+    prefix = spec.partition(":")[0]
+    if prefix == "scripted" or prefix in settings.providers:
+        return True
+    if prefix == "openai":
+        return bool(settings.openai_api_key or os.environ.get("OPENAI_API_KEY"))
+    if prefix == "anthropic":
+        return bool(settings.anthropic_api_key or os.environ.get("ANTHROPIC_API_KEY"))
+    return False
+
+
 def allowed_models(settings: Settings, *extra: str) -> dict[str, str]:
-    """Model ids a session may name -> model spec: tier names, configured specs (tiers, prices), extras."""
+    """Model ids a session may name -> model spec: tier names and their specs, the extras (the session's own
+    model), and the price table's specs whose provider the deployment can call."""
     out: dict[str, str] = {}
-    for spec in [*settings.prices, *extra]:
+    for spec in [*(p for p in settings.prices if provider_configured(settings, p)), *extra]:
         out[spec] = spec
     for name, spec in settings.model_tiers.items():
         out[name] = spec
@@ -261,6 +280,14 @@ async def stop_tree(client: Client, inp: TargetInput) -> StopTreeOutput:
     return StopTreeOutput(result=StopSubAgentResult(stopped_sessions=stopped, total_stopped=len(stopped)))
 
 
+async def _child_record(client: Client, status: StatusView) -> ChildRecord | None:
+    """The target as its parent knows it (face and mode), from the parent's ``subagents`` query."""
+    if status.parent_id is None:
+        return None
+    children = await _children(client, status.parent_id)
+    return next((c for c in children if c.session_id == status.session_id), None)
+
+
 async def send_message(client: Client, inp: TargetInput) -> SendOutput:
     """Queue a message on a running sub-agent through its ``send_message`` update, whose validator refuses
     a session that has ended (so the check and the delivery are one step, not a race)."""
@@ -271,6 +298,9 @@ async def send_message(client: Client, inp: TargetInput) -> SendOutput:
         return SendOutput(
             error=(f"Sub-agent {inp.target!r} has already finished ({status.status.value}); it takes no more messages.")
         )
+    refusal = message_target_refusal(inp.target, status.parent_id, await _child_record(client, status))
+    if refusal is not None:
+        return SendOutput(error=refusal)
     handle = client.get_workflow_handle(inp.target)
     try:
         accepted = await handle.execute_update(

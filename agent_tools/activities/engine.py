@@ -10,6 +10,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agent_tools.activities.model_calls import check_budget, complete, non_retryable
+from agent_tools.activities.offer import unavailable_tools
 from agent_tools.activities.providers.base import ToolSchema
 from agent_tools.activities.providers.registry import check_spec
 from agent_tools.activities.services import Services, ServicesHolder
@@ -20,13 +21,15 @@ from agent_tools.activity_io import (
     LlmStepInput,
     LlmStepOutput,
 )
+from agent_tools.agents import AgentDefinition
 from agent_tools.contracts.approvals import resolve_approvals
 from agent_tools.contracts.output import OutputContract, check_answer, contract_of, schema_refusal
 from agent_tools.errors import ConfigurationError, InvalidInput, ProviderRequestError, error_type
 from agent_tools.messages import Message
 from agent_tools.policy import ExecutionPolicy
-from agent_tools.prompt import build_context
-from agent_tools.session import PrepareInput, PrepareOutput, SessionConfig, SessionOptions
+from agent_tools.prompt import build_context, memory_note
+from agent_tools.session import PrepareInput, PrepareOutput, SessionConfig, SessionOptions, SessionRequest
+from agent_tools.settings import Settings
 
 
 def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], options: SessionOptions) -> ExecutionPolicy:
@@ -48,6 +51,15 @@ def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], option
     return policy
 
 
+def spill_threshold(agent: AgentDefinition, req: SessionRequest, settings: Settings) -> int:
+    """FYAI: results are saved above "the team's Tool Summary Max Characters"; "one-to-one chats have no
+    team, so they always use the default". A team here is a delegation tree: a sub-agent's session
+    (depth > 0) or the root session of an orchestrator (an agent granted sub-agents). Its setting is the
+    agent's ``spill_threshold_chars``; every other session uses the deployment's (2,000 by default)."""
+    team = req.depth > 0 or bool(agent.subagents)
+    return (agent.spill_threshold_chars if team else None) or settings.spill_threshold_chars
+
+
 async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutput:
     """Resolve a request against agents, catalog and settings; open the transcript."""
     req = inp.request
@@ -60,28 +72,22 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         raise ApplicationError(
             f"agent {agent.name!r} is not active", type=error_type(ConfigurationError), non_retryable=True
         )
+    model = req.model or agent.model or s.default_model()
+    # One rule for who is offered what (ToolCatalog.offer): profile or request list, FYAI's automatic tools,
+    # memory, level, organisation switches, and what this deployment can serve.
     try:
-        if req.tools is not None:
-            tools = services.catalog.resolve(
-                profile=None,
-                tools=req.tools,
-                exclude=req.exclude_tools,
-                level=agent.tool_level,
-                disabled=s.disabled_for(req.organisation),
-            )
-        else:
-            tools = services.catalog.resolve(
-                profile=agent.profile,
-                tools=agent.tools,
-                exclude=[*agent.exclude_tools, *req.exclude_tools],
-                level=agent.tool_level,
-                disabled=s.disabled_for(req.organisation),
-            )
+        tools = services.catalog.offer(
+            profile=None if req.tools is not None else agent.profile,
+            tools=req.tools if req.tools is not None else agent.tools,
+            exclude=[*req.exclude_tools, *(agent.exclude_tools if req.tools is None else [])],
+            level=agent.tool_level,
+            disabled=s.disabled_for(req.organisation),
+            memory=agent.memory and req.options.memory is not False,
+            unavailable=unavailable_tools(s, model)
+            | ({"spawn_agent"} if services.catalog.carries_client_tools(req.tools) else set()),
+        )
     except ConfigurationError as exc:
         raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
-    if not agent.memory or req.options.memory is False:
-        # FYAI: memory tools exist only for agents with Memory ticked.
-        tools = [t for t in tools if (spec := services.catalog.get(t)) is None or spec.capability != "memory"]
     if "use_skill" in tools:
         # codai: use_skill is offered only when at least one skill is visible to the agent.
         from agent_tools.activities.skills import visible_skills
@@ -108,7 +114,6 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         .merged(agent.options)
         .merged(req.options)
     )
-    model = req.model or agent.model or s.default_model()
     try:
         # A spec no call could use fails the session here, before its first step, with the reason.
         check_spec(model, s)
@@ -133,7 +138,7 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         depth=req.depth,
         chain=req.chain or [agent.name],
         role=req.role,
-        spill_threshold=agent.spill_threshold_chars or s.spill_threshold_chars,
+        spill_threshold=spill_threshold(agent, req, s),
         subagents=agent.subagents,
         options=options,
         policy=session_policy(s.policy, agent.policy, options),
@@ -166,13 +171,14 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     # Read what came before (usually from this worker's cache); everything this step adds is written in one
     # transaction once the model has answered.
     transcript = [*await t.prefix(sid, inp.position, last_answer=inp.last_answer), *inp.new_messages]
-    extra: list[str] = []
+    specs = services.catalog.specs(inp.tools)
+    note = memory_note([spec.name for spec in specs if spec.capability == "memory"])
+    extra: list[str] = [note] if note else []
     for hook in services.context_hooks:
         block = await hook(services, inp.session, transcript)
         if block:
             extra.append(block)
     messages = build_context(transcript, budget_chars=services.settings.context_char_budget, extra_system=extra)
-    specs = services.catalog.specs(inp.tools)
     attempt = activity.info().attempt if activity.in_activity() else 1
     # The text goes live to the session's progress stream while the model writes it (see text_publisher); the
     # step's result, which is all the workflow reads, is the same with or without it.

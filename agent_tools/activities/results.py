@@ -24,6 +24,7 @@ from agent_tools.contracts.results import (
     SearchToolResultArgs,
     SearchToolResultResult,
     readers,
+    ref_turn,
 )
 from agent_tools.errors import ToolFailure
 
@@ -40,8 +41,9 @@ class Artifact:
         self.is_json: bool = bool(row.is_json)
 
 
-async def load(ctx: BuiltinContext, ref: str) -> Artifact:
-    """The artifact behind ``ref`` if this session's current run saved it; else a failure the model reads."""
+async def load(ctx: BuiltinContext, ref: str, *, this_turn: bool = True) -> Artifact:
+    """The artifact behind ``ref`` if this session's current run (and, for FYAI's readers, ``this_turn``:
+    the current turn) saved it; else a failure the model reads."""
     ref = ref.strip()
     row = await ctx.services.transcripts.load_artifact(ref)
     if row is None or row.session_id != ctx.session.session_id:
@@ -53,6 +55,13 @@ async def load(ctx: BuiltinContext, ref: str) -> Artifact:
         raise ToolFailure(
             f"The saved tool result {ref!r} belongs to an earlier run of this session and is no longer "
             f"available. Call the tool that produced it ({row.tool}) again to get a fresh result."
+        )
+    saved_in = ref_turn(ref)
+    if this_turn and saved_in is not None and ctx.session.turn is not None and saved_in != ctx.session.turn:
+        # FYAI: "If the agent tries to use a reference from an earlier turn, it's told to call the tool again."
+        raise ToolFailure(
+            f"The saved tool result {ref!r} is from an earlier turn; saved results last only for the turn that "
+            f"produced them. Call the tool that produced it ({row.tool}) again to get a fresh result."
         )
     return Artifact(row)
 
@@ -118,7 +127,8 @@ async def query_tool_result(args: QueryToolResultArgs, ctx: BuiltinContext) -> s
 
 
 async def read_artifact(args: ReadArtifactArgs, ctx: BuiltinContext) -> ReadArtifactResult:
-    art = await load(ctx, args.ref)
+    # codai sets no lifetime for a spilled result: read_artifact reads any of the current run's.
+    art = await load(ctx, args.ref, this_turn=False)
     total = len(art.content)
     if args.offset > total:
         raise ToolFailure(f"offset {args.offset} is past the end; the artifact has {total:,} characters")

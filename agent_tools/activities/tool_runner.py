@@ -29,8 +29,38 @@ from agent_tools.errors import ToolFailure
 from agent_tools.spill import json_structure_hint, should_spill, spill_pointer
 from agent_tools.user_tools import EXTRA_ARGUMENTS, ToolContext, UserTool
 
-# Readers a pointer names when the agent has none of them (it then cannot open the result, but is told so).
+# Readers a pointer names when the caller does not know the agent's (``readers=None``).
 DEFAULT_READERS: tuple[str, ...] = ("read_tool_result", "search_tool_result", "query_tool_result")
+
+
+_IMAGE_MAGIC = {
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"\xff\xd8\xff": "image/jpeg",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+    b"RIFF": "image/webp",
+}
+
+
+def describe_bytes(data: bytes) -> str:
+    """Bytes as the model reads them: their text when they are UTF-8, else a one-line description.
+
+    FYAI: "Images and binary results are never saved" as artifacts, and a Python ``b'...'`` repr is neither
+    text nor data; the description is short, so it is never saved either.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    kind = next((mime for magic, mime in _IMAGE_MAGIC.items() if data.startswith(magic)), None)
+    what = f"image ({kind})" if kind else "binary data"
+    return f"[{what}, {len(data):,} bytes: not shown to the model]"
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return describe_bytes(bytes(value))
+    return str(value)
 
 
 def render(result: ToolReturn) -> ToolCallOutput:
@@ -38,9 +68,11 @@ def render(result: ToolReturn) -> ToolCallOutput:
         return result
     if isinstance(result, str):
         return ToolCallOutput(content=result)
+    if isinstance(result, bytes | bytearray | memoryview):
+        return ToolCallOutput(content=describe_bytes(bytes(result)))
     if isinstance(result, BaseModel):
         return ToolCallOutput(content=result.model_dump_json(exclude_none=True))
-    return ToolCallOutput(content=json.dumps(result, ensure_ascii=False, default=str))
+    return ToolCallOutput(content=json.dumps(result, ensure_ascii=False, default=_json_default))
 
 
 async def save_if_large(
@@ -52,20 +84,27 @@ async def save_if_large(
     call_id: str,
     tool: str,
     threshold: int,
-    readers: tuple[str, ...] = (),
+    readers: tuple[str, ...] | None = None,
     exempt: bool = False,
+    turn: int | None = None,
 ) -> ToolCallOutput:
     """Save an oversized result as an artifact; the model's copy becomes the pointer. Every activity that
     produces tool results goes through here."""
     if out.is_error or not should_spill(out.content, threshold, exempt=exempt):
         return out
-    # Deterministic ref: a retried activity writes the same artifact row instead of a second one.
+    # Deterministic ref: a retried activity writes the same artifact row instead of a second one. The turn
+    # rides in the ref (``_t<turn>``) so that a reader can tell a result of an earlier turn without a column.
     ref = "res_" + uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{run_id}/{call_id}").hex[:16]
+    if turn is not None:
+        ref += f"_t{turn}"
     hint = json_structure_hint(out.content)
     await services.transcripts.save_artifact(
         ref=ref, session_id=session_id, run_id=run_id, tool=tool, content=out.content, is_json=hint is not None
     )
-    pointer = spill_pointer(ref=ref, content=out.content, json_hint=hint, readers=readers or DEFAULT_READERS)
+    # An agent without readers (switched off for its organisation) is told the result cannot be opened.
+    pointer = spill_pointer(
+        ref=ref, content=out.content, json_hint=hint, readers=DEFAULT_READERS if readers is None else readers
+    )
     return out.model_copy(update={"content": pointer, "artifact_ref": ref})
 
 
@@ -82,6 +121,7 @@ async def spill_if_large(
         threshold=inp.session.spill_threshold,
         readers=tuple(inp.session.readers),
         exempt=spec.spill_exempt if spec else False,
+        turn=inp.session.turn,
     )
 
 

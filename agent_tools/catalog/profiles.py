@@ -15,9 +15,15 @@ RTC: list[str] = [
     "saveMemory", "updateMemory", "deleteMemory", "listMemories", "searchMemory",
 ]  # fmt: skip
 
+# FYAI's built-ins that every agent gets without assigning them (the "Automatic" chip; each under its
+# condition, see ToolCatalog.offer). The others are "assign it as a function" tools: an agent of the fyai
+# profile gets them only when its own ``tools`` list names them.
 FYAI: list[str] = [
     "remember", "recall",
     "read_tool_result", "search_tool_result", "query_tool_result",
+]  # fmt: skip
+
+FYAI_ASSIGNED: list[str] = [
     "search_conversation_history", "wait_for_event", "hand_off_to_agent", "invoke_sub_agent",
 ]  # fmt: skip
 
@@ -31,6 +37,7 @@ PROFILES: dict[str, list[str]] = {
     "rtc": RTC,
     "fyai": FYAI,
     "codai": CODAI,
-    "all": list(dict.fromkeys(RTC + FYAI + CODAI)),
+    # Everything at once, assigned-only tools included: the built-in agent's profile.
+    "all": list(dict.fromkeys(RTC + FYAI + FYAI_ASSIGNED + CODAI)),
     "none": [],
 }

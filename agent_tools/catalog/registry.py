@@ -66,6 +66,66 @@ class ToolCatalog:
     def specs(self, names: Iterable[str]) -> list[ToolSpec]:
         return [self._specs[n] for n in names if n in self._specs]
 
+    def offer(
+        self,
+        *,
+        profile: str | None,
+        tools: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        level: ToolLevel = ToolLevel.l1_http,
+        disabled: Iterable[str] = (),
+        memory: bool = True,
+        unavailable: Iterable[str] = (),
+        extra_profiles: Mapping[str, list[str]] | None = None,
+    ) -> list[str]:
+        """The tools a session is offered: :meth:`resolve`, then FYAI's automatic tools and the deployment.
+
+        * Memory off: no memory face at all (FYAI: memory tools exist only for agents with Memory ticked).
+        * Automatic tools (FYAI's chip) join: remember/recall when memory is on; the three result readers when
+          the agent has at least one tool of its own (a reader alone has nothing to read). Not where the
+          agent already has another dialect's face of the same capability (RTC's saveMemory..., codai's
+          memory_* or read_artifact): a user of that platform gets the faces they know, not two dialects.
+        * ``unavailable``: tools this deployment cannot serve (no search engine, fewer than two callable
+          models, ...) are not offered rather than offered to fail.
+        Exclusions, organisation switches and the level apply to automatic tools too.
+        """
+        blocked = {*exclude, *disabled, *unavailable}
+        tools = list(tools)
+        names = self.resolve(profile=profile, tools=tools, exclude=blocked, level=level, extra_profiles=extra_profiles)
+        # The dialects the agent asked for, before its level or switches removed any: a codai agent at level
+        # none has no memory face, and must not get FYAI's instead.
+        listed = {**PROFILES, **(extra_profiles or {})}.get(profile, []) if profile else []
+        dialects = {
+            self._specs[n].capability for n in [*listed, *tools] if n in self._specs and not self._specs[n].automatic
+        }
+        if not memory:
+            names = [n for n in names if self._specs[n].capability != "memory"]
+        own = [n for n in names if not self._specs[n].automatic]
+        for spec in self._specs.values():
+            if not spec.automatic or spec.name in names or spec.name in blocked or not level.allows(spec.level):
+                continue
+            if spec.capability in dialects:
+                continue
+            if (spec.capability == "memory" and memory) or (spec.capability == "results" and own):
+                names.append(spec.name)
+        if not own:
+            names = [n for n in names if not (self._specs[n].automatic and self._specs[n].capability == "results")]
+        return names
+
+    def carries_client_tools(self, request_tools: Iterable[str] | None) -> bool:
+        """Whether a session request brings tools of its own: a request tool list naming one of the host's
+        tools (``@tool`` functions, capability ``user``), not only built-ins. codai: "if you send `tools`,
+        you own the loop and the gateway stays out", so such a session gets no ``spawn_agent``."""
+        return any((spec := self._specs.get(n)) is not None and spec.capability == "user" for n in request_tools or ())
+
+    def is_automatic(self, name: str, profile: str | None) -> bool:
+        """Whether ``name`` comes to an agent of ``profile`` without being assigned (the "Automatic" chip)."""
+        spec = self._specs.get(name)
+        if spec is None or not spec.automatic:
+            return False
+        listed = [self._specs[n] for n in PROFILES.get(profile, []) if n in self._specs] if profile else []
+        return not any(s.capability == spec.capability and not s.automatic for s in listed)
+
     def resolve(
         self,
         *,

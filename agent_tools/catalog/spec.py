@@ -31,6 +31,11 @@ class ToolLevel(StrEnum):
 
 _LEVEL_RANK = {ToolLevel.none: 0, ToolLevel.l1_http: 1, ToolLevel.l3_sandbox: 3, ToolLevel.l4_browser: 4}
 
+# codai: "`none` disables every executed tool". codai's faces that need no network of their own
+# (read_artifact, memory_*, use_skill, delegate_to_model, spawn_agent) still run on the gateway, so they ask
+# for the lowest level above none. RTC's and FYAI's tools have no level in their documents and keep none.
+CODAI_EXECUTED = ToolLevel.l1_http
+
 RunsIn = Literal["activity", "workflow"]
 
 
@@ -76,12 +81,20 @@ class ToolSpec:
         """JSON Schema of the arguments, trimmed of pydantic's titles that only cost tokens."""
         return _schema_of(self.args_model)
 
-    def validate_arguments(self, arguments: dict[str, Any], *, limits: bool = True) -> BaseModel:
+    def validate_arguments(self, arguments: dict[str, Any], *, limits: bool = True, strict: bool = True) -> BaseModel:
         """Parse arguments; raises ``pydantic.ValidationError``.
 
         ``limits``: also check the limits of :meth:`parameters_schema` (lengths, counts, ranges), the schema the
         model saw. Workflow code passes False when replaying a history begun before the limits existed.
+        ``strict``: refuse parameters the schema does not name (with the valid ones) and anything but true or
+        false where it says boolean; pydantic would drop the first and read ``"yes"`` as true. Numeric strings
+        (``"10"`` for an integer) stay accepted: harmless, and models write them. Workflow code passes False
+        when replaying a history begun before this check. An MCP server's own schema is its contract.
         """
+        if strict and self.capability != "mcp" and isinstance(arguments, dict):
+            problems = strict_problems(self.parameters_schema(), arguments)
+            if problems:
+                raise _as_validation_error(self.name, problems)
         try:
             parsed = self.args_model.model_validate(arguments)
         except ValidationError as exc:
@@ -105,6 +118,89 @@ class ToolSpec:
                 value = value[:77] + "..."
             return f'{self.name}: "{value}"'
         return self.name
+
+
+Path = tuple[str | int, ...]
+
+
+def strict_problems(schema: dict[str, Any], value: Any) -> list[tuple[Path, str]]:
+    """Parameters ``schema`` does not name, and non-booleans where it says boolean, anywhere in ``value``.
+
+    An object schema with ``properties`` and no ``additionalProperties`` names every key it accepts (the
+    models behind the tools' schemas ignore any other key, so a model's ``timeout`` would vanish silently).
+    """
+    defs: dict[str, Any] = schema.get("$defs", {})
+    found: list[tuple[Path, str]] = []
+
+    def deref(node: Any) -> Any:
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+        return node
+
+    def branch(node: dict[str, Any], val: Any) -> Any:
+        options = node.get("anyOf") or node.get("oneOf")
+        if not isinstance(options, list):
+            return node
+        options = [deref(o) for o in options]
+        for option in options:
+            if isinstance(option, dict) and _json_type_fits(option, val):
+                return option
+        if any(isinstance(o, dict) and o.get("type") == "boolean" for o in options):
+            return {"type": "boolean"}  # an optional flag given "yes": refused like a required one
+        return None  # no branch fits: pydantic's own message says so
+
+    def walk(node: Any, val: Any, path: Path) -> None:
+        node = deref(node)
+        if not isinstance(node, dict):
+            return
+        node = branch(node, val)
+        if node is None:
+            return
+        kind = node.get("type")
+        if kind == "boolean" and not isinstance(val, bool):
+            found.append((path, f"must be true or false, not {val!r}"[:200]))
+        elif isinstance(val, dict) and isinstance(node.get("properties"), dict):
+            props: dict[str, Any] = node["properties"]
+            unknown = [k for k in val if k not in props]
+            if unknown and not node.get("additionalProperties"):
+                valid = ", ".join(props) or "none"
+                names = ", ".join(repr(k)[:60] for k in unknown[:5])
+                found.append((path, f"unknown parameter {names}; valid parameters: {valid}"))
+            for key, item in val.items():
+                if key in props:
+                    walk(props[key], item, (*path, key))
+        elif isinstance(val, list) and isinstance(node.get("items"), dict):
+            for i, item in enumerate(val):
+                walk(node["items"], item, (*path, i))
+
+    walk(schema, value, ())
+    return found
+
+
+def _json_type_fits(node: dict[str, Any], val: Any) -> bool:
+    kind = node.get("type")
+    if kind is None:
+        return True
+    fits = {
+        "null": val is None,
+        "boolean": isinstance(val, bool),
+        "string": isinstance(val, str),
+        "integer": isinstance(val, int) and not isinstance(val, bool),
+        "number": isinstance(val, int | float) and not isinstance(val, bool),
+        "object": isinstance(val, dict),
+        "array": isinstance(val, list),
+    }
+    return any(fits.get(k, False) for k in (kind if isinstance(kind, list) else [kind]))
+
+
+def _as_validation_error(title: str, problems: list[tuple[Path, str]]) -> ValidationError:
+    from pydantic_core import InitErrorDetails, PydanticCustomError
+
+    details = [
+        InitErrorDetails(type=PydanticCustomError("strict", message), loc=path, input=None)  # type: ignore[arg-type]
+        for path, message in problems
+    ]
+    return ValidationError.from_exception_data(title, details)
 
 
 @functools.cache

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import typer
 
-from agent_tools.cli import approvals, dev, events, human, sessions, web
+from agent_tools.cli import approvals, dev, events, human, sessions, tools, web
 from agent_tools.process_exit import run_and_exit
 
 app = typer.Typer(
     name="agent-tools", help="Durable agent sessions on Temporal.", no_args_is_help=True, add_completion=False
 )
 
-COMMAND_MODULES = (sessions, dev, human, approvals, events, web)
+COMMAND_MODULES = (sessions, dev, human, approvals, events, web, tools)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

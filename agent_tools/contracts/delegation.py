@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, MESSAGE_CHARS, describe_validation_error, limit
-from agent_tools.catalog.spec import ToolLevel, ToolSpec
+from agent_tools.catalog.spec import CODAI_EXECUTED, ToolLevel, ToolSpec
 from agent_tools.messages import Message, Usage
 
 # ---- limits (defaults; a session may override them through ``SessionRequest.options``) ---------------
@@ -89,6 +89,24 @@ def clamp_steps(requested: int | None, role: Role) -> int:
     if requested is None:
         return role.max_steps
     return max(1, min(requested, SPAWN_MAX_STEPS, role.max_steps))
+
+
+def message_target_refusal(target: str, parent_id: str | None, record: ChildRecord | None) -> str | None:
+    """Why ``sendMessageToSubAgent`` may not message ``target``, or None.
+
+    RTC: "Send an additional message to an *async* sub-agent": the target must be a sub-session of the tree
+    (not the root) that its parent started with ``subAgent`` in async mode. A sync child's parent is waiting
+    on its answer, and an invoke/spawn child has its own caller; neither takes messages from the side.
+    """
+    if parent_id is None:
+        return f"Session {target!r} is the root of the tree, not a sub-agent; only async sub-agents take messages."
+    if record is None or record.face != "subAgent" or record.mode != "async":
+        how = "not started by subAgent" if record is None or record.face != "subAgent" else f"a {record.mode} sub-agent"
+        return (
+            f"Session {target!r} is {how}; sendMessageToSubAgent reaches only async sub-agents "
+            '(subAgent with mode "async").'
+        )
+    return None
 
 
 def spawn_result_text(role: str, answer: str) -> str:
@@ -232,6 +250,12 @@ class SubAgentArgs(BaseModel):
     mode: Literal["async", "sync"] = Field(default="async", description='"async" (default) or "sync"')
 
 
+ASYNC_RUNNING_NOTE = "The sub-agent runs in the background; you will receive a notification when it ends."
+INVOKE_RUNNING_NOTE = (
+    "The sub-agent is still working: call invoke_sub_agent again with resume_execution_id to keep waiting."
+)
+
+
 class SubAgentResult(BaseModel):
     sub_session_id: str
     title: str
@@ -239,6 +263,8 @@ class SubAgentResult(BaseModel):
     status: str
     result: str | None = None
     error: str | None = None
+    # What to do next, inside the JSON object so that the whole result parses (issue 14.9).
+    note: str | None = None
 
 
 class NoArgs(BaseModel):
@@ -331,6 +357,8 @@ class InvokeSubAgentResult(BaseModel):
     error: str | None = None
     # Pass these back as prior_messages on the next call to the same agent to continue the conversation.
     messages: list[PriorMessage] = Field(default_factory=list)
+    # What to do next (a running call: resume it), inside the JSON object so that the result parses.
+    note: str | None = None
 
 
 class SpawnAgentArgs(BaseModel):
@@ -342,9 +370,17 @@ class SpawnAgentArgs(BaseModel):
     max_steps: int | None = Field(
         default=None,
         description="1 - 12, clamped to the role's own maximum.",
-        # Above 12 is clamped, as codai says; a negative or absurd number is a mistake worth saying.
-        **limit(minimum=1, maximum=1000),
+        # The schema says 1-12 as codai does; a larger number is clamped to 12 (then to the role's maximum)
+        # rather than refused, and zero or a negative number is a mistake worth saying.
+        **limit(minimum=1, maximum=SPAWN_MAX_STEPS),
     )
+
+    @field_validator("max_steps", mode="before")
+    @classmethod
+    def _clamp_steps(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and value > SPAWN_MAX_STEPS:
+            return SPAWN_MAX_STEPS
+        return value
 
 
 class HandOffArgs(BaseModel):
@@ -547,6 +583,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="spawn_agent",
+        level=CODAI_EXECUTED,
         description=(
             "Spawn a typed sub-agent with its own context and tool loop. Roles: explore (read-only facts, "
             "default), research (sourced summary), code (implement and verify), verify (PASS/FAIL per check), "
@@ -574,6 +611,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="delegate_to_model",
+        level=CODAI_EXECUTED,
         description=(
             "One completion on another model you may call (a tier name such as small/large, or a model spec)."
         ),

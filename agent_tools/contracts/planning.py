@@ -28,7 +28,14 @@ ACTIVITY_JUDGE_GOAL = "agent_tools.planning.judge_goal"
 # Bounds (documented in docs/human-and-planning.md).
 DEFAULT_GOAL_TURNS = 50
 MAX_GOAL_TURNS = 200
-MIN_LOOP_INTERVAL_SECONDS = 60
+MIN_LOOP_INTERVAL_SECONDS = 1
+"""The schema's bound: RTC sets no minimum interval, only a positive number makes sense."""
+DEFAULT_LOOP_FLOOR_SECONDS = 5
+"""Cost control: the shortest interval a loop may have unless ``options.loop_min_interval_seconds`` says
+otherwise (a tick is a model turn; a loop every second would spend tokens for nothing)."""
+LEGACY_LOOP_FLOOR_SECONDS = 60
+"""The floor before it was configurable; histories recorded before the ``loop-interval-floor`` patch."""
+PATCH_LOOP_FLOOR = "loop-interval-floor"
 MAX_LOOP_INTERVAL_SECONDS = 30 * 24 * 3600
 DEFAULT_LOOP_TURNS = 10
 MAX_LOOP_TURNS = 1000
@@ -221,12 +228,22 @@ def parse_verdict(text: str) -> GoalVerdict:
 # ---- loops -------------------------------------------------------------------------------------------
 
 
+def loop_interval_refusal(interval_seconds: int, floor: float) -> str | None:
+    """Why a loop of ``interval_seconds`` may not be created under ``floor``, or None."""
+    if interval_seconds < floor:
+        return (
+            f"interval_seconds must be at least {floor:g} here (the deployment's shortest loop interval, to keep "
+            f"loop turns from spending tokens for nothing); got {interval_seconds}."
+        )
+    return None
+
+
 class CreateLoopArgs(BaseModel):
     prompt: str = Field(min_length=1, max_length=8000, description="Prompt to execute on each cycle")
     interval_seconds: int = Field(
         ge=MIN_LOOP_INTERVAL_SECONDS,
         le=MAX_LOOP_INTERVAL_SECONDS,
-        description=f"Execution interval in seconds (at least {MIN_LOOP_INTERVAL_SECONDS})",
+        description="Execution interval (seconds)",
     )
     max_turns: int = Field(
         default=DEFAULT_LOOP_TURNS, ge=1, le=MAX_LOOP_TURNS, description="Maximum executions (default 10)"
@@ -388,9 +405,9 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="createLoop",
         description=(
-            "Create a scheduled loop: the prompt runs as a new turn every interval_seconds (at least "
-            f"{MIN_LOOP_INTERVAL_SECONDS}), up to max_turns times (default 10). A tick that comes while a "
-            "turn is running waits for it; ticks never overlap."
+            "Create a scheduled loop: the prompt runs as a new turn every interval_seconds, up to max_turns "
+            "times (default 10). Ticks that fall due while the session is busy coalesce into one turn; ticks "
+            "never overlap. The deployment may set a shortest interval (a few seconds by default)."
         ),
         args_model=CreateLoopArgs,
         capability="planning",

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from agent_tools.catalog.spec import ToolSpec
+from agent_tools.catalog.spec import CODAI_EXECUTED, ToolSpec
 from agent_tools.errors import InvalidInput
 
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
@@ -97,6 +97,7 @@ class UseSkillArgs(BaseModel):
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="use_skill",
+        level=CODAI_EXECUTED,
         description=(
             "Load one of your skills: stored instructions for a kind of task (a procedure, a format, a "
             "checklist). Returns the skill's instructions; follow them. Only useful when at least one skill "

@@ -47,7 +47,6 @@ ERROR_TYPES = {
     401: "authentication_error",
     404: "invalid_request_error",
     413: "invalid_request_error",
-    415: "invalid_request_error",
     429: "rate_limit_error",
     502: "server_error",
     503: "server_error",
@@ -228,16 +227,17 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
         responses={400: {}, 401: {}, 429: {}, 503: {"description": "search_unavailable"}},
     )
     async def search(body: WebSearchArgs) -> Any:
-        from agent_tools.contracts.web.render import search_response
+        from agent_tools.contracts.web.render import search_intent, search_response
 
         outcome = await (await web()).web_search(body)
-        return search_response(outcome, body.max_results)
+        intent = search_intent(body.query, include_domains=body.include_domains, freshness=body.freshness)
+        return search_response(outcome, body.max_results, intent=intent)
 
     @router.post(
         "/tools/fetch",
         response_model=FetchResponse,
         summary="One page as clean Markdown",
-        responses={400: {}, 401: {}, 415: {}, 429: {}, 502: {"description": "upstream_error"}},
+        responses={400: {}, 401: {}, 429: {}, 502: {"description": "upstream_error"}},
     )
     async def fetch(body: WebFetchArgs) -> Any:
         return await (await web()).web_fetch(body)

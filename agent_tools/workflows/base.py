@@ -61,12 +61,24 @@ def tool_error(text: str) -> ToolCallOutput:
 # Histories begun with this marker check the limits of the tools' schemas and of client input (see
 # agent_tools.boundaries.limit); recorded ones replay with the rules they ran with.
 PATCH_BOUNDED_INPUTS = "bounded-inputs"
+# Histories begun with this marker refuse unknown tool parameters and "yes" for a boolean (issue 14.16);
+# before it, such arguments were accepted, and recorded runs replay that way.
+PATCH_STRICT_ARGUMENTS = "strict-tool-arguments"
 
 
 class SessionBase:
     """Attributes every mixin may use, and hook methods with neutral defaults."""
 
     _bounded_inputs: bool | None = None
+
+    _strict_arguments: bool | None = None
+
+    @property
+    def strict_arguments(self) -> bool:
+        """Whether native tools refuse unknown parameters and non-boolean flags (:data:`PATCH_STRICT_ARGUMENTS`)."""
+        if self._strict_arguments is None:
+            self._strict_arguments = workflow.patched(PATCH_STRICT_ARGUMENTS)
+        return self._strict_arguments
 
     @property
     def bounded_inputs(self) -> bool:
@@ -94,7 +106,7 @@ class SessionBase:
         return self.config.session_id
 
     def session_ref(self) -> SessionRef:
-        return SessionRef.of(self.config, workflow.info().run_id)
+        return SessionRef.of(self.config, workflow.info().run_id, self.state.turns)
 
     def now_iso(self) -> str:
         return workflow.now().isoformat()

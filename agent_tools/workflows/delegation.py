@@ -42,7 +42,9 @@ with workflow.unsafe.imports_passed_through():
         ACT_PLAN_SPAWN,
         ACT_SEND_MESSAGE,
         ACT_STOP_TREE,
+        ASYNC_RUNNING_NOTE,
         COST_CEILING_USD,
+        INVOKE_RUNNING_NOTE,
         INVOKE_WAIT_SECONDS,
         MAX_SUBAGENT_DEPTH,
         RESULT_KEEP_CHARS,
@@ -406,11 +408,10 @@ class DelegationMixin(SessionBase):
             tools=list(c.tools),
         )
         if args.mode == "async" and not rec.finished:
-            out = SubAgentResult(sub_session_id=rec.session_id, title=rec.title, mode="async", status="running")
-            return ToolCallOutput(
-                content=out.model_dump_json(exclude_none=True)
-                + "\nThe sub-agent runs in the background; you will receive a notification when it ends."
+            out = SubAgentResult(
+                sub_session_id=rec.session_id, title=rec.title, mode="async", status="running", note=ASYNC_RUNNING_NOTE
             )
+            return ToolCallOutput(content=out.model_dump_json(exclude_none=True))
         await self._wait_child(rec)
         out = SubAgentResult(
             sub_session_id=rec.session_id,
@@ -546,12 +547,10 @@ class DelegationMixin(SessionBase):
             )
         wait = c.options.delegation_invoke_wait_seconds or INVOKE_WAIT_SECONDS
         if not await self._wait_child(rec, wait):
-            out = InvokeSubAgentResult(status="running", execution_id=rec.session_id, agent_name=rec.agent)
-            return ToolCallOutput(
-                content=out.model_dump_json(exclude_none=True)
-                + "\nThe sub-agent is still working: call invoke_sub_agent again with "
-                + "resume_execution_id to keep waiting."
+            out = InvokeSubAgentResult(
+                status="running", execution_id=rec.session_id, agent_name=rec.agent, note=INVOKE_RUNNING_NOTE
             )
+            return ToolCallOutput(content=out.model_dump_json(exclude_none=True))
         status = rec.status if rec.status in ("completed", "stopped") else "failed"
         messages = [*rec.prior, PriorMessage(role="user", content=rec.task)]
         if rec.final_message is not None:
@@ -624,6 +623,7 @@ class DelegationMixin(SessionBase):
         )
         notice = f"Handed off to {args.agent_name} (session {new_id})."
         self.state.last_message = Message(role="assistant", content=notice)
+        self.state.last_input = None
         self.state.last_message_at = now
         self.set_status(SessionStatus.handed_off)
         self.publish("status", status=SessionStatus.handed_off.value, handed_off_to=new_id, agent=args.agent_name)

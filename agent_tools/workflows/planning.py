@@ -27,6 +27,9 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.activity_io import ToolCallOutput
     from agent_tools.contracts.planning import (
         ACTIVITY_JUDGE_GOAL,
+        DEFAULT_LOOP_FLOOR_SECONDS,
+        LEGACY_LOOP_FLOOR_SECONDS,
+        PATCH_LOOP_FLOOR,
         CompleteGoalArgs,
         CompleteLoopArgs,
         CreateGoalArgs,
@@ -43,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         TodoWriteArgs,
         TrackedItem,
         loop_expiry,
+        loop_interval_refusal,
         next_after,
         parse_time,
         render_goals,
@@ -236,6 +240,12 @@ class PlanningMixin(SessionBase):
 
     @native_tool("createLoop")
     async def _tool_create_loop(self, args: CreateLoopArgs, call: ToolCall) -> ToolCallOutput:
+        # Histories begun before the floor was configurable replay with the 60 s they ran with.
+        configured = self.config.options.loop_min_interval_seconds or DEFAULT_LOOP_FLOOR_SECONDS
+        floor = configured if workflow.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
+        refusal = loop_interval_refusal(args.interval_seconds, floor)
+        if refusal is not None:
+            return tool_error(refusal)
         p = self.state.planning
         now = workflow.now()
         loop = Loop(

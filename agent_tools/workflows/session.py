@@ -262,6 +262,12 @@ class AgentSession(
         content = render_trigger(trigger.kind, trigger.content, trigger.meta)
         # Tool results a budget-ended turn could not send go first, so every tool call keeps its result.
         new_messages = [*self.state.unsent, Message(role="user", content=content)]
+        self.state.last_input = LatestMessageView(
+            message_id=f"{self.config.session_id}:{self.state.transcript_len + len(new_messages) - 1}",
+            role="user",
+            content=content,
+            created_at=self.now_iso(),
+        )
         self.state.unsent = []
         self.state.error = None
         for _ in range(self.config.max_steps):
@@ -345,6 +351,7 @@ class AgentSession(
         return out
 
     def _remember_message(self, message: Message) -> None:
+        self.state.last_input = None  # the answer is now the latest message
         self.state.last_message = message
         self.state.last_message_id = f"{self.config.session_id}:{self.state.transcript_len - 1}"
         self.state.last_message_at = self.now_iso()
@@ -376,7 +383,7 @@ class AgentSession(
         method = NATIVE_TOOLS.get(call.name)
         if method is not None and spec is not None:
             try:
-                args = spec.validate_arguments(call.arguments, limits=self.bounded_inputs)
+                args = spec.validate_arguments(call.arguments, limits=self.bounded_inputs, strict=self.strict_arguments)
             except ValidationError as exc:
                 out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
             else:
@@ -578,6 +585,8 @@ class AgentSession(
 
     @workflow.query(name="latest_message")
     def query_latest_message(self) -> LatestMessageView:
+        if self.state.last_input is not None:
+            return self.state.last_input
         m = self.state.last_message
         return LatestMessageView(
             message_id=self.state.last_message_id if m else None,

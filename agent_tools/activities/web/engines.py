@@ -360,6 +360,11 @@ def build_engine(name: str, config: WebConfig) -> SearchEngine | None:
     return None
 
 
+def search_configured(config: WebConfig) -> bool:
+    """Whether any search engine of the deployment is configured (RTC registers webSearch only then)."""
+    return any(build_engine(name, config) is not None for name in [*config.search_engines, *config.fallback_engines])
+
+
 @dataclass
 class _BreakerState:
     failures: int = 0

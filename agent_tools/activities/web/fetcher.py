@@ -180,7 +180,7 @@ class GuardedFetcher:
                 code = "upstream_error" if exc.reason == "unresolvable" else "bad_request"
                 raise FetchError(code, f"{exc}{where}", url=current) from exc
             hops.append(current)
-            response = await self._send(checked, ip, method, headers)
+            response = await self._send(checked, ip, method, headers, limits.timeout_s)
             try:
                 if response.status_code in REDIRECT_CODES and response.headers.get("location"):
                     target = urljoin(current, response.headers["location"].strip())
@@ -202,7 +202,9 @@ class GuardedFetcher:
                 await response.aclose()
         raise FetchError("upstream_error", f"more than {limits.max_redirects} redirects", url=url, status=None)
 
-    async def _send(self, checked: CheckedUrl, ip: str, method: str, headers: dict[str, str]) -> httpx.Response:
+    async def _send(
+        self, checked: CheckedUrl, ip: str, method: str, headers: dict[str, str], timeout_s: float
+    ) -> httpx.Response:
         host_literal = f"[{ip}]" if ":" in ip else ip
         target = f"{checked.scheme}://{host_literal}:{checked.port}{checked.path_query}"
         request_headers = {
@@ -213,7 +215,12 @@ class GuardedFetcher:
             "Host": checked.host_header,
         }
         extensions = {"sni_hostname": checked.host} if checked.scheme == "https" and checked.ip is None else {}
-        request = self._client.build_request(method, target, headers=request_headers, extensions=extensions)
+        # Each profile's own time limit, per read as well as overall (RTC's webFetch allows 60 s, codai's
+        # web_fetch 10 s): the client's default read timeout would otherwise cut a slow RTC page at 30 s.
+        timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+        request = self._client.build_request(
+            method, target, headers=request_headers, extensions=extensions, timeout=timeout
+        )
         try:
             return await self._client.send(request, stream=True)
         except httpx.HTTPError as exc:

@@ -74,11 +74,13 @@ def _from_fetch_error(exc: FetchError) -> WebError:
     if exc.code == "bad_request":
         return WebError("bad_request", str(exc), http_status=400, details={"url": exc.url})
     if exc.code == "unsupported_content_type":
+        # codai's fetch errors are 400 bad_request and 502 upstream_error: a page of a type it does not read is
+        # the upstream's answer being unusable, so 502 upstream_error, with the type in the details.
         return WebError(
-            "unsupported_content_type",
+            "upstream_error",
             str(exc),
-            http_status=415,
-            details={"url": exc.url, "content_type": exc.content_type},
+            http_status=502,
+            details={"status": exc.status, "url": exc.url, "content_type": exc.content_type},
         )
     if exc.code == "too_large":
         return WebError("too_large", str(exc), http_status=413, details={"url": exc.url, "status": exc.status})

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, OFFSET_MAX, describe_validation_error, limit
-from agent_tools.catalog.spec import ToolSpec
+from agent_tools.catalog.spec import CODAI_EXECUTED, ToolSpec
 
 MAX_FACT_CHARS = 4_000
 MAX_RECALL = 10
@@ -228,6 +228,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="memory_remember",
+        level=CODAI_EXECUTED,
         description="Save one fact to long-term memory scoped to this account (at most 4,000 characters).",
         args_model=MemoryRememberArgs,
         capability="memory",
@@ -236,6 +237,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="memory_recall",
+        level=CODAI_EXECUTED,
         description="Search long-term memory scoped to this account; up to 10 matches with tier and age."
         + _RECALL_NOTE,
         args_model=MemoryRecallArgs,

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, Field
 
 from agent_tools.boundaries import OFFSET_MAX
-from agent_tools.catalog.spec import ToolSpec
+from agent_tools.catalog.spec import CODAI_EXECUTED, ToolSpec
 
 _BARE_REF = re.compile(r"[\w.\-]+")
 _REF_IN_TEXT = re.compile(r"""ref["']?\s*[=:]\s*["']?([\w.\-]+)""")
@@ -33,6 +33,15 @@ def _lenient_ref(value: Any) -> Any:
         return text
     m = _REF_IN_TEXT.search(text)
     return m.group(1) if m else text
+
+
+_TURN_SUFFIX = re.compile(r"_t(\d{1,9})$")
+
+
+def ref_turn(ref: str) -> int | None:
+    """The turn a saved result's ref was made in (``res_<id>_t<turn>``), or None for a ref without one."""
+    found = _TURN_SUFFIX.search(ref.strip())
+    return int(found.group(1)) if found else None
 
 
 RefField = Annotated[str, BeforeValidator(_lenient_ref)]
@@ -135,6 +144,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="read_artifact",
+        level=CODAI_EXECUTED,
         description=(
             "Read back a large tool result that was spilled to storage instead of inlined: a window of "
             "max_chars characters from offset; continue with next_offset."

@@ -40,6 +40,9 @@ class WebConfig(BaseModel):
     fetch_cache_s: int = 900
     rtc_fetch_cache_s: int = 1800
 
+    # RTC: webFetch (and codai's web_fetch) are registered only when the server has fetching configured.
+    fetch_enabled: bool = True
+
     # webFetch (RTC): 50,000 bytes of Markdown go to the small model with the prompt.
     llm_extract_threshold: int = 50_000
     llm_extract_max_chars: int = 200_000

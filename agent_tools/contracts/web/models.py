@@ -103,7 +103,10 @@ class Page(BaseModel):
 class WebSearchRtcArgs(BaseModel):
     query: str = Field(min_length=1, max_length=400, description="The search query. Be specific.")
     max_results: int = Field(default=10, ge=1, le=30, description="Maximum results (default 10, max 30)")
-    time_range: TimeRange | None = Field(default=None, description="day, week, month or year; empty for all time")
+    # RTC: "Leave empty for all time": "" is accepted (and shown in the enum) and means no time filter.
+    time_range: Literal["day", "week", "month", "year", ""] | None = Field(
+        default=None, description='day, week, month or year; empty ("") for all time'
+    )
 
     @field_validator("query")
     @classmethod
@@ -112,6 +115,11 @@ class WebSearchRtcArgs(BaseModel):
         if not v:
             raise ValueError("query is empty")
         return v
+
+    @field_validator("time_range")
+    @classmethod
+    def _all_time(cls, v: str | None) -> str | None:
+        return v or None
 
 
 class RtcSearchResult(BaseModel):
@@ -157,6 +165,7 @@ class WebSearchArgs(BaseModel):
     query: str = Field(
         description="Trimmed, 1-400 characters. Operators: site:, -site:, filetype:, intitle:, "
         'inurl:, "exact phrase", -term, A OR B, after:, before:, lang:xx',
+        min_length=1,
         **limit(chars=400),
     )
     max_results: int = Field(default=5, ge=1, le=10)
@@ -228,6 +237,7 @@ class SearchResponse(BaseModel):
     degraded: list[str]
     notes: list[str] = Field(default_factory=list)
     secondary: list[SearchResultItem] = Field(default_factory=list, description="[G1]..[Gn] block")
+    intent: str = Field(default="general", description="code, news, docs or general (read from the query)")
 
 
 class WebFetchArgs(BaseModel):

@@ -4,6 +4,7 @@ untrusted-content fence. Pure."""
 from __future__ import annotations
 
 import hashlib
+import re
 
 from agent_tools.contracts.web.models import (
     EngineFailure,
@@ -107,7 +108,30 @@ def render_fetch(page: FetchResponse) -> str:
     return "\n".join(head) + "\n\n" + fence_untrusted(page.content, source=page.final_url)
 
 
-def search_response(outcome: SearchOutcome, max_results: int) -> SearchResponse:
+_CODE_WORDS = re.compile(
+    r"(?i)\b(error|exception|traceback|stack ?trace|segfault|typeerror|valueerror|npm|pip install|cargo|"
+    r"stackoverflow|github\.com|compile error|undefined reference)\b|filetype:(py|js|ts|go|rs|java|c|cpp)\b"
+)
+_NEWS_WORDS = re.compile(r"(?i)\b(news|latest|today|yesterday|breaking|this week|announced|headlines?)\b")
+_DOCS_WORDS = re.compile(
+    r"(?i)\b(docs?|documentation|api|reference|tutorial|guide|how to|manual|changelog|readme|spec)\b"
+    r"|site:(docs\.|developer\.|[\w.-]*readthedocs)"
+)
+
+
+def search_intent(query: str, *, include_domains: list[str] | None = None, freshness: str | None = None) -> str:
+    """codai's ``intent`` of a search, from the query alone (no model call): ``code``, ``news``, ``docs`` or
+    ``general``. A search confined to a few sites (``include_domains``) reads a project's own pages: docs."""
+    if _CODE_WORDS.search(query):
+        return "code"
+    if freshness in ("day", "week") or _NEWS_WORDS.search(query):
+        return "news"
+    if include_domains or _DOCS_WORDS.search(query):
+        return "docs"
+    return "general"
+
+
+def search_response(outcome: SearchOutcome, max_results: int, *, intent: str = "general") -> SearchResponse:
     """The ``POST /v1/tools/search`` body from an engine outcome.
 
     ``coverage`` is the share of the requested results that came back (1.0 when full); ``degraded`` names
@@ -135,4 +159,5 @@ def search_response(outcome: SearchOutcome, max_results: int) -> SearchResponse:
         degraded=[f"{f.engine}: {f.reason}" for f in outcome.engines_failed],
         notes=outcome.notes + [f"resting: {e}" for e in outcome.engines_skipped],
         secondary=[item(h) for h in outcome.secondary],
+        intent=intent,
     )

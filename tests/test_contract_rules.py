@@ -1,0 +1,369 @@
+"""The documents' rules between tools and results (issue 14, items 9-16), on the dev server with the scripted
+model unless the rule is pure."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from agent_tools.catalog import ToolCatalog
+from agent_tools.session import SessionStatus
+from agent_tools.user_tools import tool
+from tests.test_delegation import _turns, tool_results, wait_until
+
+QUESTION = {
+    "question": "Which one?",
+    "header": "Pick",
+    "options": [{"label": "a", "description": "A"}, {"label": "b", "description": "B"}],
+}
+
+
+async def test_unknown_parameters_and_string_booleans_are_refused(settings: Any, script: Any, worker_for: Any) -> None:
+    """Item 16: `webFetch {timeout: 999}` (an activity tool), `askUser` with `multiSelect: "yes"` (a workflow
+    tool) and an unknown key inside a todo are refused with what is valid; a numeric string stays accepted."""
+    settings.model = script(
+        [
+            {
+                "tool_calls": [
+                    {"name": "webFetch", "arguments": {"url": "https://a.example/", "prompt": "x", "timeout": 999}},
+                    {"name": "askUser", "arguments": {"questions": [{**QUESTION, "multiSelect": "yes"}]}},
+                    {"name": "todoWrite", "arguments": {"todos": [{"content": "x", "status": "pending", "due": 1}]}},
+                    {"name": "createGoal", "arguments": {"condition": "done", "max_turns": "3"}},
+                ]
+            },
+            {"say": "{{tool_results}}"},
+        ]
+    )
+    async with worker_for() as client:
+        # A bounded wait for answers: an askUser that was (wrongly) accepted must not hang the test.
+        handle = await client.start_session(
+            "go", tools=["webFetch", "askUser", "todoWrite", "createGoal"], options={"ask_user_timeout_seconds": 5}
+        )
+        result = await handle.result()
+        results = tool_results(await handle.transcript())
+    assert result.status == SessionStatus.completed
+    assert results[0] == (
+        "Invalid arguments for webFetch: (arguments): unknown parameter 'timeout'; valid parameters: url, prompt"
+    )
+    assert results[1] == "Invalid arguments for askUser: questions.0.multiSelect: must be true or false, not 'yes'"
+    assert results[2].startswith("Invalid arguments for todoWrite: todos.0: unknown parameter 'due'; valid parameters:")
+    assert "content, status, active_form" in results[2]
+    assert "goal" in results[3].lower() and not results[3].startswith("Invalid")
+
+
+def test_strict_check_reads_nested_optional_and_free_form_fields() -> None:
+    catalog = ToolCatalog.builtin()
+    wait = catalog.get("wait_for_event")
+    assert wait is not None
+    # `match` is free-form (additionalProperties): any key is the user's own.
+    wait.validate_arguments({"kind": "ci", "match": {"anything": 1}})
+    search = catalog.get("web_search")
+    assert search is not None
+    search.validate_arguments({"query": "x", "max_results": "3"})  # numeric strings stay coerced (documented)
+
+
+async def test_running_results_are_json_and_the_latest_message_has_any_role(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 9: the async subAgent result is one JSON object (the hint is its `note`), so a script can read a
+    key of it. Item 10: getSubAgentMessage on a child still in its first step reports the child's latest
+    message, its instruction (role user), not "no messages"."""
+    settings.model = script(
+        [
+            {"match": {"title": "Slow child"}, "turns": [{"say": "child done", "delay_seconds": 4}]},
+            {
+                "match": {"prompt_contains": "PARENT"},
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {"name": "subAgent", "arguments": {"title": "Slow child", "instruction": "INSTR"}}
+                        ]
+                    },
+                    {
+                        "delay_seconds": 1.5,
+                        "tool_calls": [
+                            {
+                                "name": "getSubAgentMessage",
+                                "arguments": {"sub_session_id": "p-json/sub-1"},
+                            }
+                        ],
+                    },
+                    {"say": "waiting"},
+                    {"say": "notified"},
+                ],
+            },
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("PARENT", session_id="p-json", tools=["subAgent", "getSubAgentMessage"])
+        await handle.result()
+        results = tool_results(await handle.transcript())
+    latest = json.loads(results[1])
+    assert latest["sub_session_id"] == "p-json/sub-1" and latest["sub_session_status"] == "running"
+    assert latest["role"] == "user" and latest["content"] == "INSTR" and latest["message_id"] is not None
+    started = json.loads(results[0])
+    assert started["status"] == "running" and started["sub_session_id"] == "p-json/sub-1"
+    assert "notification" in started["note"]
+
+
+async def test_invoke_running_result_is_one_json_object(settings: Any, script: Any, worker_for: Any) -> None:
+    """Item 9: invoke_sub_agent's `"status": "running"` result parses as JSON, the resume hint in `note`."""
+    from agent_tools.agents import AgentDefinition
+
+    agents = [
+        AgentDefinition(name="orch", subagents=["slow"], profile="fyai", tools=["invoke_sub_agent"]),
+        AgentDefinition(name="slow", profile="fyai"),
+    ]
+    settings.model = script(
+        [
+            {"match": {"agent": "slow"}, "turns": [{"say": "slow done", "delay_seconds": 2}]},
+            {
+                "match": {"agent": "orch"},
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {"name": "invoke_sub_agent", "arguments": {"agent_name": "slow", "task_input": "t"}}
+                        ]
+                    },
+                    {"say": "{{tool_results:invoke_sub_agent.status}}"},
+                    {"say": "notified"},
+                ],
+            },
+        ]
+    )
+    async with worker_for(agents=agents) as client:
+        handle = await client.start_session(
+            "go", agent="orch", session_id="p-inv", options={"delegation_invoke_wait_seconds": 1}
+        )
+        await handle.result()
+        entries = await handle.transcript()
+    running = json.loads(tool_results(entries)[0])
+    assert running["status"] == "running" and running["execution_id"] == "p-inv/sub-1"
+    assert "resume_execution_id" in running["note"]
+    # The scripted model read one key of it, as a script or a model's JSON parser would.
+    assert [e.content for e in entries if e.role == "assistant"][1] == "running"
+
+
+async def test_send_message_reaches_only_async_sub_agents(settings: Any, script: Any, worker_for: Any) -> None:
+    """Item 12: a sub-agent may not message the root of its tree (nor any session that is not an async
+    subAgent child); its parent's async children still take messages (tests/test_delegation.py)."""
+    settings.model = script(
+        [
+            {
+                "match": {"title": "Kid"},
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "sendMessageToSubAgent",
+                                "arguments": {"sub_session_id": "p-root", "message": "hi"},
+                            }
+                        ]
+                    },
+                    {"say": "kid: {{last_tool}}"},
+                ],
+            },
+            {
+                "match": {"prompt_contains": "ROOT"},
+                "turns": [
+                    {"tool_calls": [{"name": "subAgent", "arguments": {"title": "Kid", "instruction": "go"}}]},
+                    {"say": "started"},
+                    {"say": "root got: {{last_user}}"},
+                ],
+            },
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("ROOT", session_id="p-root", tools=["subAgent", "sendMessageToSubAgent"])
+        await handle.result()
+        kid = await client.session("p-root/sub-1").result()
+        root_turns = [e.content for e in await handle.transcript() if e.role == "user"]
+    assert kid.final_message is not None and "root of the tree" in kid.final_message, kid.final_message
+    assert not any("hi" == t for t in root_turns)
+
+
+def test_message_target_rules() -> None:
+    from agent_tools.contracts.delegation import ChildRecord, message_target_refusal
+
+    def rec(face: Any, mode: Any) -> ChildRecord:
+        return ChildRecord(session_id="c", face=face, agent="a", title="t", mode=mode, created_at="", updated_at="")
+
+    assert message_target_refusal("c", "p", rec("subAgent", "async")) is None
+    assert "a sync sub-agent" in (message_target_refusal("c", "p", rec("subAgent", "sync")) or "")
+    assert "not started by subAgent" in (message_target_refusal("c", "p", rec("invoke_sub_agent", "bounded")) or "")
+    assert "not started by subAgent" in (message_target_refusal("c", "p", None) or "")
+    assert "root of the tree" in (message_target_refusal("c", None, None) or "")
+
+
+# ---- saved results (items 7 and 8) ---------------------------------------------------------------------
+
+
+@tool(description="A long text result")
+async def long_text(size: int = 1500) -> str:
+    return "line of text\n" * (size // 13 + 1)
+
+
+@tool(description="A binary result")
+async def png_bytes() -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+
+
+def _saved(text: str) -> bool:
+    return text.startswith("[Tool result saved:")
+
+
+async def test_binary_results_are_described_never_saved_nor_a_bytes_repr(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 8: a tool returning bytes (10 KB of PNG) is neither saved as an artifact nor shown as b'...'."""
+    settings.model = script([{"tool_calls": [{"name": "png_bytes"}]}, {"say": "{{tool_results}}"}])
+    async with worker_for(tools=[png_bytes]) as client:
+        handle = await client.start_session("img", tools=["png_bytes"])
+        result = await handle.result()
+    assert result.final_message == "[image (image/png), 10,248 bytes: not shown to the model]"
+
+
+async def test_one_to_one_chats_use_the_default_threshold_and_teams_their_own(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 8: FYAI's threshold is the team's setting; a one-to-one chat (no sub-agents) always uses 2,000."""
+    from agent_tools.agents import AgentDefinition
+
+    agents = [
+        AgentDefinition(name="solo", profile=None, tools=["long_text"], spill_threshold_chars=300),
+        AgentDefinition(name="lead", profile=None, tools=["long_text"], spill_threshold_chars=300, subagents=["solo"]),
+    ]
+    settings.model = script([{"tool_calls": [{"name": "long_text"}]}, {"say": "{{tool_results}}"}])
+    async with worker_for(tools=[long_text], agents=agents) as client:
+        solo = await (await client.start_session("a", agent="solo")).result()
+        lead = await (await client.start_session("b", agent="lead")).result()
+    assert solo.final_message is not None and not _saved(solo.final_message)  # 1,500 < 2,000: inline
+    assert lead.final_message is not None and _saved(lead.final_message)  # 1,500 > the team's 300
+
+
+async def test_a_ref_from_an_earlier_turn_says_call_again_and_no_reader_no_names(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 8: a saved result read in a later turn of the same run tells the agent to call the tool again.
+    Item 7: with the readers switched off for the organisation, the pointer names no reader."""
+    settings.model = script(
+        [
+            {"tool_calls": [{"name": "long_text", "arguments": {"size": 5000}}]},
+            {"tool_calls": [{"name": "read_tool_result", "arguments": {"ref": "{{tool_results:long_text}}"}}]},
+            {"say": "first turn read"},
+            {"tool_calls": [{"name": "read_tool_result", "arguments": {"ref": "{{tool_results:long_text}}"}}]},
+            {"say": "{{tool_results}}"},
+        ]
+    )
+    async with worker_for(tools=[long_text]) as client:
+        handle = await client.start_session("go", tools=["long_text"], keep_alive=True, session_id="p-turns")
+        await wait_until(lambda: _turns(handle, 1))
+        await handle.send("again")
+        await wait_until(lambda: _turns(handle, 2))
+        results = tool_results(await handle.transcript())
+        await handle.stop("done")
+    assert _saved(results[0]) and "read_tool_result(ref=" in results[0]
+    assert "line of text" in results[1] and "earlier turn" not in results[1]  # the same turn: readable
+    assert "from an earlier turn" in results[2] and "Call the tool that produced it (long_text) again" in results[2]
+
+    settings.org_disabled_tools = {"acme": ["read_tool_result", "search_tool_result", "query_tool_result"]}
+    settings.model = script([{"tool_calls": [{"name": "long_text", "arguments": {"size": 5000}}]}, {"say": "x"}])
+    async with worker_for(tools=[long_text]) as client:
+        handle = await client.start_session("go", tools=["long_text"], organisation="acme")
+        await handle.result()
+        pointer = tool_results(await handle.transcript())[0]
+    assert _saved(pointer) and "cannot be opened" in pointer
+    assert not any(r in pointer for r in ("read_tool_result", "search_tool_result", "query_tool_result"))
+
+
+async def test_create_loop_takes_short_intervals_above_the_configured_floor(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 15: RTC sets no minimum interval: a loop every 2 s runs (with the session's floor at 1 s),
+    the default floor (5 s) refuses 3 s with the reason, and ticks that fall due during a busy turn coalesce
+    (one turn per tick that could run, never a backlog)."""
+    from tests.test_planning import call, loops
+
+    settings.model = script(
+        [
+            {
+                "turns": [
+                    {"tool_calls": [call("createLoop", prompt="poll", interval_seconds=2, max_turns=2)]},
+                    {"say": "created"},
+                    {"say": "slow poll", "delay_seconds": 2.5},  # the tick at 4 s falls due during this turn
+                    {"say": "polled"},
+                ],
+                "repeat_last": True,
+            }
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("go", tools=["createLoop"], options={"loop_min_interval_seconds": 1})
+        result = await handle.result()
+        [loop] = await loops(handle)
+        status = await handle.status()
+    assert result.status == SessionStatus.completed
+    assert (loop.status, loop.completed_turns, loop.interval_seconds) == ("exhausted", 2, 2)
+    assert loop.coalesced_ticks == 1 and status.turns == 3  # the user turn, then two loop turns
+
+    settings.model = script(
+        [{"tool_calls": [call("createLoop", prompt="poll", interval_seconds=3)]}, {"say": "{{tool_results}}"}]
+    )
+    async with worker_for() as client:
+        refused = await (await client.start_session("go", tools=["createLoop"])).result()
+    assert refused.final_message is not None and "at least 5" in refused.final_message
+
+
+async def test_stopping_a_subtree_runs_no_turn_for_the_stopped_children(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """Item 11: stopSubAgent on a middle session stops its leaf first; neither the middle (for its leaf's
+    end) nor the root (for the middle it asked to stop) runs a model turn for those ends."""
+    settings.model = script(
+        [
+            {"match": {"title": "Leaf"}, "turns": [{"say": "leaf done", "delay_seconds": 30}]},
+            {
+                "match": {"title": "Middle"},
+                "turns": [
+                    {"tool_calls": [{"name": "subAgent", "arguments": {"title": "Leaf", "instruction": "wait"}}]},
+                    {"say": "middle waiting"},
+                    {"say": "MIDDLE EXTRA TURN"},
+                ],
+            },
+            {
+                "match": {"prompt_contains": "ROOT"},
+                "turns": [
+                    {"tool_calls": [{"name": "subAgent", "arguments": {"title": "Middle", "instruction": "go"}}]},
+                    {"say": "started"},
+                    {"tool_calls": [{"name": "stopSubAgent", "arguments": {"sub_session_id": "p-stop3/sub-1"}}]},
+                    {"say": "stopped: {{last_tool}}"},
+                    {"say": "ROOT EXTRA TURN"},
+                ],
+            },
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.start_session("ROOT", session_id="p-stop3", keep_alive=True)
+        middle = client.session("p-stop3/sub-1")
+        leaf = client.session("p-stop3/sub-1/sub-1")
+
+        async def ready() -> bool:
+            try:
+                return (await leaf.status()).status == SessionStatus.running and await _turns(middle, 1)
+            except Exception:
+                return False
+
+        await wait_until(ready)
+        await handle.send("stop it")
+        await wait_until(lambda: _turns(handle, 2))
+        middle_result = await middle.result()
+        await asyncio.sleep(1.0)  # room for a (wrong) notification turn to start
+        root_status = await handle.status()
+        stopped = json.loads((await handle.latest_message()).content.removeprefix("stopped: "))
+        middle_turns = (await middle.status()).turns
+        await handle.stop("done")
+    assert [s["sub_session_id"] for s in stopped["stopped_sessions"]] == ["p-stop3/sub-1/sub-1", "p-stop3/sub-1"]
+    assert middle_result.status == SessionStatus.stopped and middle_result.final_message == "middle waiting"
+    assert middle_turns == 1
+    assert root_status.turns == 2 and root_status.pending_inbox == 0

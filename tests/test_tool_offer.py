@@ -1,0 +1,180 @@
+"""Which tools an agent is offered (issue 14, items 1-4 and 6), seen where the model sees them: the tool list
+and the system messages of the request a real session sends to an OpenAI-compatible endpoint on 127.0.0.1,
+on the dev server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent_tools.agents import AgentDefinition
+from agent_tools.catalog import ToolCatalog, ToolLevel
+from agent_tools.catalog.profiles import FYAI_ASSIGNED, PROFILES
+from agent_tools.settings import DEFAULT_PRICES, ProviderEndpoint, Settings, WebConfig
+from tests.fake_llm_server import FakeLLMServer, fake_llm_server, openai_reply
+
+READERS = ["read_tool_result", "search_tool_result", "query_tool_result"]
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLMServer]:
+    with fake_llm_server() as server:
+        yield server
+
+
+def _on_endpoint(settings: Settings, llm: FakeLLMServer) -> None:
+    settings.providers = {"local": ProviderEndpoint(kind="openai", base_url=llm.base_url, api_key="k")}
+    settings.model = "local:m"
+    settings.prices = {}
+
+
+async def _first_request(
+    llm: FakeLLMServer, settings: Settings, worker_for: Any, agent: AgentDefinition, **start: Any
+) -> dict[str, Any]:
+    """The body of the first model request of a session of ``agent``."""
+    llm.queue(openai_reply("ok"))
+    _on_endpoint(settings, llm)
+    async with worker_for(agents=[agent]) as client:
+        await (await client.start_session("hi", agent=agent.name, **start)).result()
+    body: dict[str, Any] = llm.requests[0]["body"]
+    return body
+
+
+def _names(body: dict[str, Any]) -> list[str]:
+    return [t["function"]["name"] for t in body.get("tools", [])]
+
+
+def _system(body: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in body["messages"] if m["role"] == "system")
+
+
+async def test_automatic_tools_join_an_agent_with_its_own_tools_and_memory_on(
+    llm: FakeLLMServer, settings: Settings, worker_for: Any
+) -> None:
+    """Item 1: FYAI's remember/recall (Memory ticked) and the three readers (at least one tool) are attached
+    without being assigned."""
+    agent = AgentDefinition(name="own", profile=None, tools=["todoWrite"], memory=True)
+    names = _names(await _first_request(llm, settings, worker_for, agent))
+    assert sorted(names) == sorted(["todoWrite", "remember", "recall", *READERS])
+
+
+async def test_fyai_profile_does_not_hand_out_assign_only_tools(
+    llm: FakeLLMServer, settings: Settings, worker_for: Any
+) -> None:
+    """Item 1: search_conversation_history, wait_for_event, hand_off_to_agent and invoke_sub_agent come only
+    when assigned; an agent with no tool of its own gets no readers (nothing could spill)."""
+    bare = AgentDefinition(name="bare", profile="fyai", memory=True)
+    assert sorted(_names(await _first_request(llm, settings, worker_for, bare))) == ["recall", "remember"]
+
+
+async def test_fyai_assigned_tool_brings_the_readers_and_memory_off_drops_remember(
+    llm: FakeLLMServer, settings: Settings, worker_for: Any
+) -> None:
+    agent = AgentDefinition(name="waiter", profile="fyai", tools=["wait_for_event"], memory=False)
+    names = _names(await _first_request(llm, settings, worker_for, agent))
+    assert sorted(names) == sorted(["wait_for_event", *READERS])
+
+
+async def test_memory_tools_are_announced_in_the_system_message_without_any_memory(
+    llm: FakeLLMServer, settings: Settings, worker_for: Any
+) -> None:
+    """Item 2: with Memory on and no memory stored yet (so no Memory Context block), the system message still
+    tells the agent that its memory tools exist; with Memory off it says nothing about them."""
+    on = AgentDefinition(name="mem", profile="fyai", memory=True)
+    system = _system(await _first_request(llm, settings, worker_for, on))
+    assert "Memory Context" not in system
+    assert "long-term memory" in system and "remember" in system and "recall" in system
+    llm.requests.clear()
+    off = AgentDefinition(name="nomem", profile="rtc", memory=False)
+    assert "long-term memory" not in _system(await _first_request(llm, settings, worker_for, off))
+
+
+async def test_tool_level_none_offers_no_executed_tool(llm: FakeLLMServer, settings: Settings, worker_for: Any) -> None:
+    """Item 3: codai's `none` disables every executed tool, read_artifact, memory and delegation included."""
+    settings.model_tiers = {"small": "local:small"}  # two callable models: delegate_to_model would qualify
+    agent = AgentDefinition(name="none", profile="codai", tool_level=ToolLevel.none)
+    assert _names(await _first_request(llm, settings, worker_for, agent)) == []
+
+
+def test_level_none_keeps_the_tools_of_documents_without_levels() -> None:
+    """RTC and FYAI have no tool levels: their tools stay at `none`; every codai face is gone."""
+    catalog = ToolCatalog.builtin()
+    names = catalog.offer(profile="all", level=ToolLevel.none, memory=True)
+    assert not set(names) & set(PROFILES["codai"])
+    assert {"todoWrite", "askUser", "remember", *FYAI_ASSIGNED} <= set(names)
+
+
+async def test_delegate_to_model_needs_two_callable_models(
+    llm: FakeLLMServer, settings: Settings, worker_for: Any
+) -> None:
+    """Item 4: the default price table (OpenAI and Anthropic rows, no keys) does not make a model callable;
+    a second configured tier does."""
+    agent = AgentDefinition(name="coder", profile="codai")
+    _on_endpoint(settings, llm)
+    settings.openai_api_key = settings.anthropic_api_key = None
+    settings.prices = dict(DEFAULT_PRICES)
+    llm.queue(openai_reply("ok"), openai_reply("ok"))
+    async with worker_for(agents=[agent]) as client:
+        await (await client.start_session("hi", agent="coder")).result()
+    assert "delegate_to_model" not in _names(llm.requests[0]["body"])
+
+    two = settings.model_copy(update={"model_tiers": {"small": "local:small"}})
+    async with worker_for(agents=[agent], settings=two) as client:
+        await (await client.start_session("hi", agent="coder")).result()
+    assert "delegate_to_model" in _names(llm.requests[1]["body"])
+
+
+async def test_web_tools_only_when_the_server_has_search_and_fetch(
+    llm: FakeLLMServer, settings: Settings, worker_for: Any
+) -> None:
+    """Item 6: no search engine configured: no webSearch, web_search or web_fetch (codai ties both to search);
+    fetching switched off: no webFetch."""
+    settings.web = WebConfig(search_engines=[], fetch_enabled=True)
+    agent = AgentDefinition(name="surfer", profile="all")
+    names = _names(await _first_request(llm, settings, worker_for, agent))
+    assert "webFetch" in names and "http_fetch" in names
+    assert not {"webSearch", "web_search", "web_fetch"} & set(names)
+
+    llm.requests.clear()
+    settings.web = WebConfig(search_engines=["searxng"], searxng_url="http://127.0.0.1:9/", fetch_enabled=False)
+    names = _names(await _first_request(llm, settings, worker_for, agent))
+    assert "webSearch" in names and "web_search" in names
+    assert not {"webFetch", "web_fetch"} & set(names)
+
+
+def test_automatic_chip_is_listed() -> None:
+    """Item 1: where tools are listed, an automatic tool says so (the CLI's `tools` command and the docs)."""
+    from typer.testing import CliRunner
+
+    from agent_tools.cli import app
+
+    out = CliRunner().invoke(app, ["tools", "--profile", "fyai"])
+    assert out.exit_code == 0, out.output
+    rows = {line.split()[0]: line for line in out.output.splitlines() if line.strip()}
+    assert "automatic" in rows["remember"] and "automatic" in rows["read_tool_result"]
+    assert "assign" in rows["invoke_sub_agent"] and "automatic" not in rows["invoke_sub_agent"]
+
+
+async def test_spawn_agent_stays_out_when_the_request_brings_its_own_tools(
+    llm: FakeLLMServer, settings: Settings, worker_for: Any
+) -> None:
+    """Item 5: codai injects spawn_agent "only when the request carries no client-side tools of its own". A
+    request whose tool list names one of the host's own tools owns the loop: no spawn_agent, even named."""
+    from agent_tools.user_tools import tool
+
+    @tool(description="The caller's own tool")
+    async def lookup(q: str) -> str:
+        return q
+
+    _on_endpoint(settings, llm)
+    coder = AgentDefinition(name="coder", profile="codai")
+    llm.queue(openai_reply("ok"), openai_reply("ok"), openai_reply("ok"))
+    async with worker_for(agents=[coder], tools=[lookup]) as client:
+        await (await client.start_session("a", agent="coder")).result()
+        await (await client.start_session("b", agent="coder", tools=["spawn_agent", "todoWrite"])).result()
+        await (await client.start_session("c", agent="coder", tools=["lookup", "spawn_agent"])).result()
+    profile, builtin_list, own_tools = (_names(r["body"]) for r in llm.requests)
+    assert "spawn_agent" in profile and "spawn_agent" in builtin_list
+    assert "lookup" in own_tools and "spawn_agent" not in own_tools
