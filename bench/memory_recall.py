@@ -1,11 +1,12 @@
-"""Recall latency over a large memory store: p50/p95/p99 of MemoryEngine.search (what recall,
-searchMemory and memory_recall run), on SQLite and PostgreSQL.
+"""Recall latency over a large memory store: p50/p95 of MemoryEngine.search (what recall, searchMemory and
+memory_recall run), on SQLite and PostgreSQL, interleaved over several repeats with their spread.
 
     python bench/memory_recall.py                               # SQLite in a temp dir + local PostgreSQL
-    python bench/memory_recall.py --url sqlite+aiosqlite:///x.db --memories 100000 --queries 300
+    python bench/memory_recall.py --url sqlite+aiosqlite:///x.db --memories 100000 --queries 300 --repeats 5
+    python bench/memory_recall.py --keep ...                    # keep (and reuse) the loaded rows
 
 All memories go into ONE scope (the worst case: the full-text match cannot be narrowed by scope first), plus
-10% more in other scopes. The PostgreSQL rows are deleted afterwards.
+10% more in other scopes. The PostgreSQL rows are deleted afterwards unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import delete, func, select, text
 
 from agent_tools.activities.memory import MemoryEngine, Scope
 from agent_tools.activities.store.db import Store
@@ -41,17 +42,22 @@ def zipf_pick(rng: random.Random, words: list[str]) -> str:
     return words[min(len(words) - 1, int(rng.paretovariate(1.1)) - 1)]
 
 
+def sentence(rng: random.Random, words: list[str]) -> str:
+    return " ".join(
+        zipf_pick(rng, words) if rng.random() < 0.3 else rng.choice(words) for _ in range(rng.randint(8, 24))
+    )
+
+
 def rows_for(scope: Scope, n: int, rng: random.Random, words: list[str], run: str) -> list[dict[str, Any]]:
     now = datetime.now(UTC)
     out = []
     for i in range(n):
-        content = " ".join(
-            zipf_pick(rng, words) if rng.random() < 0.3 else rng.choice(words) for _ in range(rng.randint(8, 24))
-        )
+        content = sentence(rng, words)
         when = now - timedelta(days=rng.random() * 365)
         out.append(
             {
-                "memory_id": f"mem_b{run}{i:07d}{scope.key[:4]}",
+                # The scope's key in the id: ten "other" scopes share one run and one counter.
+                "memory_id": f"mem_b{run}{i:07d}{scope.key[1:12]}",
                 "organisation": scope.organisation,
                 "project": scope.project,
                 "user_id": scope.user,
@@ -73,72 +79,102 @@ def rows_for(scope: Scope, n: int, rng: random.Random, words: list[str], run: st
     return out
 
 
-async def bench(url: str, n: int, queries: int, seed: int = 7) -> dict[str, float]:
+async def load(store: Store, n: int, keep: bool, seed: int = 7) -> tuple[Scope, float]:
+    """Load ``n`` memories into one scope (or reuse a kept load of the same size)."""
     rng = random.Random(seed)
     words = vocabulary(rng)
-    store = Store(url)
-    await store.create_schema()
-    run = uuid.uuid4().hex[:6]
+    run = f"k{n}" if keep else uuid.uuid4().hex[:6]
     scope = Scope(f"bench-{run}", "p", "u", "agent")
+    async with store.engine.connect() as conn:
+        have = (await conn.execute(select(func.count()).select_from(memories).where(scope.where()))).scalar_one()
+    if keep and have == n:
+        return scope, 0.0
     others = [Scope(f"bench-{run}", "p", f"other{i}", "agent") for i in range(10)]
     t0 = time.perf_counter()
     batch = 5000
     async with store.engine.begin() as conn:
+        await conn.execute(delete(memories).where(memories.c.organisation == scope.organisation))
         for start in range(0, n, batch):
             await conn.execute(
                 memories.insert(), rows_for(scope, min(batch, n - start), rng, words, run + f"{start:07d}")
             )
         for o in others:
             await conn.execute(memories.insert(), rows_for(o, n // 100, rng, words, run + "o"))
-    load_s = time.perf_counter() - t0
     if store.dialect == "postgresql":
         # Fresh statistics, as autovacuum would have them in a running deployment.
         async with store.engine.connect() as conn:
-            from sqlalchemy import text
-
             await conn.execution_options(isolation_level="AUTOCOMMIT")
             await conn.execute(text("VACUUM ANALYZE memories"))
-    engine = MemoryEngine(store)
-    for _ in range(10):  # warm caches and connections
-        await engine.search(scope, " ".join(rng.choice(words) for _ in range(3)))
+    return scope, time.perf_counter() - t0
+
+
+def query_set(n: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    words = vocabulary(random.Random(7))
+    return [
+        " ".join(zipf_pick(rng, words) if rng.random() < 0.5 else rng.choice(words) for _ in range(rng.randint(2, 6)))
+        for _ in range(n)
+    ]
+
+
+async def timed(engine: MemoryEngine, scope: Scope, queries: list[str]) -> tuple[list[float], int]:
     timings = []
     hits = 0
-    for _ in range(queries):
-        q = " ".join(
-            zipf_pick(rng, words) if rng.random() < 0.5 else rng.choice(words) for _ in range(rng.randint(2, 6))
-        )
+    for q in queries:
         t = time.perf_counter()
         found = await engine.search(scope, q, limit=10)
         timings.append((time.perf_counter() - t) * 1000)
         hits += bool(found)
-    if store.dialect == "postgresql":
-        async with store.engine.begin() as conn:
-            await conn.execute(delete(memories).where(memories.c.organisation == scope.organisation))
-    await store.close()
-    timings.sort()
-    return {
-        "memories": n,
-        "load_s": round(load_s, 1),
-        "queries": queries,
-        "with_hits": hits,
-        "p50_ms": round(statistics.median(timings), 2),
-        "p95_ms": round(timings[int(0.95 * (len(timings) - 1))], 2),
-        "p99_ms": round(timings[int(0.99 * (len(timings) - 1))], 2),
-        "max_ms": round(timings[-1], 2),
-    }
+    return sorted(timings), hits
+
+
+def pct(sorted_ms: list[float], q: float) -> float:
+    return sorted_ms[int(q * (len(sorted_ms) - 1))]
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):6.2f} ms [{min(values):.2f}-{max(values):.2f}]"
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--url", action="append", help="store URL (repeatable); default: SQLite temp + local PG")
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds over the stores")
+    parser.add_argument("--keep", action="store_true", help="keep the loaded rows and reuse them next time")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         urls = args.url or [u or f"sqlite+aiosqlite:///{tmp}/bench.sqlite" for u in DEFAULT_URLS]
+        runs: list[tuple[str, Store, MemoryEngine, Scope]] = []
         for url in urls:
-            result = await bench(url, args.memories, args.queries)
-            print(url.split("://")[0], result)
+            store = Store(url)
+            await store.create_schema()
+            scope, load_s = await load(store, args.memories, args.keep)
+            engine = MemoryEngine(store)
+            await timed(engine, scope, query_set(20, seed=3))  # warm caches and connections
+            runs.append((url.split("://")[0], store, engine, scope))
+            print(f"{url.split('://')[0]}: {args.memories} memories loaded in {load_s:.1f} s", flush=True)
+        queries = query_set(args.queries)
+        p50: dict[str, list[float]] = {name: [] for name, *_ in runs}
+        p95: dict[str, list[float]] = {name: [] for name, *_ in runs}
+        for r in range(args.repeats):
+            for name, _, engine, scope in runs:
+                ms, hits = await timed(engine, scope, queries)
+                p50[name].append(pct(ms, 0.5))
+                p95[name].append(pct(ms, 0.95))
+                print(
+                    f"  round {r + 1} {name}: p50 {pct(ms, 0.5):.2f} ms  p95 {pct(ms, 0.95):.2f} ms  "
+                    f"p99 {pct(ms, 0.99):.2f} ms  max {ms[-1]:.2f} ms  ({hits}/{len(queries)} with hits)",
+                    flush=True,
+                )
+        print(f"{args.memories} memories, {args.queries} queries x {args.repeats} rounds: median [min-max]")
+        for name, store, _, scope in runs:
+            print(f"{name:20s} p50 {spread(p50[name])}   p95 {spread(p95[name])}")
+            if not args.keep and store.dialect == "postgresql":
+                async with store.engine.begin() as conn:
+                    await conn.execute(delete(memories).where(memories.c.organisation == scope.organisation))
+            await store.close()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, delete, func, literal_column, or_, select, text, update
+from sqlalchemy import (
+    Connection,
+    Float,
+    Integer,
+    and_,
+    case,
+    column,
+    delete,
+    func,
+    literal_column,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -132,6 +146,29 @@ class Memory:
 def _tags_text(tags: list[str]) -> str:
     clean = [t.strip().replace("|", "/") for t in tags if t.strip()]
     return ("|" + "|".join(dict.fromkeys(clean)) + "|") if clean else ""
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A candidate row and its text score (higher is better)."""
+
+    row: Any
+    score: float
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.row, name)
+
+
+# What a candidate carries into the fusion and the answer.
+_COLUMNS = [
+    memories.c.memory_id,
+    memories.c.content,
+    memories.c.tier,
+    memories.c.tags,
+    memories.c.uses,
+    memories.c.created_at,
+    memories.c.updated_at,
+]
 
 
 def memory_id_for(scope: Scope, session_id: str, run_id: str, call_id: str) -> str:
@@ -364,107 +401,181 @@ class MemoryEngine:
         """Best matches, full-text rank fused with recency; ``use_call`` counts a use (promotion) once."""
         now = _now()
         terms = scoring.query_terms(query)
-        async with self.store.engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                # asyncpg prepares statements; after a few runs PostgreSQL may switch to a generic plan that
-                # cannot see how selective this query's words are, and picks a sequential scan (seconds at
-                # 100,000 memories). Custom plans cost ~1 ms of planning and keep the GIN index in use.
-                await conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
-            rows = await self._candidates(conn, scope, terms, tier, now) if terms else []
-            by_id = {r.memory_id: r for r in rows}
-            fused = scoring.fuse(
-                [
-                    scoring.Candidate(
-                        r.memory_id,
-                        float(r.score or 0.0),
-                        aware(r.updated_at),
-                        r.tier,
-                        scoring.coverage(terms, r.content),
-                    )
-                    for r in rows
-                ],
-                now,
-            )
-            found = [Memory.of(by_id[c.memory_id]) for c, _ in fused[:limit]]
-            if use_call and found:
-                ids = [m.memory_id for m in found]
-                await self._count_use(conn, scope, ids, use_call, now)
-                # Reported as counted: a retried call (counted already, so not again) answers exactly what
-                # its first attempt did, uses and tier included.
-                fresh = {
-                    r.memory_id: r
-                    for r in await conn.execute(select(memories).where(scope.where(), memories.c.memory_id.in_(ids)))
-                }
-                found = [Memory.of(fresh[i]) for i in ids if i in fresh]
+        if not terms:
+            return []
+        # One transaction through Store.run: on a SQLite file it runs whole in one worker thread (aiosqlite
+        # would hop threads for every statement, which under load cost more than the queries themselves).
+        return await self.store.run(lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now))
+
+    def _search(
+        self,
+        conn: Connection,
+        scope: Scope,
+        terms: list[str],
+        limit: int,
+        tier: str | None,
+        use_call: str | None,
+        now: datetime,
+    ) -> list[Memory]:
+        if conn.dialect.name == "postgresql":
+            # asyncpg prepares statements; after a few runs PostgreSQL may switch to a generic plan that
+            # cannot see how selective this query's words are, and picks a sequential scan (seconds at
+            # 100,000 memories). Custom plans cost ~1 ms of planning and keep the GIN index in use.
+            conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+        rows = self._candidates(conn, scope, terms, tier, now)
+        by_id = {r.memory_id: r for r in rows}
+        fused = scoring.fuse(
+            [
+                scoring.Candidate(
+                    r.memory_id, float(r.score or 0.0), aware(r.updated_at), r.tier, scoring.coverage(terms, r.content)
+                )
+                for r in rows
+            ],
+            now,
+        )
+        found = [Memory.of(by_id[c.memory_id]) for c, _ in fused[:limit]]
+        if use_call and found:
+            ids = [m.memory_id for m in found]
+            self._count_use(conn, scope, ids, use_call, now)
+            # Reported as counted: a retried call (counted already, so not again) answers exactly what its
+            # first attempt did, uses and tier included.
+            fresh = {
+                r.memory_id: r
+                for r in conn.execute(select(memories).where(scope.where(), memories.c.memory_id.in_(ids)))
+            }
+            found = [Memory.of(fresh[i]) for i in ids if i in fresh]
         return found
 
-    async def _candidates(
-        self, conn: AsyncConnection, scope: Scope, terms: list[str], tier: str | None, now: datetime
+    def _candidates(
+        self, conn: Connection, scope: Scope, terms: list[str], tier: str | None, now: datetime
     ) -> list[Any]:
-        """Full-text candidates: ranked on the scope's informative terms, see :mod:`agent_tools.contracts.memory.scoring`.
+        """Full-text candidates, see :mod:`agent_tools.contracts.memory.scoring` and docs/design-notes.md.
 
-        Ranking every match of a word that most memories contain costs hundreds of milliseconds at 100,000
+        Ranking every match of a word that most memories contain costs tens of milliseconds at 100,000
         memories and adds almost nothing (its IDF is near zero). So each term's document frequency in the
-        scope is counted up to :data:`scoring.COMMON_DF`; terms at the cap are left out of the ranked query
-        and only count through ``coverage`` in :func:`scoring.fuse`. When every term is that common, the
-        most recent matches are the candidates.
+        scope is counted (one statement, each count stopping at :data:`scoring.COMMON_DF`), and the ranked
+        query takes the rarest terms whose matches together stay within :data:`scoring.RANK_BUDGET`: the
+        database ranks a bounded set. The other terms count through ``coverage`` in :func:`scoring.fuse`.
+        When every term is that common, the most recent matches are the candidates.
         """
         sqlite = conn.dialect.name == "sqlite"
-        rare: list[str] = []
-        common: list[str] = []
-        for term in terms:
-            df = await self._doc_frequency(conn, scope, term, sqlite)
-            if df >= scoring.COMMON_DF:
-                common.append(term)
-            elif df > 0:
-                rare.append(term)
-        if not rare and not common:
+        frequencies = self._doc_frequencies(conn, scope, terms, sqlite)
+        ranked_terms = scoring.rank_terms(frequencies)
+        common = [t for t, df in frequencies.items() if df >= scoring.COMMON_DF]
+        if not ranked_terms and not common:
             return []
+        ranked = bool(ranked_terms)
+        use = ranked_terms or common
+        want = scoring.CANDIDATES if ranked else scoring.COMMON_POOL
+        if not sqlite:
+            return self._pg_candidates(conn, scope, use, ranked, want, tier, now)
+        # SQLite: the LIMIT goes inside the FTS5 query, so bm25 ranks (or rowid order streams) in the index
+        # and only the best rows are joined to the table; liveness and tier are then checked on those
+        # candidates. Rows that fail the check (deleted, expired, another tier) are few, so the index query
+        # over-fetches, and asks again for more only when too few survived and the index had more.
+        fetch = want + want // 4
+        while True:
+            rows, exhausted = self._sqlite_candidates(conn, scope, use, ranked, fetch, tier, now)
+            if len(rows) >= want or exhausted:
+                return rows[:want]
+            fetch *= 4
+
+    def _sqlite_candidates(
+        self, conn: Connection, scope: Scope, use: list[str], ranked: bool, fetch: int, tier: str | None, now: datetime
+    ) -> tuple[list[Any], bool]:
+        """The best ``fetch`` index hits that are live (and of ``tier``), best first; and whether the index
+        had no more hits than that."""
+        # bm25: lower is better; weight 0 for the scope column so only the text ranks. Without ranked terms,
+        # rowid order (newest first) streams straight from the FTS index, no sort of every match.
+        # (Not "ORDER BY -rowid": an expression is sorted, where "rowid DESC" is the index's own order.)
+        rank, order = ("bm25(memories_fts, 0.0, 1.0)", "2") if ranked else ("0.0", "rowid DESC")
+        hits = (
+            text(
+                f"SELECT rowid AS seq, {rank} AS rank FROM memories_fts WHERE memories_fts MATCH :q "
+                f"ORDER BY {order} LIMIT :n"
+            )
+            .bindparams(q=scoring.fts5_query(scope.key, use), n=fetch)
+            .columns(column("seq", Integer), column("rank", Float))
+            .subquery("hits")
+        )
         c = memories.c
-        cols = [c.memory_id, c.content, c.tier, c.tags, c.uses, c.created_at, c.updated_at]
-        ranked = bool(rare)
-        use = rare or common
-        if sqlite:
-            # bm25: lower is better; weight 0 for the scope column so only the text ranks.
-            rank: ColumnElement[float] = literal_column("bm25(memories_fts, 0.0, 1.0)")
-            stmt = (
-                select(*cols, (-rank if ranked else literal_column("0.0")).label("score"))
-                .select_from(memories.join(text("memories_fts"), text("memories_fts.rowid = memories.seq")))
-                .where(text("memories_fts MATCH :q").bindparams(q=scoring.fts5_query(scope.key, use)))
-                # rowid order streams straight from the FTS index (no sort of every match).
-                .order_by(rank if ranked else literal_column("memories_fts.rowid").desc())
-            )
-        else:
-            tsq = scoring.tsquery(use)
-            score = func.ts_rank_cd(literal_column("memories.search"), func.to_tsquery("english", tsq))
-            stmt = (
-                select(*cols, (score if ranked else literal_column("0.0")).label("score"))
-                .where(text("memories.search @@ to_tsquery('english', :q)").bindparams(q=tsq))
-                .order_by(score.desc() if ranked else c.seq.desc())
-            )
-        stmt = stmt.where(scope.where(), self.live(now)).limit(scoring.CANDIDATES if ranked else scoring.COMMON_POOL)
+        keep = [c.seq == hits.c.seq, scope.where(), self.live(now)]
         if tier:
-            stmt = stmt.where(c.tier == tier)
-        return list((await conn.execute(stmt)).all())
+            keep.append(c.tier == tier)
+        # A LEFT JOIN with the checks in ON: every hit comes back (so we know whether the index ran out), the
+        # ones that failed a check without a memory_id. SQLite materialises the hits and looks each row up by
+        # its rowid (a plain IN list made it walk the scope's index instead: 20 ms for 600 hits).
+        stmt = (
+            select(hits.c.rank, *_COLUMNS)
+            .select_from(hits.outerjoin(memories, and_(*keep)))
+            .order_by(hits.c.rank if ranked else hits.c.seq.desc())
+        )
+        rows = list(conn.execute(stmt).all())
+        # The score the fusion reads: higher is better (bm25 is lower-is-better), 0 when unranked.
+        out = [_Scored(r, -float(r.rank) if ranked else 0.0) for r in rows if r.memory_id is not None]
+        return out, len(rows) < fetch
 
-    async def _doc_frequency(self, conn: AsyncConnection, scope: Scope, term: str, sqlite: bool) -> int:
-        """Memories in the scope holding ``term``, counted up to COMMON_DF (the count stops there)."""
-        if sqlite:
-            sql = text(
-                "SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :q LIMIT :cap)"
-            ).bindparams(q=scoring.fts5_query(scope.key, [term]), cap=scoring.COMMON_DF)
-        else:
-            sql = text(
-                "SELECT count(*) FROM (SELECT 1 FROM memories WHERE search @@ to_tsquery('english', :q) "
-                "AND scope_key = :k LIMIT :cap) AS hits"
-            ).bindparams(q=scoring.tsquery([term]), k=scope.key, cap=scoring.COMMON_DF)
-        return int((await conn.execute(sql)).scalar_one())
-
-    async def _count_use(
-        self, conn: AsyncConnection, scope: Scope, ids: list[str], call_key: str, now: datetime
-    ) -> None:
+    def _pg_candidates(
+        self, conn: Connection, scope: Scope, use: list[str], ranked: bool, want: int, tier: str | None, now: datetime
+    ) -> list[Any]:
         c = memories.c
-        await conn.execute(
+        query = func.to_tsquery("english", scoring.tsquery(use))
+        if ranked:
+            # The matches of the ranked terms are bounded (rank_terms, and this LIMIT as the hard stop): GIN
+            # finds them, ts_rank_cd ranks only those, and the best `want` go to the fusion. Liveness and tier
+            # are checked on the same heap rows (free here, unlike SQLite's index-only hits).
+            conds = [literal_column("memories.search").op("@@")(query), scope.where(), self.live(now)]
+            if tier:
+                conds.append(c.tier == tier)
+            bounded = (
+                select(*_COLUMNS, literal_column("memories.search").label("search"))
+                .where(*conds)
+                .limit(scoring.rank_bound())
+                .subquery("bounded")
+            )
+            score = func.ts_rank_cd(bounded.c.search, query)
+            stmt = (
+                select(*[bounded.c[col.name] for col in _COLUMNS], score.label("score"))
+                .order_by(score.desc())
+                .limit(want)
+            )
+        else:
+            stmt = (
+                select(*_COLUMNS, literal_column("0.0").label("score"))
+                .where(literal_column("memories.search").op("@@")(query), scope.where(), self.live(now))
+                .order_by(c.seq.desc())
+                .limit(want)
+            )
+            if tier:
+                stmt = stmt.where(c.tier == tier)
+        return list(conn.execute(stmt).all())
+
+    def _doc_frequencies(self, conn: Connection, scope: Scope, terms: list[str], sqlite: bool) -> dict[str, int]:
+        """Memories in the scope holding each term, counted up to COMMON_DF (each count stops there).
+
+        One statement for all the terms: one round trip, however long the query."""
+        params: dict[str, Any] = {"cap": scoring.COMMON_DF, "k": scope.key}
+        parts = []
+        for i, term in enumerate(terms):
+            if sqlite:
+                params[f"q{i}"] = scoring.fts5_query(scope.key, [term])
+                parts.append(
+                    f"(SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :q{i} LIMIT :cap))"
+                )
+            else:
+                params[f"q{i}"] = scoring.tsquery([term])
+                parts.append(
+                    f"(SELECT count(*) FROM (SELECT 1 FROM memories WHERE search @@ to_tsquery('english', :q{i}) "
+                    f"AND scope_key = :k LIMIT :cap) AS h{i})"
+                )
+        if sqlite:
+            params.pop("k")
+        row = conn.execute(text("SELECT " + ", ".join(parts)).bindparams(**params)).one()
+        return {term: int(row[i]) for i, term in enumerate(terms)}
+
+    def _count_use(self, conn: Connection, scope: Scope, ids: list[str], call_key: str, now: datetime) -> None:
+        c = memories.c
+        conn.execute(
             update(memories)
             .where(
                 scope.where(),
