@@ -10,12 +10,14 @@ and answers as the first attempt did; a retried recall does not count a second u
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 from sqlalchemy import (
     Connection,
     Float,
@@ -35,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from agent_tools.activities.context import BuiltinContext, ToolImpl
+from agent_tools.activities.embeddings import Embedder, EmbeddingsUnavailable, VectorIndex
 from agent_tools.activities.services import ContextHook, Services
 from agent_tools.activities.store.db import Store, upsert
 from agent_tools.activities.store.memory_tables import memories
@@ -69,6 +72,8 @@ from agent_tools.contracts.memory.format import (
 )
 from agent_tools.errors import ToolFailure
 from agent_tools.messages import Message
+
+log = logging.getLogger(__name__)
 
 ENGINE_KEY = "memory"
 # Deleted rows are kept this long (a retried delete still answers "deleted"), then purged.
@@ -181,9 +186,28 @@ def memory_id_for(scope: Scope, session_id: str, run_id: str, call_id: str) -> s
 class MemoryEngine:
     """SQL-backed memories with full-text ranking fused with recency."""
 
-    def __init__(self, store: Store, policy: MemoryPolicy | None = None) -> None:
+    def __init__(
+        self, store: Store, policy: MemoryPolicy | None = None, *, http: httpx.AsyncClient | None = None
+    ) -> None:
         self.store = store
         self.policy = policy or MemoryPolicy()
+        # Semantic recall when an embeddings endpoint is configured (and an HTTP client given to reach it).
+        self.embedder: Embedder | None = None
+        self.vectors = VectorIndex()
+        if self.policy.embeddings is not None and http is not None:
+            self.embedder = Embedder(self.policy.embeddings, http)
+
+    async def _embed(self, text_: str) -> dict[str, Any]:
+        """The columns that carry ``text_``'s embedding: both NULL without an endpoint or when it fails (the
+        memory is kept either way; only full text will find it)."""
+        if self.embedder is None:
+            return {}
+        try:
+            (vector,) = await self.embedder.embed([text_])
+        except EmbeddingsUnavailable as exc:
+            log.warning("memory saved without an embedding: %s", exc)
+            return {"embedding": None, "embedding_model": None}
+        return {"embedding": vector, "embedding_model": self.embedder.model}
 
     # ---- visibility -----------------------------------------------------------------------------------
 
@@ -212,6 +236,7 @@ class MemoryEngine:
     ) -> tuple[str, Memory]:
         """Save a fact; ``("created", m)`` or ``("existing", m)`` when the same fact is already saved."""
         content, tags = clean_text(content), [clean_text(t) for t in tags]
+        vector = await self._embed(content)
         now = _now()
         digest = scoring.content_hash(content)
         c = memories.c
@@ -241,6 +266,8 @@ class MemoryEngine:
                             "updated_at": now,
                             "last_used_at": now,
                             "deleted_at": None,
+                            "embedding": vector.get("embedding"),
+                            "embedding_model": vector.get("embedding_model"),
                         }
                     ],
                     keys=["scope_key", "content_hash"],
@@ -266,6 +293,7 @@ class MemoryEngine:
                         updated_at=now,
                         last_used_at=now,
                         deleted_at=None,
+                        **vector,
                     )
                 )
                 return "created", Memory.of(await self._by_hash(conn, scope, digest))
@@ -284,6 +312,8 @@ class MemoryEngine:
                         last_call=call_key,
                         updated_at=now,
                         last_used_at=now,
+                        # A vector of the model configured now (the row may predate it, or the endpoint).
+                        **{k: v for k, v in vector.items() if v is not None},
                     )
                 )
                 row = await self._by_hash(conn, scope, digest)
@@ -300,12 +330,14 @@ class MemoryEngine:
     ) -> Memory:
         now = _now()
         c = memories.c
+        content = clean_text(content) if content is not None else None
+        # Embedded before the transaction (no HTTP call inside it); only written when the text changes.
+        vector = await self._embed(content) if content is not None else {}
         async with self.store.engine.begin() as conn:
             row = (await conn.execute(select(memories).where(scope.where(), c.memory_id == memory_id))).first()
             if row is None or not self._is_live(row, now):
                 raise ToolFailure(f"No memory {memory_id!r} for this agent and user (it may have been deleted).")
             values: dict[str, Any] = {"updated_at": now, "last_used_at": now}
-            content = clean_text(content) if content is not None else None
             tags = [clean_text(t) for t in tags] if tags is not None else None
             if content is not None and content != row.content:
                 digest = scoring.content_hash(content)
@@ -316,7 +348,7 @@ class MemoryEngine:
                             f"Memory {other.memory_id!r} already holds this fact; delete {memory_id!r} instead."
                         )
                     await conn.execute(delete(memories).where(c.seq == other.seq))
-                values.update(content=content, content_hash=digest)
+                values.update(content=content, content_hash=digest, **vector)
             if tags is not None:
                 values["tags"] = _tags_text(tags)
             if tier is not None:
@@ -403,9 +435,17 @@ class MemoryEngine:
         terms = scoring.query_terms(query)
         if not terms:
             return []
+        query_vector: bytes | None = None
+        if self.embedder is not None:
+            try:
+                (query_vector,) = await self.embedder.embed([query[: scoring.MAX_EMBED_QUERY_CHARS]])
+            except EmbeddingsUnavailable as exc:
+                log.warning("memory search by full text only: %s", exc)
         # One transaction through Store.run: on a SQLite file it runs whole in one worker thread (aiosqlite
         # would hop threads for every statement, which under load cost more than the queries themselves).
-        return await self.store.run(lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now))
+        return await self.store.run(
+            lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now, query_vector)
+        )
 
     def _search(
         self,
@@ -416,6 +456,7 @@ class MemoryEngine:
         tier: str | None,
         use_call: str | None,
         now: datetime,
+        query_vector: bytes | None = None,
     ) -> list[Memory]:
         if conn.dialect.name == "postgresql":
             # asyncpg prepares statements; after a few runs PostgreSQL may switch to a generic plan that
@@ -433,7 +474,15 @@ class MemoryEngine:
             ],
             now,
         )
-        found = [Memory.of(by_id[c.memory_id]) for c, _ in fused[:limit]]
+        order = [c.memory_id for c, _ in fused]
+        if query_vector is not None:
+            # Hybrid: the full-text order (text rank, coverage, recency, tier) and the nearest vectors are
+            # fused by reciprocal rank; a memory found both ways rises above one found either way.
+            near = self._vector_candidates(conn, scope, query_vector, tier, now)
+            by_id.update({r.memory_id: r for r in near})
+            ranked = scoring.rrf([order[: scoring.CANDIDATES], [r.memory_id for r in near]])
+            order = [memory_id for memory_id, _ in ranked]
+        found = [Memory.of(by_id[i]) for i in order[:limit]]
         if use_call and found:
             ids = [m.memory_id for m in found]
             self._count_use(conn, scope, ids, use_call, now)
@@ -514,6 +563,31 @@ class MemoryEngine:
         # The score the fusion reads: higher is better (bm25 is lower-is-better), 0 when unranked.
         out = [_Scored(r, -float(r.rank) if ranked else 0.0) for r in rows if r.memory_id is not None]
         return out, len(rows) < fetch
+
+    def _vector_candidates(
+        self, conn: Connection, scope: Scope, query_vector: bytes, tier: str | None, now: datetime
+    ) -> list[Any]:
+        """The memories nearest to the query (cosine at least ``min_similarity``), best first, live and of
+        ``tier``; rows that fail those checks are skipped and the index asked for more, as for full text."""
+        assert self.embedder is not None
+        floor = self.embedder.endpoint.min_similarity
+        c = memories.c
+        want = scoring.CANDIDATES
+        fetch = want + want // 4
+        while True:
+            near = self.vectors.nearest(conn, scope.where(), scope.key, self.embedder.model, query_vector, fetch, floor)
+            if not near:
+                return []
+            checks = [scope.where(), self.live(now)] + ([c.tier == tier] if tier else [])
+            # likely(): SQLite would otherwise walk the scope's index (every memory of it) to test the ids;
+            # wrapped, the checks are tested on the rows found by their rowid.
+            check = func.likely(and_(*checks)) if conn.dialect.name == "sqlite" else and_(*checks)
+            stmt = select(*_COLUMNS, c.seq).where(c.seq.in_([seq for seq, _ in near]), check)
+            rows = {r.seq: r for r in conn.execute(stmt)}
+            out = [rows[seq] for seq, _ in near if seq in rows]
+            if len(out) >= want or len(near) < fetch:
+                return out[:want]
+            fetch *= 4
 
     def _pg_candidates(
         self, conn: Connection, scope: Scope, use: list[str], ranked: bool, want: int, tier: str | None, now: datetime
@@ -610,7 +684,7 @@ class MemoryEngine:
 def engine_of(services: Services) -> MemoryEngine:
     engine = services.engines.get(ENGINE_KEY)
     if engine is None:
-        engine = MemoryEngine(services.store, services.settings.memory)
+        engine = MemoryEngine(services.store, services.settings.memory, http=services.http)
         services.engines[ENGINE_KEY] = engine
     assert isinstance(engine, MemoryEngine)
     return engine

@@ -147,3 +147,40 @@ def fuse(candidates: list[Candidate], now: datetime) -> list[tuple[Candidate, fl
         scored.append((c, score))
     scored.sort(key=lambda pair: (-pair[1], pair[0].memory_id))
     return scored
+
+
+# ---- semantic recall ---------------------------------------------------------------------------------------
+
+# Reciprocal rank fusion's constant (Cormack et al. 2009): a document's score is the sum of 1 / (RRF_K + rank)
+# over the rankings it appears in; 60 damps the difference between the first few places of either ranking.
+RRF_K = 60
+# The part of a query that is embedded (a query is short; this bounds what goes to the endpoint).
+MAX_EMBED_QUERY_CHARS = 2000
+
+
+def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Ids ordered by reciprocal rank fusion of ``rankings`` (each best first), best first; ties by id."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, memory_id in enumerate(ranking, start=1):
+            scores[memory_id] = scores.get(memory_id, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def encode_vector(values: list[float], max_dimensions: int) -> bytes:
+    """An embedding as the store keeps it: unit length, float32 little-endian.
+
+    The values come from an outside endpoint, so they are checked here, where they enter (DESIGN §12): a
+    list of 1 to ``max_dimensions`` finite numbers, not all zero. Raises ``ValueError`` otherwise.
+    """
+    import numpy as np
+
+    if not isinstance(values, list) or not 0 < len(values) <= max_dimensions:
+        raise ValueError(f"an embedding must be a list of 1 to {max_dimensions} numbers")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        raise ValueError("an embedding holds numbers only")
+    vector = np.asarray(values, dtype=np.float64)
+    norm = float(np.linalg.norm(vector)) if np.all(np.isfinite(vector)) else math.nan
+    if not math.isfinite(norm) or norm == 0.0:
+        raise ValueError("an embedding must be finite and not all zero")
+    return (vector / norm).astype("<f4").tobytes()
