@@ -75,6 +75,7 @@ class EmbeddingsServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: EmbeddingsServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real endpoint behind a pooled client
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
@@ -129,3 +130,15 @@ def embeddings_server() -> Iterator[EmbeddingsServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def main() -> None:
+    """Serve until killed, printing the base URL first (bench/memory_recall.py runs it in its own process,
+    as a real endpoint would be)."""
+    server = EmbeddingsServer()
+    print(server.base_url, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,7 @@ and answers as the first attempt did; a retried recall does not count a second u
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections import OrderedDict
@@ -579,11 +580,20 @@ class MemoryEngine:
             if not near:
                 return []
             checks = [scope.where(), self.live(now)] + ([c.tier == tier] if tier else [])
-            # likely(): SQLite would otherwise walk the scope's index (every memory of it) to test the ids;
-            # wrapped, the checks are tested on the rows found by their rowid.
-            check = func.likely(and_(*checks)) if conn.dialect.name == "sqlite" else and_(*checks)
-            stmt = select(*_COLUMNS, c.seq).where(c.seq.in_([seq for seq, _ in near]), check)
-            rows = {r.seq: r for r in conn.execute(stmt)}
+            seqs = [seq for seq, _ in near]
+            if conn.dialect.name == "sqlite":
+                # The ids as the left side of a LEFT JOIN, as for full-text hits: with "seq IN (...) AND
+                # scope_key = ?" SQLite walks the scope's index (every memory of it, 20 ms at 100,000).
+                ids = (
+                    text("SELECT value AS seq FROM json_each(:ids)")
+                    .bindparams(ids=json.dumps(seqs))
+                    .columns(column("seq", Integer))
+                    .subquery("near")
+                )
+                stmt = select(*_COLUMNS, c.seq).select_from(ids.outerjoin(memories, and_(c.seq == ids.c.seq, *checks)))
+            else:
+                stmt = select(*_COLUMNS, c.seq).where(c.seq.in_(seqs), *checks)
+            rows = {r.seq: r for r in conn.execute(stmt) if r.memory_id is not None}
             out = [rows[seq] for seq, _ in near if seq in rows]
             if len(out) >= want or len(near) < fetch:
                 return out[:want]
