@@ -10,6 +10,7 @@ and answers as the first attempt did; a retried recall does not count a second u
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -436,17 +437,42 @@ class MemoryEngine:
         terms = scoring.query_terms(query)
         if not terms:
             return []
-        query_vector: bytes | None = None
-        if self.embedder is not None:
-            try:
-                (query_vector,) = await self.embedder.embed([query[: scoring.MAX_EMBED_QUERY_CHARS]])
-            except EmbeddingsUnavailable as exc:
-                log.warning("memory search by full text only: %s", exc)
-        # One transaction through Store.run: on a SQLite file it runs whole in one worker thread (aiosqlite
-        # would hop threads for every statement, which under load cost more than the queries themselves).
+        if self.embedder is None:
+            # One transaction through Store.run: on a SQLite file it runs whole in one worker thread
+            # (aiosqlite would hop threads for every statement, which under load cost more than the queries).
+            return await self.store.run(lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now))
+        # Hybrid: the query is embedded while the full-text candidates are read (a round trip to the endpoint
+        # costs as much as the full-text search), then the nearest vectors and the fusion in a second
+        # transaction, which also counts the uses.
+        embedding = asyncio.ensure_future(self._embed_query(query))
+        try:
+            text_rows = await self.store.run(lambda conn: self._text_candidates(conn, scope, terms, tier, now))
+        except BaseException:
+            embedding.cancel()
+            raise
+        query_vector = await embedding
         return await self.store.run(
-            lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now, query_vector)
+            lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now, query_vector, text_rows)
         )
+
+    async def _embed_query(self, query: str) -> bytes | None:
+        assert self.embedder is not None
+        try:
+            (vector,) = await self.embedder.embed([query[: scoring.MAX_EMBED_QUERY_CHARS]])
+        except EmbeddingsUnavailable as exc:
+            log.warning("memory search by full text only: %s", exc)
+            return None
+        return vector
+
+    def _text_candidates(
+        self, conn: Connection, scope: Scope, terms: list[str], tier: str | None, now: datetime
+    ) -> list[Any]:
+        if conn.dialect.name == "postgresql":
+            # asyncpg prepares statements; after a few runs PostgreSQL may switch to a generic plan that
+            # cannot see how selective this query's words are, and picks a sequential scan (seconds at
+            # 100,000 memories). Custom plans cost ~1 ms of planning and keep the GIN index in use.
+            conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+        return self._candidates(conn, scope, terms, tier, now)
 
     def _search(
         self,
@@ -458,13 +484,9 @@ class MemoryEngine:
         use_call: str | None,
         now: datetime,
         query_vector: bytes | None = None,
+        text_rows: list[Any] | None = None,
     ) -> list[Memory]:
-        if conn.dialect.name == "postgresql":
-            # asyncpg prepares statements; after a few runs PostgreSQL may switch to a generic plan that
-            # cannot see how selective this query's words are, and picks a sequential scan (seconds at
-            # 100,000 memories). Custom plans cost ~1 ms of planning and keep the GIN index in use.
-            conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
-        rows = self._candidates(conn, scope, terms, tier, now)
+        rows = text_rows if text_rows is not None else self._text_candidates(conn, scope, terms, tier, now)
         by_id = {r.memory_id: r for r in rows}
         fused = scoring.fuse(
             [
