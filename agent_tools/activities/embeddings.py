@@ -19,6 +19,7 @@ the store, where liveness, tier and scope are checked as for full-text candidate
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -116,20 +117,25 @@ class VectorIndex:
     def __init__(self, max_vectors: int = 1_000_000) -> None:
         self.max_vectors = max_vectors
         self._scopes: OrderedDict[tuple[str, str], _ScopeVectors] = OrderedDict()
+        # Searches run in Store.run's worker threads, several at once: a refresh changes the arrays, so it
+        # holds the lock; the product itself runs outside it on the arrays the refresh left.
+        self._lock = threading.Lock()
 
     def nearest(
         self, conn: Connection, scope_where: Any, scope_key: str, model: str, query: bytes, k: int, floor: float
     ) -> list[tuple[int, float]]:
         """The ``k`` most similar rows (seq, cosine) of the scope with a cosine of at least ``floor``."""
-        entry = self._refresh(conn, scope_where, scope_key, model)
+        with self._lock:
+            entry = self._refresh(conn, scope_where, scope_key, model)
+            matrix, seqs, dimensions = entry.matrix, entry.seqs, entry.dimensions
         q = np.frombuffer(query, dtype="<f4")
-        if entry.matrix.shape[0] == 0 or q.shape[0] != entry.dimensions:
+        if matrix.shape[0] == 0 or q.shape[0] != dimensions:
             return []
-        similarity = entry.matrix @ q
+        similarity = matrix[: seqs.shape[0]] @ q
         k = min(k, similarity.shape[0])
         best = np.argpartition(-similarity, k - 1)[:k]
         best = best[np.argsort(-similarity[best], kind="stable")]
-        return [(int(entry.seqs[i]), float(similarity[i])) for i in best if similarity[i] >= floor]
+        return [(int(seqs[i]), float(similarity[i])) for i in best if similarity[i] >= floor]
 
     def _refresh(self, conn: Connection, scope_where: Any, scope_key: str, model: str) -> _ScopeVectors:
         key = (scope_key, model)

@@ -441,19 +441,26 @@ class MemoryEngine:
             # One transaction through Store.run: on a SQLite file it runs whole in one worker thread
             # (aiosqlite would hop threads for every statement, which under load cost more than the queries).
             return await self.store.run(lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now))
-        # Hybrid: the query is embedded while the full-text candidates are read (a round trip to the endpoint
-        # costs as much as the full-text search), then the nearest vectors and the fusion in a second
-        # transaction, which also counts the uses.
-        embedding = asyncio.ensure_future(self._embed_query(query))
+        # Hybrid: two reads side by side, each its own transaction: the full-text candidates, and the query's
+        # embedding (a round trip to the endpoint) followed by the nearest vectors; then the fusion in a
+        # third, which also counts the uses.
+        semantic = asyncio.ensure_future(self._semantic(scope, query, tier, now))
         try:
             text_rows = await self.store.run(lambda conn: self._text_candidates(conn, scope, terms, tier, now))
         except BaseException:
-            embedding.cancel()
+            semantic.cancel()
             raise
-        query_vector = await embedding
+        near = await semantic
         return await self.store.run(
-            lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now, query_vector, text_rows)
+            lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now, text_rows, near)
         )
+
+    async def _semantic(self, scope: Scope, query: str, tier: str | None, now: datetime) -> list[Any] | None:
+        """The memories nearest to the query by meaning, or None when the endpoint could not embed it."""
+        query_vector = await self._embed_query(query)
+        if query_vector is None:
+            return None
+        return await self.store.run(lambda conn: self._vector_candidates(conn, scope, query_vector, tier, now))
 
     async def _embed_query(self, query: str) -> bytes | None:
         assert self.embedder is not None
@@ -483,8 +490,8 @@ class MemoryEngine:
         tier: str | None,
         use_call: str | None,
         now: datetime,
-        query_vector: bytes | None = None,
         text_rows: list[Any] | None = None,
+        near: list[Any] | None = None,
     ) -> list[Memory]:
         rows = text_rows if text_rows is not None else self._text_candidates(conn, scope, terms, tier, now)
         by_id = {r.memory_id: r for r in rows}
@@ -498,10 +505,9 @@ class MemoryEngine:
             now,
         )
         order = [c.memory_id for c, _ in fused]
-        if query_vector is not None:
+        if near is not None:
             # Hybrid: the full-text order (text rank, coverage, recency, tier) and the nearest vectors are
             # fused by reciprocal rank; a memory found both ways rises above one found either way.
-            near = self._vector_candidates(conn, scope, query_vector, tier, now)
             by_id.update({r.memory_id: r for r in near})
             ranked = scoring.rrf([order[: scoring.CANDIDATES], [r.memory_id for r in near]])
             order = [memory_id for memory_id, _ in ranked]
