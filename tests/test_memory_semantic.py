@@ -170,3 +170,26 @@ def test_reciprocal_rank_fusion() -> None:
 def test_an_embedding_that_is_not_one_is_refused(values: Any) -> None:
     with pytest.raises(ValueError):
         scoring.encode_vector(values, 4096)
+
+
+async def test_concurrent_searches_and_saves_share_one_vector_index(services: Services) -> None:
+    """Searches run in several worker threads at once while saves land: each answers as a lone search
+    would, and the index holds every vector once."""
+    import asyncio
+
+    r = ref()
+    engine = engine_of(services)
+    scope = Scope.of(r)
+    ids = [await _save(services, r, f"Alice drives an automobile number {i}") for i in range(5)]
+    alone = [m.memory_id for m in await engine.search(scope, "car")]
+    assert sorted(alone) == sorted(ids)
+    more = [f"Bob drives an automobile number {i}" for i in range(5)]
+    results = await asyncio.gather(
+        *(engine.search(scope, "car") for _ in range(8)), *(_save(services, r, text) for text in more)
+    )
+    for found in results[:8]:
+        assert isinstance(found, list) and set(ids) <= {m.memory_id for m in found}
+    final = [m.memory_id for m in await engine.search(scope, "car", limit=10)]
+    assert len(final) == len(set(final)) == 10
+    (entry,) = [e for (key, _), e in engine.vectors._scopes.items() if key == scope.key]
+    assert len(entry.seqs) == len(set(entry.seqs.tolist())) == 10

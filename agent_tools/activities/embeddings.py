@@ -117,16 +117,17 @@ class VectorIndex:
     def __init__(self, max_vectors: int = 1_000_000) -> None:
         self.max_vectors = max_vectors
         self._scopes: OrderedDict[tuple[str, str], _ScopeVectors] = OrderedDict()
-        # Searches run in Store.run's worker threads, several at once: a refresh changes the arrays, so it
-        # holds the lock; the product itself runs outside it on the arrays the refresh left.
+        # Searches run in Store.run's worker threads (SQLite), several at once: changing the arrays holds the
+        # lock. Nothing that waits runs under it: on PostgreSQL the statements run on the event loop's
+        # thread (greenlets), and a lock held across one would block the loop for good.
         self._lock = threading.Lock()
 
     def nearest(
         self, conn: Connection, scope_where: Any, scope_key: str, model: str, query: bytes, k: int, floor: float
     ) -> list[tuple[int, float]]:
         """The ``k`` most similar rows (seq, cosine) of the scope with a cosine of at least ``floor``."""
+        entry = self._refresh(conn, scope_where, scope_key, model)
         with self._lock:
-            entry = self._refresh(conn, scope_where, scope_key, model)
             matrix, seqs, dimensions = entry.matrix, entry.seqs, entry.dimensions
         q = np.frombuffer(query, dtype="<f4")
         if matrix.shape[0] == 0 or q.shape[0] != dimensions:
@@ -139,19 +140,22 @@ class VectorIndex:
 
     def _refresh(self, conn: Connection, scope_where: Any, scope_key: str, model: str) -> _ScopeVectors:
         key = (scope_key, model)
-        entry = self._scopes.pop(key, None) or _ScopeVectors()
-        self._scopes[key] = entry  # most recently used last
+        with self._lock:
+            entry = self._scopes.pop(key, None) or _ScopeVectors()
+            self._scopes[key] = entry  # most recently used last
+            through = entry.through
         c = memories.c
         stmt = select(c.seq, c.embedding, c.updated_at).where(
             scope_where, c.embedding_model == model, c.embedding.is_not(None)
         )
-        if entry.through is not None:
-            stmt = stmt.where(c.updated_at >= entry.through - REFRESH_OVERLAP)
-        fresh = conn.execute(stmt).all()
-        if fresh:
-            self._add(entry, fresh)
-        while sum(e.matrix.shape[0] for e in self._scopes.values()) > self.max_vectors and len(self._scopes) > 1:
-            self._scopes.popitem(last=False)
+        if through is not None:
+            stmt = stmt.where(c.updated_at >= through - REFRESH_OVERLAP)
+        fresh = conn.execute(stmt).all()  # outside the lock: it may wait (see __init__)
+        with self._lock:
+            if fresh:
+                self._add(entry, fresh)
+            while sum(e.matrix.shape[0] for e in self._scopes.values()) > self.max_vectors and len(self._scopes) > 1:
+                self._scopes.popitem(last=False)
         return entry
 
     @staticmethod
