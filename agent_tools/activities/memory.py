@@ -655,7 +655,10 @@ class MemoryEngine:
             stmt = (
                 select(*_COLUMNS, literal_column("0.0").label("score"))
                 .where(literal_column("memories.search").op("@@")(query), scope.where(), self.live(now))
-                .order_by(c.seq.desc())
+                # The scope's newest first, along ix_memories_scope_updated: ordered by seq, PostgreSQL walked
+                # the primary key backwards through every newer row of other scopes (80 ms behind a second
+                # scope of 100,000).
+                .order_by(c.updated_at.desc())
                 .limit(want)
             )
             if tier:
