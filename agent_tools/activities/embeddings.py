@@ -101,6 +101,13 @@ class Embedder:
         return vectors
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    matrix: np.ndarray[Any, Any]
+    seqs: np.ndarray[Any, Any]
+    dimensions: int
+
+
 @dataclass
 class _ScopeVectors:
     dimensions: int = 0
@@ -122,21 +129,32 @@ class VectorIndex:
         # thread (greenlets), and a lock held across one would block the loop for good.
         self._lock = threading.Lock()
 
-    def nearest(
-        self, conn: Connection, scope_where: Any, scope_key: str, model: str, query: bytes, k: int, floor: float
-    ) -> list[tuple[int, float]]:
-        """The ``k`` most similar rows (seq, cosine) of the scope with a cosine of at least ``floor``."""
+    def snapshot(self, conn: Connection, scope_where: Any, scope_key: str, model: str) -> Snapshot:
+        """The scope's vectors as of now (refreshed from the store), for :meth:`rank`."""
         entry = self._refresh(conn, scope_where, scope_key, model)
         with self._lock:
-            matrix, seqs, dimensions = entry.matrix, entry.seqs, entry.dimensions
+            return Snapshot(entry.matrix, entry.seqs, entry.dimensions)
+
+    @staticmethod
+    def rank(snapshot: Snapshot, query: bytes, k: int, floor: float) -> list[tuple[int, float]]:
+        """The ``k`` most similar rows (seq, cosine) with a cosine of at least ``floor``, best first.
+
+        Pure numpy over arrays nobody changes (a refresh replaces them), so it may run in any thread."""
         q = np.frombuffer(query, dtype="<f4")
-        if matrix.shape[0] == 0 or q.shape[0] != dimensions:
+        matrix, seqs = snapshot.matrix, snapshot.seqs
+        if seqs.shape[0] == 0 or q.shape[0] != snapshot.dimensions:
             return []
         similarity = matrix[: seqs.shape[0]] @ q
         k = min(k, similarity.shape[0])
         best = np.argpartition(-similarity, k - 1)[:k]
         best = best[np.argsort(-similarity[best], kind="stable")]
         return [(int(seqs[i]), float(similarity[i])) for i in best if similarity[i] >= floor]
+
+    def nearest(
+        self, conn: Connection, scope_where: Any, scope_key: str, model: str, query: bytes, k: int, floor: float
+    ) -> list[tuple[int, float]]:
+        """:meth:`snapshot` then :meth:`rank`, in the calling thread."""
+        return self.rank(self.snapshot(conn, scope_where, scope_key, model), query, k, floor)
 
     def _refresh(self, conn: Connection, scope_where: Any, scope_key: str, model: str) -> _ScopeVectors:
         key = (scope_key, model)

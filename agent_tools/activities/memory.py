@@ -11,6 +11,7 @@ and answers as the first attempt did; a retried recall does not count a second u
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import uuid
@@ -456,11 +457,28 @@ class MemoryEngine:
         )
 
     async def _semantic(self, scope: Scope, query: str, tier: str | None, now: datetime) -> list[Any] | None:
-        """The memories nearest to the query by meaning, or None when the endpoint could not embed it."""
+        """The memories nearest to the query by meaning (cosine at least ``min_similarity``), best first, live
+        and of ``tier``; None when the endpoint could not embed the query. Rows that fail the checks are
+        skipped and the index asked for more, as for full text."""
+        assert self.embedder is not None
         query_vector = await self._embed_query(query)
         if query_vector is None:
             return None
-        return await self.store.run(lambda conn: self._vector_candidates(conn, scope, query_vector, tier, now))
+        model, floor = self.embedder.model, self.embedder.endpoint.min_similarity
+        snap = await self.store.run(lambda conn: self.vectors.snapshot(conn, scope.where(), scope.key, model))
+        want = scoring.CANDIDATES
+        fetch = want + want // 4
+        while True:
+            # The product (milliseconds of numpy over the scope's vectors) in a thread of its own: on
+            # PostgreSQL, Store.run's work runs on the event loop's thread, which must not stall on it.
+            near = await asyncio.to_thread(VectorIndex.rank, snap, query_vector, fetch, floor)
+            if not near:
+                return []
+            seqs = [seq for seq, _ in near]
+            out = await self.store.run(functools.partial(self._rows_by_seq, scope=scope, seqs=seqs, tier=tier, now=now))
+            if len(out) >= want or len(near) < fetch:
+                return out[:want]
+            fetch *= 4
 
     async def _embed_query(self, query: str) -> bytes | None:
         assert self.embedder is not None
@@ -593,39 +611,26 @@ class MemoryEngine:
         out = [_Scored(r, -float(r.rank) if ranked else 0.0) for r in rows if r.memory_id is not None]
         return out, len(rows) < fetch
 
-    def _vector_candidates(
-        self, conn: Connection, scope: Scope, query_vector: bytes, tier: str | None, now: datetime
+    def _rows_by_seq(
+        self, conn: Connection, scope: Scope, seqs: list[int], tier: str | None, now: datetime
     ) -> list[Any]:
-        """The memories nearest to the query (cosine at least ``min_similarity``), best first, live and of
-        ``tier``; rows that fail those checks are skipped and the index asked for more, as for full text."""
-        assert self.embedder is not None
-        floor = self.embedder.endpoint.min_similarity
+        """The rows of ``seqs`` that are in the scope, live and of ``tier``, in the order of ``seqs``."""
         c = memories.c
-        want = scoring.CANDIDATES
-        fetch = want + want // 4
-        while True:
-            near = self.vectors.nearest(conn, scope.where(), scope.key, self.embedder.model, query_vector, fetch, floor)
-            if not near:
-                return []
-            checks = [scope.where(), self.live(now)] + ([c.tier == tier] if tier else [])
-            seqs = [seq for seq, _ in near]
-            if conn.dialect.name == "sqlite":
-                # The ids as the left side of a LEFT JOIN, as for full-text hits: with "seq IN (...) AND
-                # scope_key = ?" SQLite walks the scope's index (every memory of it, 20 ms at 100,000).
-                ids = (
-                    text("SELECT value AS seq FROM json_each(:ids)")
-                    .bindparams(ids=json.dumps(seqs))
-                    .columns(column("seq", Integer))
-                    .subquery("near")
-                )
-                stmt = select(*_COLUMNS, c.seq).select_from(ids.outerjoin(memories, and_(c.seq == ids.c.seq, *checks)))
-            else:
-                stmt = select(*_COLUMNS, c.seq).where(c.seq.in_(seqs), *checks)
-            rows = {r.seq: r for r in conn.execute(stmt) if r.memory_id is not None}
-            out = [rows[seq] for seq, _ in near if seq in rows]
-            if len(out) >= want or len(near) < fetch:
-                return out[:want]
-            fetch *= 4
+        checks = [scope.where(), self.live(now)] + ([c.tier == tier] if tier else [])
+        if conn.dialect.name == "sqlite":
+            # The ids as the left side of a LEFT JOIN, as for full-text hits: with "seq IN (...) AND
+            # scope_key = ?" SQLite walks the scope's index (every memory of it, 20 ms at 100,000).
+            ids = (
+                text("SELECT value AS seq FROM json_each(:ids)")
+                .bindparams(ids=json.dumps(seqs))
+                .columns(column("seq", Integer))
+                .subquery("near")
+            )
+            stmt = select(*_COLUMNS, c.seq).select_from(ids.outerjoin(memories, and_(c.seq == ids.c.seq, *checks)))
+        else:
+            stmt = select(*_COLUMNS, c.seq).where(c.seq.in_(seqs), *checks)
+        rows = {r.seq: r for r in conn.execute(stmt) if r.memory_id is not None}
+        return [rows[seq] for seq in seqs if seq in rows]
 
     def _pg_candidates(
         self, conn: Connection, scope: Scope, use: list[str], ranked: bool, want: int, tier: str | None, now: datetime
