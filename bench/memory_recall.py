@@ -1,11 +1,17 @@
-"""Recall latency over a large memory store: p50/p95/p99 of MemoryEngine.search (what recall,
-searchMemory and memory_recall run), on SQLite and PostgreSQL.
+"""Recall latency over a large memory store: p50/p95 of MemoryEngine.search (what recall, searchMemory and
+memory_recall run), on SQLite and PostgreSQL, interleaved over several repeats with their spread.
 
     python bench/memory_recall.py                               # SQLite in a temp dir + local PostgreSQL
-    python bench/memory_recall.py --url sqlite+aiosqlite:///x.db --memories 100000 --queries 300
+    python bench/memory_recall.py --url sqlite+aiosqlite:///x.db --memories 100000 --queries 300 --repeats 5
+    python bench/memory_recall.py --keep ...                    # keep (and reuse) the loaded rows
+    python bench/memory_recall.py --hybrid ...                  # also semantic recall (embeddings + RRF)
+
+``--hybrid`` loads a second scope whose memories carry 384-dimension embeddings and times the hybrid search
+(query embedding from bench/embeddings_server.py in its own process, over HTTP, full text, exact cosine
+over the scope's vectors, reciprocal rank fusion) next to the full-text one.
 
 All memories go into ONE scope (the worst case: the full-text match cannot be narrowed by scope first), plus
-10% more in other scopes. The PostgreSQL rows are deleted afterwards.
+10% more in other scopes. The PostgreSQL rows are deleted afterwards unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -14,18 +20,30 @@ import argparse
 import asyncio
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete
+import httpx
+from sqlalchemy import delete, func, select, text
 
 from agent_tools.activities.memory import MemoryEngine, Scope
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.memory_tables import memories
-from agent_tools.contracts.memory import scoring
+from agent_tools.contracts.memory import EmbeddingsEndpoint, MemoryPolicy, scoring
+
+try:
+    from bench.embeddings_server import embed_text
+except ImportError:  # run as a script: bench/ is on the path, the repository root is not
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.embeddings_server import embed_text
 
 DEFAULT_URLS = [None, "postgresql+asyncpg://postgres@127.0.0.1:5432/test"]
 
@@ -41,17 +59,33 @@ def zipf_pick(rng: random.Random, words: list[str]) -> str:
     return words[min(len(words) - 1, int(rng.paretovariate(1.1)) - 1)]
 
 
-def rows_for(scope: Scope, n: int, rng: random.Random, words: list[str], run: str) -> list[dict[str, Any]]:
+def sentence(rng: random.Random, words: list[str]) -> str:
+    return " ".join(
+        zipf_pick(rng, words) if rng.random() < 0.3 else rng.choice(words) for _ in range(rng.randint(8, 24))
+    )
+
+
+HYBRID_DIMENSIONS = 384
+
+
+def rows_for(
+    scope: Scope, n: int, rng: random.Random, words: list[str], run: str, vectors: bool = False
+) -> list[dict[str, Any]]:
     now = datetime.now(UTC)
     out = []
     for i in range(n):
-        content = " ".join(
-            zipf_pick(rng, words) if rng.random() < 0.3 else rng.choice(words) for _ in range(rng.randint(8, 24))
-        )
+        content = sentence(rng, words)
+        extra: dict[str, Any] = {}
+        if vectors:
+            extra = {
+                "embedding": scoring.encode_vector(embed_text(content, HYBRID_DIMENSIONS), 4096),
+                "embedding_model": f"bench-embed@{HYBRID_DIMENSIONS}",
+            }
         when = now - timedelta(days=rng.random() * 365)
         out.append(
             {
-                "memory_id": f"mem_b{run}{i:07d}{scope.key[:4]}",
+                # The scope's key in the id: ten "other" scopes share one run and one counter.
+                "memory_id": f"mem_b{run}{i:07d}{scope.key[1:12]}",
                 "organisation": scope.organisation,
                 "project": scope.project,
                 "user_id": scope.user,
@@ -69,76 +103,144 @@ def rows_for(scope: Scope, n: int, rng: random.Random, words: list[str], run: st
                 "last_used_at": now,
                 "deleted_at": None,
             }
+            | extra
         )
     return out
 
 
-async def bench(url: str, n: int, queries: int, seed: int = 7) -> dict[str, float]:
+async def load(store: Store, n: int, keep: bool, seed: int = 7, vectors: bool = False) -> tuple[Scope, float]:
+    """Load ``n`` memories into one scope (or reuse a kept load of the same size)."""
     rng = random.Random(seed)
     words = vocabulary(rng)
-    store = Store(url)
-    await store.create_schema()
-    run = uuid.uuid4().hex[:6]
+    run = (f"k{n}" if keep else uuid.uuid4().hex[:6]) + ("h" if vectors else "")
     scope = Scope(f"bench-{run}", "p", "u", "agent")
+    async with store.engine.connect() as conn:
+        have = (await conn.execute(select(func.count()).select_from(memories).where(scope.where()))).scalar_one()
+    if keep and have == n:
+        return scope, 0.0
     others = [Scope(f"bench-{run}", "p", f"other{i}", "agent") for i in range(10)]
     t0 = time.perf_counter()
     batch = 5000
     async with store.engine.begin() as conn:
+        await conn.execute(delete(memories).where(memories.c.organisation == scope.organisation))
         for start in range(0, n, batch):
             await conn.execute(
-                memories.insert(), rows_for(scope, min(batch, n - start), rng, words, run + f"{start:07d}")
+                memories.insert(),
+                rows_for(scope, min(batch, n - start), rng, words, run + f"{start:07d}", vectors),
             )
         for o in others:
-            await conn.execute(memories.insert(), rows_for(o, n // 100, rng, words, run + "o"))
-    load_s = time.perf_counter() - t0
+            await conn.execute(memories.insert(), rows_for(o, n // 100, rng, words, run + "o", vectors))
     if store.dialect == "postgresql":
         # Fresh statistics, as autovacuum would have them in a running deployment.
         async with store.engine.connect() as conn:
-            from sqlalchemy import text
-
             await conn.execution_options(isolation_level="AUTOCOMMIT")
             await conn.execute(text("VACUUM ANALYZE memories"))
-    engine = MemoryEngine(store)
-    for _ in range(10):  # warm caches and connections
-        await engine.search(scope, " ".join(rng.choice(words) for _ in range(3)))
+    return scope, time.perf_counter() - t0
+
+
+def query_set(n: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    words = vocabulary(random.Random(7))
+    return [
+        " ".join(zipf_pick(rng, words) if rng.random() < 0.5 else rng.choice(words) for _ in range(rng.randint(2, 6)))
+        for _ in range(n)
+    ]
+
+
+async def timed(engine: MemoryEngine, scope: Scope, queries: list[str]) -> tuple[list[float], int]:
     timings = []
     hits = 0
-    for _ in range(queries):
-        q = " ".join(
-            zipf_pick(rng, words) if rng.random() < 0.5 else rng.choice(words) for _ in range(rng.randint(2, 6))
-        )
+    for q in queries:
         t = time.perf_counter()
         found = await engine.search(scope, q, limit=10)
         timings.append((time.perf_counter() - t) * 1000)
         hits += bool(found)
-    if store.dialect == "postgresql":
-        async with store.engine.begin() as conn:
-            await conn.execute(delete(memories).where(memories.c.organisation == scope.organisation))
-    await store.close()
-    timings.sort()
-    return {
-        "memories": n,
-        "load_s": round(load_s, 1),
-        "queries": queries,
-        "with_hits": hits,
-        "p50_ms": round(statistics.median(timings), 2),
-        "p95_ms": round(timings[int(0.95 * (len(timings) - 1))], 2),
-        "p99_ms": round(timings[int(0.99 * (len(timings) - 1))], 2),
-        "max_ms": round(timings[-1], 2),
-    }
+    return sorted(timings), hits
+
+
+def pct(sorted_ms: list[float], q: float) -> float:
+    return sorted_ms[int(q * (len(sorted_ms) - 1))]
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):6.2f} ms [{min(values):.2f}-{max(values):.2f}]"
+
+
+@contextmanager
+def embeddings_endpoint() -> Iterator[EmbeddingsEndpoint]:
+    """bench/embeddings_server.py in its own process (a real endpoint is not in the worker's process)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.embeddings_server"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(Path(__file__).resolve().parent.parent),
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        yield EmbeddingsEndpoint(base_url=url, model="bench-embed", dimensions=HYBRID_DIMENSIONS)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--url", action="append", help="store URL (repeatable); default: SQLite temp + local PG")
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds over the stores")
+    parser.add_argument("--keep", action="store_true", help="keep the loaded rows and reuse them next time")
+    parser.add_argument("--hybrid", action="store_true", help="also time semantic (hybrid) recall")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         urls = args.url or [u or f"sqlite+aiosqlite:///{tmp}/bench.sqlite" for u in DEFAULT_URLS]
+        runs: list[tuple[str, Store, MemoryEngine, Scope]] = []
+        http = httpx.AsyncClient()
+        endpoint = stack.enter_context(embeddings_endpoint()) if args.hybrid else None
         for url in urls:
-            result = await bench(url, args.memories, args.queries)
-            print(url.split("://")[0], result)
+            store = Store(url)
+            await store.create_schema()
+            kind = url.split("://")[0]
+            scope, load_s = await load(store, args.memories, args.keep)
+            engine = MemoryEngine(store)
+            await timed(engine, scope, query_set(20, seed=3))  # warm caches and connections
+            runs.append((kind, store, engine, scope))
+            print(f"{kind}: {args.memories} memories loaded in {load_s:.1f} s", flush=True)
+            if endpoint is not None:
+                hscope, load_s = await load(store, args.memories, args.keep, vectors=True)
+                hybrid = MemoryEngine(store, MemoryPolicy(embeddings=endpoint), http=http)
+                t = time.perf_counter()
+                await timed(hybrid, hscope, query_set(20, seed=3))  # the first search loads the scope's vectors
+                warm_s = time.perf_counter() - t
+                runs.append((kind + " hybrid", store, hybrid, hscope))
+                print(
+                    f"{kind} hybrid: {args.memories} memories with vectors loaded in {load_s:.1f} s, "
+                    f"vector index warmed in {warm_s:.1f} s",
+                    flush=True,
+                )
+        queries = query_set(args.queries)
+        p50: dict[str, list[float]] = {name: [] for name, *_ in runs}
+        p95: dict[str, list[float]] = {name: [] for name, *_ in runs}
+        for r in range(args.repeats):
+            for name, _, engine, scope in runs:
+                ms, hits = await timed(engine, scope, queries)
+                p50[name].append(pct(ms, 0.5))
+                p95[name].append(pct(ms, 0.95))
+                print(
+                    f"  round {r + 1} {name}: p50 {pct(ms, 0.5):.2f} ms  p95 {pct(ms, 0.95):.2f} ms  "
+                    f"p99 {pct(ms, 0.99):.2f} ms  max {ms[-1]:.2f} ms  ({hits}/{len(queries)} with hits)",
+                    flush=True,
+                )
+        print(f"{args.memories} memories, {args.queries} queries x {args.repeats} rounds: median [min-max]")
+        for name, store, _, scope in runs:
+            print(f"{name:27s} p50 {spread(p50[name])}   p95 {spread(p95[name])}")
+            if not args.keep and store.dialect == "postgresql":
+                async with store.engine.begin() as conn:
+                    await conn.execute(delete(memories).where(memories.c.organisation == scope.organisation))
+        for store in {id(s): s for _, s, _, _ in runs}.values():
+            await store.close()
+        await http.aclose()
 
 
 if __name__ == "__main__":

@@ -276,3 +276,76 @@ async def test_a_retried_search_answers_what_its_first_attempt_did(services: Ser
     assert _json(first)["memories"][0]["uses"] == 2
     again = await call(services, r, "searchMemory", {"query": "deploys tuesdays"}, call_id="search-2")
     assert _json(again)["memories"][0]["uses"] == 3
+
+
+async def _bulk(services: Services, scope: Scope, contents: list[str], **values: Any) -> None:
+    """Rows straight into the table (hundreds of saves through the tool would only slow the test)."""
+    now = datetime.now(UTC)
+    rows = [
+        {
+            "memory_id": f"mem_t{uuid.uuid4().hex[:16]}",
+            "organisation": scope.organisation,
+            "project": scope.project,
+            "user_id": scope.user,
+            "agent": scope.agent,
+            "scope_key": scope.key,
+            "content": content,
+            "content_hash": uuid.uuid4().hex,
+            "tier": "long_term",
+            "tags": "",
+            "uses": 1,
+            "last_call": None,
+            "created_by_call": "test",
+            "created_at": now,
+            "updated_at": now,
+            "last_used_at": now,
+            "deleted_at": None,
+        }
+        | values
+        for content in contents
+    ]
+    async with services.store.engine.begin() as conn:
+        await conn.execute(memories.insert(), rows)
+
+
+async def test_liveness_and_tier_are_checked_on_the_candidates_only(services: Services) -> None:
+    """The index query has a LIMIT; deleted, expired and other-tier rows among its best hits are dropped
+    afterwards, and the search asks the index again until enough candidates survive or it runs out."""
+    r = ref()
+    scope = Scope.of(r)
+    engine = engine_of(services)
+    # The best-ranked matches (short, the word twice) are all deleted or of the other tier; the live
+    # working ones rank below every one of them.
+    await _bulk(services, scope, [f"quokka quokka {i}" for i in range(70)], deleted_at=datetime.now(UTC))
+    await _bulk(services, scope, [f"quokka quokka long {i}" for i in range(70)])
+    long_text = "a quokka was seen near the harbour on a grey morning, item"
+    await _bulk(services, scope, [f"{long_text} {i}" for i in range(12)], tier="working")
+    found = await engine.search(scope, "quokka", limit=10)
+    assert len(found) == 10 and all(m.tier == "long_term" and "long" in m.content for m in found)
+    working = await engine.search(scope, "quokka", limit=10, tier="working")
+    assert len(working) == 10 and all(m.tier == "working" and m.content.startswith(long_text) for m in working)
+    # Expired working memories are not live either (the tier's TTL is checked on the candidates too).
+    async with services.store.engine.begin() as conn:
+        await conn.execute(
+            update(memories)
+            .where(scope.where(), memories.c.tier == "working")
+            .values(last_used_at=datetime.now(UTC) - timedelta(days=365))
+        )
+    assert await engine.search(scope, "quokka", tier="working") == []
+
+
+async def test_common_words_are_not_ranked_but_still_find(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A word at the COMMON_DF cap is left out of the ranked query (it only counts through coverage); a query
+    of common words alone returns the most recent matches."""
+    from agent_tools.contracts.memory import scoring
+
+    monkeypatch.setattr(scoring, "COMMON_DF", 20)
+    r = ref()
+    scope = Scope.of(r)
+    engine = engine_of(services)
+    await _bulk(services, scope, [f"the server number {i} runs debian" for i in range(40)])
+    await _bulk(services, scope, ["the server in the attic runs nomad"])
+    found = await engine.search(scope, "which server runs nomad", limit=3)
+    assert found[0].content == "the server in the attic runs nomad"
+    common = await engine.search(scope, "server debian", limit=5)
+    assert len(common) == 5 and all("server" in m.content for m in common)

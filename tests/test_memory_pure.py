@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from agent_tools.contracts.memory import scoring
 from agent_tools.contracts.memory.format import MemoryLine, human_age, render_context_block, render_recall
 
@@ -46,6 +48,28 @@ def test_fusion_prefers_relevance_then_recency() -> None:
     order = [c.memory_id for c, _ in scoring.fuse([weak, stale, fresh], NOW)]
     assert order == ["a", "b", "c"]
     assert scoring.recency(NOW - timedelta(days=30), NOW) == 0.5
+
+
+def test_ranked_terms_are_the_rarest_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scoring, "COMMON_DF", 100)
+    monkeypatch.setattr(scoring, "RANK_BUDGET", 120)
+    monkeypatch.setattr(scoring, "CANDIDATES", 10)
+    # Absent and common terms are never ranked; the rarest come first; a term past the budget stops the list.
+    assert scoring.rank_terms({"gone": 0, "the": 100, "nomad": 3, "deploy": 60, "server": 70, "x": 99}) == [
+        "nomad",
+        "deploy",
+    ]
+    # Below CANDIDATES matches the next term is taken whatever the budget says (the candidates must fill).
+    assert scoring.rank_terms({"a": 4, "b": 99, "c": 99}) == ["a", "b"]
+    assert scoring.rank_terms({"the": 100, "gone": 0}) == []
+    assert scoring.rank_bound() == 220
+
+
+def test_coverage_counts_word_prefixes() -> None:
+    assert scoring.coverage(["deploy", "nomad"], "Carol deploys with Nomad.") == 1.0
+    assert scoring.coverage(["deploy", "nomad"], "Carol redeploys with k8s") == 0.0  # a prefix, not a substring
+    assert scoring.coverage(["invoices", "exported"], "Invoice export") == 1.0
+    assert scoring.coverage([], "anything") == 0.0
 
 
 def test_rendering_fences_memories() -> None:

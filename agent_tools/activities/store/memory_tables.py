@@ -19,6 +19,7 @@ from sqlalchemy import (
     DateTime,
     Index,
     Integer,
+    LargeBinary,
     String,
     Table,
     Text,
@@ -52,6 +53,11 @@ memories = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
     Column("last_used_at", DateTime(timezone=True), nullable=False),
     Column("deleted_at", DateTime(timezone=True)),
+    # Semantic recall (agent_tools/activities/embeddings.py): the content's embedding, unit length, float32
+    # little-endian, and the model (``name`` or ``name@dimensions``) that made it; NULL without an endpoint or
+    # when the endpoint failed at save time (then only full text finds the memory).
+    Column("embedding", LargeBinary),
+    Column("embedding_model", String(200)),
     # Dedup: one row per fact per scope (deleted rows are revived rather than duplicated).
     UniqueConstraint("scope_key", "content_hash", name="uq_memories_scope_hash"),
     Index("ix_memories_scope_updated", "scope_key", "updated_at"),

@@ -1,0 +1,81 @@
+"""The memories' embedding column (``embedding``, ``embedding_model``) is fed by an outside endpoint: every
+answer that is not an embedding (an error status, not JSON, NaN, strings, the wrong count, too many
+dimensions, a zero vector, a nested object, a flood of bytes) is refused where it enters. The memory is
+kept without a vector, nothing non-finite reaches the store, and recall answers by full text. Both stores."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import numpy as np
+import pytest
+import pytest_asyncio
+from sqlalchemy import select
+
+from agent_tools.activities.memory import Scope
+from agent_tools.activities.services import Services
+from agent_tools.activities.store.memory_tables import memories
+from agent_tools.agents import AgentDefinition, AgentRegistry
+from agent_tools.contracts.memory import EmbeddingsEndpoint, MemoryPolicy
+from agent_tools.settings import Settings
+from bench.embeddings_server import EmbeddingsServer, embeddings_server
+from tests.test_memory_helpers import call, ref
+
+MODES = ["status500", "not_json", "nan", "strings", "wrong_count", "huge", "zero", "nested", "flood"]
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddingsServer]:
+    with embeddings_server() as s:
+        yield s
+
+
+@pytest_asyncio.fixture
+async def services(store_url: str, server: EmbeddingsServer) -> AsyncIterator[Services]:
+    settings = Settings(
+        database_url=store_url,
+        agents_file=None,
+        model=None,
+        openai_api_key=None,
+        anthropic_api_key=None,
+        memory=MemoryPolicy(embeddings=EmbeddingsEndpoint(base_url=server.base_url, model="fake-embed")),
+    )
+    s = await Services.open(settings, agents=AgentRegistry([AgentDefinition(name="assistant")]))
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_endpoint_answer_that_is_not_an_embedding_never_reaches_the_store(
+    mode: str, services: Services, server: EmbeddingsServer
+) -> None:
+    r = ref()
+    server.mode = mode
+    saved = await call(services, r, "saveMemory", {"content": "Alice drives an automobile to work"})
+    assert not saved.is_error, saved.content
+    found = await call(services, r, "searchMemory", {"query": "automobile"})
+    assert not found.is_error and len(json.loads(found.content)["memories"]) == 1
+    updated = await call(
+        services, r, "updateMemory", {"memory_id": json.loads(saved.content)["memory"]["memory_id"], "content": "x y"}
+    )
+    assert not updated.is_error, updated.content
+    async with services.store.engine.connect() as conn:
+        row = (
+            await conn.execute(select(memories.c.embedding, memories.c.embedding_model).where(Scope.of(r).where()))
+        ).one()
+    assert row.embedding is None and row.embedding_model is None
+    # And a good answer after the bad ones is stored finite and unit length.
+    server.mode = "ok"
+    await call(services, r, "saveMemory", {"content": "Bob rents a vehicle"})
+    async with services.store.engine.connect() as conn:
+        vectors = (
+            await conn.execute(
+                select(memories.c.embedding).where(Scope.of(r).where(), memories.c.embedding.is_not(None))
+            )
+        ).all()
+    assert len(vectors) == 1
+    v = np.frombuffer(vectors[0].embedding, dtype="<f4")
+    assert np.all(np.isfinite(v)) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-5
