@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from agent_tools.activity_io import ToolCallOutput
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CHARS, SCOPE_CHARS, limit
 from agent_tools.contracts.delegation import DelegationState
 from agent_tools.contracts.events import EventWaitState
@@ -23,6 +24,8 @@ __all__ = [
     "TERMINAL_STATUSES",
     "WORKFLOW_NAME",
     "LatestMessageView",
+    "ParkedCall",
+    "ParkedStep",
     "PrepareInput",
     "PrepareOutput",
     "SendMessage",
@@ -83,6 +86,15 @@ class SessionOptions(BaseModel):
         default=None,
         description="Continue-as-new after this many turns of one run",
         **limit(minimum=1, maximum=100_000),
+    )
+    continue_as_new_after_events: int | None = Field(
+        default=None,
+        description=(
+            "Continue-as-new once a run's history reaches this many events (between turns, and during a durable"
+            " wait); Temporal's own suggestion applies either way"
+        ),
+        # The floor keeps a new run (which starts with a few dozen events) from continuing again at once.
+        **limit(minimum=100, maximum=50_000),
     )
     heartbeat_timeout_seconds: float | None = Field(
         default=None, description="Heartbeat timeout of model steps and tool calls", **limit(minimum=0.1, maximum=3600)
@@ -212,6 +224,30 @@ class SessionConfig(BaseModel):
         )
 
 
+class ParkedCall(BaseModel):
+    """One tool call of a parked step that was still waiting when the run continued-as-new."""
+
+    index: int
+    kind: Literal["askUser", "wait_for_event", "subagent"]
+    # The wait's own record in the state: the askUser ask id, the event subscription id, the child's id.
+    ref: str
+
+
+class ParkedStep(BaseModel):
+    """A model step whose tool calls were waiting (askUser, wait_for_event, a sub-agent) when the run
+    continued-as-new: the new run resumes these waits and the turn goes on from this step."""
+
+    trigger: Trigger
+    # Steps of the turn already taken, this one included (the turn's step budget goes on from here).
+    step: int
+    # The assistant message whose tool calls these are (already in the transcript).
+    message: Message
+    # One entry per tool call: its result when it was already in, else None (then a ParkedCall says why).
+    results: list[ToolCallOutput | None]
+    waits: list[ParkedCall]
+    last_answer: str | None = None
+
+
 class SessionState(BaseModel):
     """All state of one session run; continue-as-new carries it whole."""
 
@@ -239,6 +275,8 @@ class SessionState(BaseModel):
     # The latest workflow-native tool calls, one line each, for the Temporal UI's current details (native
     # tools run no activity, so the event history has no trace of them).
     native_calls: list[str] = Field(default_factory=list)
+    # The step a run continued-as-new in the middle of (issue 21); the next run resumes it.
+    parked: ParkedStep | None = None
 
 
 class SessionInput(BaseModel):

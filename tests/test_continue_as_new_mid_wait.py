@@ -1,0 +1,143 @@
+"""Continue-as-new in the middle of a durable wait (issue 21): a turn parked on askUser or wait_for_event
+hands its step to a new run, which resumes the wait; the answer or the event that arrives afterwards
+completes the same tool call exactly once, and nothing that arrived meanwhile is lost."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from temporalio.client import Client
+
+from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools.session import SessionStatus
+
+QUESTION = {
+    "question": "Which store should we use?",
+    "header": "Store",
+    "options": [{"label": "SQLite", "description": "embedded"}, {"label": "PostgreSQL", "description": "scale"}],
+}
+
+
+async def until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0, what: str = "state") -> None:
+    for _ in range(int(timeout / 0.05)):
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def runs(temporal: Client, session_id: str) -> list[Any]:
+    return [wf async for wf in temporal.list_workflows(f"WorkflowId = '{session_id}'")]
+
+
+async def run_sizes(temporal: Client, session_id: str) -> list[tuple[int, int]]:
+    """(events, bytes) of every run of the chain."""
+    sizes = []
+    for wf in await runs(temporal, session_id):
+        history = await temporal.get_workflow_handle(session_id, run_id=wf.run_id).fetch_history()
+        sizes.append((len(history.events), sum(e.ByteSize() for e in history.events)))
+    return sizes
+
+
+def ask_script(script: Callable[[list[Any]], str]) -> str:
+    return script(
+        [
+            {
+                "repeat_last": True,
+                "turns": [
+                    {"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [QUESTION]}}]},
+                    {"say": "answered: {{last_tool}}"},
+                    {"say": "echo {{last_user}}"},
+                ],
+            }
+        ]
+    )
+
+
+async def tool_results(handle: SessionHandle) -> list[Any]:
+    return [e for e in await handle.transcript(limit=500) if e.role == "tool"]
+
+
+async def test_ask_user_continues_as_new_while_waiting_and_the_answer_completes_the_call_once(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    settings.model = ask_script(script)
+    async with worker_for() as client:
+        handle = await client.start_session(
+            "choose a store", tools=["askUser"], options={"continue_as_new_after_events": 100}
+        )
+
+        async def asked() -> bool:
+            return bool(await handle.pending_questions())
+
+        await until(asked, what="the question")
+        temporal = temporal_env.client
+        sent = 0
+        # Messages arrive while the question waits: each one (an update) adds history, until the run hands
+        # the parked step over; twice, so a resumed wait is itself handed over again.
+        while len(await runs(temporal, handle.id)) < 3:
+            assert sent < 60, "the run never continued-as-new while waiting"
+            accepted = await handle.send(f"note {sent}")  # every update is answered, across hand-overs too
+            assert accepted.position >= 0
+            sent += 1
+        status = await handle.status()
+        assert status.status == SessionStatus.waiting_for_user and status.turns == 1
+        assert [q.question for q in await handle.pending_questions()] == [QUESTION["question"]]
+        await handle.answer_questions({QUESTION["question"]: "PostgreSQL"})
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+        sizes = await run_sizes(temporal, handle.id)
+    assert result.status == SessionStatus.completed
+    tools = [e for e in entries if e.role == "tool"]
+    assert len(tools) == 1 and "PostgreSQL" in tools[0].content, tools  # one result for the one call
+    assistant = [e.content for e in entries if e.role == "assistant"]
+    assert assistant[1].startswith("answered: ") and "PostgreSQL" in assistant[1]
+    # Every message that arrived during the wait and the hand-overs ran once, in order.
+    users = [e.content for e in entries if e.role == "user"]
+    assert users == ["choose a store", *[f"note {i}" for i in range(sent)]]
+    assert [e.seq for e in entries] == list(range(len(entries)))
+    assert len(sizes) >= 3
+    # A run ends once it reaches the budget at a point it can hand over: a few events past it at most.
+    assert max(events for events, _ in sizes) < 100 + 40, sizes
+
+
+async def test_answer_and_hand_over_in_one_activation(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """The race: with the worker down, messages (past the history budget) and the answer arrive together, so
+    one activation both wakes the parked askUser and makes a hand-over due. The call completes once."""
+    settings.model = ask_script(script)
+    async with worker_for() as client:
+        handle = await client.start_session(
+            "choose a store", tools=["askUser"], options={"continue_as_new_after_events": 100}
+        )
+
+        async def asked() -> bool:
+            return bool(await handle.pending_questions())
+
+        await until(asked, what="the question")
+    # Enough signals that the run's history passes the budget in the activation that takes the answer.
+    notes = [f"note {i}" for i in range(90)]
+    async with AgentToolsClient(temporal_env.client, settings) as idle:  # no worker runs meanwhile
+        waiting = idle.session(handle.id)
+        for note in notes:
+            await waiting.send_signal(note)
+        await waiting.answer_questions({QUESTION["question"]: "SQLite"}, by_signal=True)
+    async with worker_for() as client:
+        handle = client.session(handle.id)
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+        chain = sorted(await runs(temporal_env.client, handle.id), key=lambda wf: wf.start_time)
+        first = await temporal_env.client.get_workflow_handle(handle.id, run_id=chain[0].run_id).fetch_history()
+    assert result.status == SessionStatus.completed
+    # The loop saw the hand-over due before the woken wait resumed: the wait stayed parked, the first run
+    # ran no model step after the question, and the next run completed the call from the carried answer.
+    scheduled = [e for e in first.events if e.HasField("activity_task_scheduled_event_attributes")]
+    assert len(scheduled) == 1 and first.events[-1].HasField("workflow_execution_continued_as_new_event_attributes")
+    tools = [e for e in entries if e.role == "tool"]
+    assert len(tools) == 1 and "SQLite" in tools[0].content, tools
+    assert [e.content for e in entries if e.role == "user"] == ["choose a store", *notes]
+    assert json.dumps([e.seq for e in entries]) == json.dumps(list(range(len(entries))))
