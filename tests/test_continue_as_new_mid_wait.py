@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -80,9 +81,10 @@ async def test_ask_user_continues_as_new_while_waiting_and_the_answer_completes_
         # the parked step over; twice, so a resumed wait is itself handed over again.
         while len(await runs(temporal, handle.id)) < 3:
             assert sent < 60, "the run never continued-as-new while waiting"
-            accepted = await handle.send(f"note {sent}")  # every update is answered, across hand-overs too
-            assert accepted.position >= 0
-            sent += 1
+            # Three at a time, so that updates are in flight while a run drains: each one is answered.
+            burst = await asyncio.gather(*(handle.send(f"note {sent + i}") for i in range(3)))
+            assert all(accepted.position >= 0 for accepted in burst)
+            sent += 3
         status = await handle.status()
         assert status.status == SessionStatus.waiting_for_user and status.turns == 1
         assert [q.question for q in await handle.pending_questions()] == [QUESTION["question"]]
@@ -97,7 +99,7 @@ async def test_ask_user_continues_as_new_while_waiting_and_the_answer_completes_
     assert assistant[1].startswith("answered: ") and "PostgreSQL" in assistant[1]
     # Every message that arrived during the wait and the hand-overs ran once, in order.
     users = [e.content for e in entries if e.role == "user"]
-    assert users == ["choose a store", *[f"note {i}" for i in range(sent)]]
+    assert users[0] == "choose a store" and sorted(users[1:]) == sorted(f"note {i}" for i in range(sent))
     assert [e.seq for e in entries] == list(range(len(entries)))
     assert len(sizes) >= 3
     # A run ends once it reaches the budget at a point it can hand over: a few events past it at most.
@@ -141,3 +143,61 @@ async def test_answer_and_hand_over_in_one_activation(
     assert len(tools) == 1 and "SQLite" in tools[0].content, tools
     assert [e.content for e in entries if e.role == "user"] == ["choose a store", *notes]
     assert json.dumps([e.seq for e in entries]) == json.dumps(list(range(len(entries))))
+
+
+async def test_wait_for_event_continues_as_new_while_waiting_and_the_event_completes_the_call_once(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """A step of two calls, one done at once (todoWrite) and one parked (wait_for_event): the new runs carry
+    the done result and the router's subscription; the event that comes after two hand-overs completes it."""
+    from tests.test_events_e2e import TOKEN, ingress, subscribed
+
+    project = f"mid-wait-{uuid.uuid4().hex[:6]}"
+    settings.model = script(
+        [
+            {
+                "repeat_last": True,
+                "turns": [
+                    {"say": "", "tool_calls": [
+                        {"name": "todoWrite", "arguments": {"todos": [{"content": "wait for CI", "status": "in_progress"}]}},
+                        {"name": "wait_for_event", "arguments": {"kind": "ci.build", "match": {"ok": True}}},
+                    ]},
+                    {"say": "got: {{tool_results}}"},
+                    {"say": "echo {{last_user}}"},
+                ],
+            }
+        ]
+    )  # fmt: skip
+    async with worker_for() as client, ingress(settings, temporal_env.client, project) as (http, _store):
+        handle = await client.start_session(
+            "wait for CI",
+            tools=["todoWrite", "wait_for_event"],
+            organisation="acme",
+            project=project,
+            options={"continue_as_new_after_events": 100},
+        )
+        await subscribed(client, project, 1)
+        temporal = temporal_env.client
+        sent = 0
+        while len(await runs(temporal, handle.id)) < 3:
+            assert sent < 60, "the run never continued-as-new while waiting"
+            await handle.send(f"note {sent}")
+            sent += 1
+        assert (await handle.status()).status == SessionStatus.waiting_for_event
+        waits = await handle.query("event_waits", list[dict[str, Any]])
+        assert [w["kind"] for w in waits] == ["ci.build"]
+        for ok in (False, True):
+            resp = await http.post(
+                "/v1/events",
+                json={"kind": "ci.build.done", "payload": {"ok": ok, "n": 7}},
+                headers={"Authorization": f"Bearer {TOKEN}"},
+            )
+            assert resp.status_code == 202, resp.text
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+    assert result.status == SessionStatus.completed
+    tools = [e for e in entries if e.role == "tool"]
+    assert [t.name for t in tools] == ["todoWrite", "wait_for_event"], tools
+    assert '"ok": true' in tools[1].content.replace('"ok":true', '"ok": true'), tools[1].content
+    assert '"status": "received"' in tools[1].content.replace('"status":"received"', '"status": "received"')
+    assert [e.content for e in entries if e.role == "user"] == ["wait for CI", *[f"note {i}" for i in range(sent)]]

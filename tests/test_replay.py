@@ -33,6 +33,8 @@ def test_histories_are_committed() -> None:
         "session_event_wait",
         "session_chat_continue_as_new",
         "session_streamed_text",
+        "session_ask_user_mid_wait",
+        "session_event_wait_mid_wait",
     ):
         assert scenario in names, scenario
 
