@@ -8,6 +8,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
@@ -201,3 +202,52 @@ async def test_wait_for_event_continues_as_new_while_waiting_and_the_event_compl
     assert '"ok": true' in tools[1].content.replace('"ok":true', '"ok": true'), tools[1].content
     assert '"status": "received"' in tools[1].content.replace('"status":"received"', '"status": "received"')
     assert [e.content for e in entries if e.role == "user"] == ["wait for CI", *[f"note {i}" for i in range(sent)]]
+
+
+async def test_long_wait_keeps_every_run_below_a_tenth_of_the_warning_limits(
+    settings: Any, time_skipping_env: Any
+) -> None:
+    """bench/long_wait.py over four simulated days (the bench runs thirty): hourly loop ticks, hourly messages
+    and a subscriber while askUser waits; the session continues-as-new mid-wait, every run stays below a
+    tenth of Temporal's warning limits, and the answer completes the original call once."""
+    from bench.long_wait import WARN_EVENTS, check, long_wait
+
+    figures = await asyncio.wait_for(long_wait(time_skipping_env, settings, hours=96, budget=500), 300)
+    check(figures)
+    assert len(figures.runs) >= 3, figures.runs  # it continued-as-new, twice at least, while waiting
+    assert sum(events for events, _ in figures.runs) > WARN_EVENTS // 10  # one run would have passed the bound
+
+
+async def test_an_idle_subscriber_adds_no_history(settings: Any, script: Any, worker_for: Any) -> None:
+    """What the workflow-streams contrib costs (issue 21.3): a poll is an update that waits inside the
+    workflow until there is something new, so a subscriber of an idle session costs one accepted update, not
+    an update per poll interval; only polls that return items add events, and those count towards the run's
+    continue-as-new budget like everything else."""
+    settings.model = script([{"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [QUESTION]}}]}])
+    async with worker_for() as client:
+        handle = await client.start_session("choose a store", tools=["askUser"])
+
+        async def asked() -> bool:
+            return bool(await handle.pending_questions())
+
+        await until(asked, what="the question")
+        seen: list[str] = []
+
+        async def follow() -> None:
+            async for event in handle.progress(poll=timedelta(milliseconds=10)):
+                seen.append(event.kind)
+
+        subscriber = asyncio.create_task(follow())
+        await until(lambda: _true_when("question" in seen), what="the subscriber to catch up")
+        await asyncio.sleep(0.5)
+        before = len((await handle.workflow.fetch_history()).events)
+        await asyncio.sleep(3)  # 300 poll intervals of 10 ms
+        after = len((await handle.workflow.fetch_history()).events)
+        subscriber.cancel()
+        await asyncio.gather(subscriber, return_exceptions=True)
+        await handle.stop()
+    assert after - before == 0, (before, after)
+
+
+async def _true_when(value: bool) -> bool:
+    return value
