@@ -6,6 +6,7 @@ Every signal, update and query takes one input model. These are durable contract
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -231,6 +232,8 @@ class ParkedCall(BaseModel):
     kind: Literal["askUser", "wait_for_event", "subagent"]
     # The wait's own record in the state: the askUser ask id, the event subscription id, the child's id.
     ref: str
+    # When the wait gives up, if the wait itself does not record it (invoke_sub_agent's bounded wait).
+    deadline: datetime | None = None
 
 
 class ParkedStep(BaseModel):

@@ -251,3 +251,54 @@ async def test_an_idle_subscriber_adds_no_history(settings: Any, script: Any, wo
 
 async def _true_when(value: bool) -> bool:
     return value
+
+
+async def test_sync_sub_agent_wait_continues_as_new_and_the_childs_end_completes_the_call_once(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """The parent's turn waits on a sync subAgent whose child waits on askUser: the parent hands the step
+    over twice (the child runs on, abandoned rather than closed), and the child's end reaches the same call."""
+    settings.model = script(
+        [
+            {"match": {"title": "Helper"}, "turns": [
+                {"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [QUESTION]}}]},
+                {"say": "helper chose {{last_tool}}"},
+            ]},
+            {"repeat_last": True, "turns": [
+                {"say": "", "tool_calls": [
+                    {"name": "subAgent", "arguments": {"title": "Helper", "instruction": "Ask.", "mode": "sync"}}
+                ]},
+                {"say": "parent got: {{last_tool}}"},
+                {"say": "echo {{last_user}}"},
+            ]},
+        ]
+    )  # fmt: skip
+    async with worker_for() as client:
+        handle = await client.start_session(
+            "delegate", tools=["subAgent", "askUser"], options={"continue_as_new_after_events": 100}
+        )
+        child = client.session(f"{handle.id}/sub-1")
+
+        async def child_asked() -> bool:
+            try:
+                return bool(await child.pending_questions())
+            except Exception:
+                return False
+
+        await until(child_asked, what="the child's question")
+        sent = 0
+        while len(await runs(temporal_env.client, handle.id)) < 3:
+            assert sent < 60, "the parent never continued-as-new while waiting"
+            await handle.send(f"note {sent}")
+            sent += 1
+        await child.answer_questions({QUESTION["question"]: "PostgreSQL"})
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+    assert result.status == SessionStatus.completed
+    tools = [e for e in entries if e.role == "tool"]
+    assert len(tools) == 1 and tools[0].name == "subAgent", tools
+    assert "PostgreSQL" in tools[0].content and '"status":"completed"' in tools[0].content.replace(" ", "")
+    assistant = [e.content for e in entries if e.role == "assistant"]
+    assert assistant[1].startswith("parent got: ")
+    # The child's end was the call's result, not also an inbox notification.
+    assert [e.content for e in entries if e.role == "user"] == ["delegate", *[f"note {i}" for i in range(sent)]]

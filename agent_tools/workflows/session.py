@@ -88,6 +88,8 @@ _STREAM_CARRY = 50
 # (the terminal keeps its status lines, the final message still comes) so no turn can push the history
 # towards Temporal's event limit.
 _STREAM_HISTORY_EVENTS = 20_000
+# The least continue_as_new_after_events a session runs with (SessionOptions' own lower limit).
+_MIN_CAN_EVENTS = 100
 # Native tool calls the current details list.
 _NATIVE_CALLS_KEPT = 8
 
@@ -234,6 +236,10 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
         """Temporal suggests it, or the run's history has reached the session's own budget."""
         info = workflow.info()
         budget = self.config.options.continue_as_new_after_events or 0
+        if budget:
+            # An agent file's options skip the request's limits: a tiny budget would make every new run, which
+            # starts with a few dozen events, continue again at once.
+            budget = max(budget, _MIN_CAN_EVENTS)
         return info.is_continue_as_new_suggested() or bool(budget and info.get_current_history_length() >= budget)
 
     def _handover_due(self) -> bool:
