@@ -5,6 +5,7 @@ completes the same tool call exactly once, and nothing that arrived meanwhile is
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -302,3 +303,120 @@ async def test_sync_sub_agent_wait_continues_as_new_and_the_childs_end_completes
     assert assistant[1].startswith("parent got: ")
     # The child's end was the call's result, not also an inbox notification.
     assert [e.content for e in entries if e.role == "user"] == ["delegate", *[f"note {i}" for i in range(sent)]]
+
+
+async def test_invoke_sub_agent_bounded_wait_keeps_its_deadline_across_continue_as_new(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """invoke_sub_agent waits a bounded time; handed over mid-wait, the new run waits only for what is left
+    of it (its timer is shorter), and the call gets one "still running" result when the time is up."""
+    from agent_tools.agents import AgentDefinition
+
+    agents = [AgentDefinition(name="orch", subagents=["slow"], profile="fyai"), AgentDefinition(name="slow")]
+    settings.model = script(
+        [
+            {"match": {"agent": "slow"}, "turns": [
+                {"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [QUESTION]}}]},
+            ]},
+            {"match": {"agent": "orch"}, "repeat_last": True, "turns": [
+                {"say": "", "tool_calls": [
+                    {"name": "invoke_sub_agent", "arguments": {"agent_name": "slow", "task_input": "ask"}}
+                ]},
+                {"say": "still: {{last_tool}}"},
+                {"say": "echo {{last_user}}"},
+            ]},
+        ]
+    )  # fmt: skip
+    wait = 8.0
+    async with worker_for(agents=agents) as client:
+        handle = await client.start_session(
+            "start",
+            agent="orch",
+            options={"delegation_invoke_wait_seconds": wait, "continue_as_new_after_events": 100},
+        )
+        child = client.session(f"{handle.id}/sub-1")
+
+        async def child_asked() -> bool:
+            try:
+                return bool(await child.pending_questions())
+            except Exception:
+                return False
+
+        await until(child_asked, what="the child's question")
+        sent = 0
+        while len(await runs(temporal_env.client, handle.id)) < 2:
+            assert sent < 60, "the parent never continued-as-new while waiting"
+            await handle.send(f"note {sent}")
+            sent += 1
+
+        async def timed_out() -> bool:
+            return any(e.role == "assistant" and e.content.startswith("still: ") for e in await handle.transcript())
+
+        await until(timed_out, what="the bounded wait to end")
+        entries = await handle.transcript(limit=500)
+        chain = sorted(await runs(temporal_env.client, handle.id), key=lambda wf: wf.start_time)
+        timers: list[float] = []
+        for wf in chain:
+            history = await temporal_env.client.get_workflow_handle(handle.id, run_id=wf.run_id).fetch_history()
+            timers += [
+                e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta().total_seconds()
+                for e in history.events
+                if e.HasField("timer_started_event_attributes")
+            ]
+        await handle.stop()
+    invokes = [e for e in entries if e.role == "tool" and e.name == "invoke_sub_agent"]
+    assert len(invokes) == 1 and '"status":"running"' in invokes[0].content.replace(" ", ""), invokes
+    # The first run's timer is the whole wait; each resumed run's is what was left of it.
+    assert len(timers) >= 2 and timers[0] == wait, timers
+    assert all(0 < later < earlier for earlier, later in itertools.pairwise(timers)), timers
+
+
+async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
+    settings: Any, script: Any, time_skipping_env: Any
+) -> None:
+    """An askUser with a two-day timeout, handed over mid-wait while hourly messages arrive: the default
+    answer comes at the deadline set when it was asked (not two days after the last hand-over), once."""
+    from bench.long_wait import chain_sizes
+    from tests.conftest import running_worker
+
+    settings.model = ask_script(script)
+    async with running_worker(time_skipping_env, settings) as client:
+        handle = await client.start_session(
+            "choose a store",
+            tools=["askUser"],
+            keep_alive=True,
+            options={
+                "continue_as_new_after_events": 100,
+                "ask_user_timeout_seconds": 48 * 3600,
+                "ask_user_default": "first",
+            },
+        )
+
+        async def asked() -> bool:
+            return bool(await handle.pending_questions())
+
+        await until(asked, what="the question")
+        first_run = (await handle.workflow.describe()).run_id
+        hours = 0
+        while (await handle.status()).status == SessionStatus.waiting_for_user:
+            assert hours < 60, "the question outlived its deadline"
+            await time_skipping_env.sleep(3600)
+            await handle.send(f"hour {hours}")
+            hours += 1
+            if hours == 47:  # still before the deadline: how often the wait was handed over so far
+                parked_runs = len(await chain_sizes(time_skipping_env.client, handle.id, first_run))
+
+        async def answered() -> bool:
+            return any(e.role == "tool" for e in await handle.transcript())
+
+        await until(answered, what="the timed-out result")
+        human = await handle.query("human_state", dict[str, Any])
+        await handle.stop()
+        entries = await handle.transcript(limit=500)
+    assert parked_runs >= 3, parked_runs  # handed over twice at least before the deadline
+    tools = [e for e in entries if e.role == "tool"]
+    assert len(tools) == 1 and "did not answer within 172800 seconds" in tools[0].content, tools
+    assert '"SQLite"' in tools[0].content  # the default, the first option
+    assert 48 <= hours <= 49, hours  # the deadline of the ask, not a fresh one per run
+    [done] = human["answered"]
+    assert done["timed_out"] is True
