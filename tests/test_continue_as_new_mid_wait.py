@@ -412,6 +412,8 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
         await until(answered, what="the timed-out result")
         human = await handle.query("human_state", dict[str, Any])
         await handle.stop()
+        # Closed before the worker goes: a run left behind would hold the shared time-skipping server's clock.
+        await asyncio.wait_for(handle.result(), 60)
         entries = await handle.transcript(limit=500)
     assert parked_runs >= 3, parked_runs  # handed over twice at least before the deadline
     tools = [e for e in entries if e.role == "tool"]
@@ -420,3 +422,35 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
     assert 48 <= hours <= 49, hours  # the deadline of the ask, not a fresh one per run
     [done] = human["answered"]
     assert done["timed_out"] is True
+
+
+async def test_an_idle_session_continues_as_new_when_its_history_grows(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """No turn runs, so no turn's end checks the history: signals that only add events (answers nobody
+    asked for, recorded as rejected) make the idle session continue-as-new by itself, and it still works."""
+    settings.model = script([{"say": "hello"}, {"say": "echo {{last_user}}"}])
+    async with worker_for() as client:
+        handle = await client.start_session(
+            "hi", tools=[], keep_alive=True, options={"continue_as_new_after_events": 100}
+        )
+
+        async def idle() -> bool:
+            return (await handle.status()).status == SessionStatus.idle
+
+        await until(idle, what="the session to be idle")
+        sent = 0
+        while len(await runs(temporal_env.client, handle.id)) < 3:
+            assert sent < 120, "the idle session never continued-as-new"
+            await handle.answer_questions({"Nobody asked?": "x"}, by_signal=True)
+            sent += 1
+        assert (await handle.status()).status == SessionStatus.idle
+        await handle.send("still there")
+
+        async def echoed() -> bool:
+            return (await handle.latest_message()).content == "echo still there"
+
+        await until(echoed, what="the answer after the hand-overs")
+        sizes = await run_sizes(temporal_env.client, handle.id)
+        await handle.stop()
+    assert max(events for events, _ in sizes) < 100 + 25, sizes  # signals that raced the hand-over

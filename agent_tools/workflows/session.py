@@ -201,11 +201,20 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             else:
                 self.set_status(SessionStatus.idle if not self.state.inbox else SessionStatus.running)
                 await workflow.wait_condition(
-                    lambda: bool(self.state.inbox) or self._stop_reason is not None or self._may_finish()
+                    lambda: (
+                        bool(self.state.inbox)
+                        or self._stop_reason is not None
+                        or self._may_finish()
+                        or self._idle_handover_due()
+                    )
                 )
                 if self._stop_reason is not None:
                     await self._finish_stop(self._stop_reason)
                     return
+                if not self.state.inbox and not self._may_finish() and self._idle_handover_due():
+                    # Idle, but the history grew (signals, rejected input, polls that returned items): no turn
+                    # will end to check it, so the idle session continues here.
+                    await self._continue_as_new()
                 if not self.state.inbox:
                     self.set_status(SessionStatus.completed)
                     return
@@ -241,6 +250,9 @@ class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixi
             # starts with a few dozen events, continue again at once.
             budget = max(budget, _MIN_CAN_EVENTS)
         return info.is_continue_as_new_suggested() or bool(budget and info.get_current_history_length() >= budget)
+
+    def _idle_handover_due(self) -> bool:
+        return self._mid_wait_can and self._stop_reason is None and self._continue_as_new_wanted()
 
     def _handover_due(self) -> bool:
         """Whether the run should continue-as-new now, in the middle of the turn: every tool call of the step
