@@ -454,3 +454,33 @@ async def test_an_idle_session_continues_as_new_when_its_history_grows(
         sizes = await run_sizes(temporal_env.client, handle.id)
         await handle.stop()
     assert max(events for events, _ in sizes) < 100 + 25, sizes  # signals that raced the hand-over
+
+
+async def test_stop_after_a_hand_over_cancels_the_resumed_wait(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """A wait resumed by a new run is an ordinary wait: a stop cancels it, clears the question, and the
+    session stops without a result for the call."""
+    settings.model = ask_script(script)
+    async with worker_for() as client:
+        handle = await client.start_session(
+            "choose a store", tools=["askUser"], options={"continue_as_new_after_events": 100}
+        )
+
+        async def asked() -> bool:
+            return bool(await handle.pending_questions())
+
+        await until(asked, what="the question")
+        sent = 0
+        while len(await runs(temporal_env.client, handle.id)) < 2:
+            assert sent < 60, "the run never continued-as-new while waiting"
+            await handle.send(f"note {sent}")
+            sent += 1
+        assert (await handle.status()).status == SessionStatus.waiting_for_user
+        await handle.stop("enough")
+        result = await asyncio.wait_for(handle.result(), 60)
+        pending = await handle.pending_questions()
+        entries = await handle.transcript(limit=500)
+    assert result.status == SessionStatus.stopped
+    assert pending == []
+    assert [e for e in entries if e.role == "tool"] == []
