@@ -150,6 +150,48 @@ async def scenario_ask_user_mid_wait(client: AgentToolsClient, script: Callable[
     return handle.id
 
 
+async def scenario_subagent_mid_wait(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    """The parent's turn waits on a sync subAgent whose child asks the user; the parent continues-as-new
+    twice mid-wait, and the child's end completes the parent's call in its third run (issue 21)."""
+    question = {
+        "question": "Which store should we use?",
+        "header": "Store",
+        "options": [{"label": "SQLite", "description": "embedded"}, {"label": "PostgreSQL", "description": "scale"}],
+    }
+    model = script(
+        [
+            {"match": {"title": "Helper"}, "turns": [
+                {"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [question]}}]},
+                {"say": "helper chose {{last_tool}}"},
+            ]},
+            {"repeat_last": True, "turns": [
+                {"say": "", "tool_calls": [
+                    {"name": "subAgent", "arguments": {"title": "Helper", "instruction": "Ask.", "mode": "sync"}}
+                ]},
+                {"say": "parent got: {{last_tool}}"},
+                {"say": "echo {{last_user}}"},
+            ]},
+        ]
+    )  # fmt: skip
+    handle = await client.start_session(
+        "delegate", model=model, tools=["subAgent", "askUser"], options={"continue_as_new_after_events": 100},
+        session_id=f"replay-sub-mid-{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+    child = client.session(f"{handle.id}/sub-1")
+
+    async def child_asked() -> bool:
+        try:
+            return bool(await child.pending_questions())
+        except Exception:
+            return False
+
+    await _until(child_asked)
+    await _continue_twice_while_waiting(client, handle)
+    await child.answer_questions({"Which store should we use?": "SQLite"})
+    await handle.result()
+    return handle.id
+
+
 async def scenario_subagent_and_goal(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
     model = script(
         [
@@ -192,6 +234,7 @@ SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Aw
     "session_subagent_and_goal": scenario_subagent_and_goal,
     "session_streamed_text": scenario_streamed_text,
     "session_ask_user_mid_wait": scenario_ask_user_mid_wait,
+    "session_subagent_mid_wait": scenario_subagent_mid_wait,
 }
 
 

@@ -35,6 +35,7 @@ def test_histories_are_committed() -> None:
         "session_streamed_text",
         "session_ask_user_mid_wait",
         "session_event_wait_mid_wait",
+        "session_subagent_mid_wait",
     ):
         assert scenario in names, scenario
 
