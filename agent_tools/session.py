@@ -6,11 +6,13 @@ Every signal, update and query takes one input model. These are durable contract
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from agent_tools.activity_io import ToolCallOutput
 from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CHARS, SCOPE_CHARS, limit
 from agent_tools.budget import BudgetState
 from agent_tools.contracts.approvals import ApprovalPolicy, ApprovalState, ResolvedApprovals
@@ -26,6 +28,8 @@ __all__ = [
     "TERMINAL_STATUSES",
     "WORKFLOW_NAME",
     "LatestMessageView",
+    "ParkedCall",
+    "ParkedStep",
     "PrepareInput",
     "PrepareOutput",
     "SendMessage",
@@ -86,6 +90,15 @@ class SessionOptions(BaseModel):
         default=None,
         description="Continue-as-new after this many turns of one run",
         **limit(minimum=1, maximum=100_000),
+    )
+    continue_as_new_after_events: int | None = Field(
+        default=None,
+        description=(
+            "Continue-as-new once a run's history reaches this many events (between turns, and during a durable"
+            " wait); Temporal's own suggestion applies either way"
+        ),
+        # The floor keeps a new run (which starts with a few dozen events) from continuing again at once.
+        **limit(minimum=100, maximum=50_000),
     )
     heartbeat_timeout_seconds: float | None = Field(
         default=None, description="Heartbeat timeout of model steps and tool calls", **limit(minimum=0.1, maximum=3600)
@@ -241,6 +254,32 @@ class SessionConfig(BaseModel):
         )
 
 
+class ParkedCall(BaseModel):
+    """One tool call of a parked step that was still waiting when the run continued-as-new."""
+
+    index: int
+    kind: Literal["askUser", "wait_for_event", "subagent"]
+    # The wait's own record in the state: the askUser ask id, the event subscription id, the child's id.
+    ref: str
+    # When the wait gives up, if the wait itself does not record it (invoke_sub_agent's bounded wait).
+    deadline: datetime | None = None
+
+
+class ParkedStep(BaseModel):
+    """A model step whose tool calls were waiting (askUser, wait_for_event, a sub-agent) when the run
+    continued-as-new: the new run resumes these waits and the turn goes on from this step."""
+
+    trigger: Trigger
+    # Steps of the turn already taken, this one included (the turn's step budget goes on from here).
+    step: int
+    # The assistant message whose tool calls these are (already in the transcript).
+    message: Message
+    # One entry per tool call: its result when it was already in, else None (then a ParkedCall says why).
+    results: list[ToolCallOutput | None]
+    waits: list[ParkedCall]
+    last_answer: str | None = None
+
+
 class SessionState(BaseModel):
     """All state of one session run; continue-as-new carries it whole."""
 
@@ -276,6 +315,8 @@ class SessionState(BaseModel):
     # The tree's spend against its budget (sessions with one).
     budget: BudgetState = Field(default_factory=BudgetState)
     approvals: ApprovalState = Field(default_factory=ApprovalState)
+    # The step a run continued-as-new in the middle of (issue 21); the next run resumes it.
+    parked: ParkedStep | None = None
 
 
 class SessionInput(BaseModel):

@@ -105,6 +105,93 @@ async def scenario_ask_user(client: AgentToolsClient, script: Callable[[list[Any
     return handle.id
 
 
+async def _continue_twice_while_waiting(client: AgentToolsClient, handle: Any) -> int:
+    """Send messages until the session has continued-as-new twice while its turn waits; returns how many."""
+    sent = 0
+    while len([wf async for wf in client.temporal.list_workflows(f"WorkflowId = '{handle.id}'")]) < 3:
+        assert sent < 60, "the session never continued-as-new while waiting"
+        await handle.send(f"note {sent}")
+        sent += 1
+    return sent
+
+
+async def scenario_ask_user_mid_wait(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    """askUser waits while messages arrive; the run continues-as-new twice mid-wait, and the answer that
+    comes afterwards completes the call in the third run (issue 21)."""
+    question = {
+        "question": "Which store should we use?",
+        "header": "Store",
+        "options": [{"label": "SQLite", "description": "embedded"}, {"label": "PostgreSQL", "description": "scale"}],
+    }
+    model = script(
+        [
+            {
+                "repeat_last": True,
+                "turns": [
+                    {"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [question]}}]},
+                    {"say": "answered: {{last_tool}}"},
+                    {"say": "echo {{last_user}}"},
+                ],
+            }
+        ]
+    )
+    handle = await client.start_session(
+        "choose", model=model, tools=["askUser"], options={"continue_as_new_after_events": 100},
+        session_id=f"replay-ask-mid-{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+
+    async def asked() -> bool:
+        return bool(await handle.pending_questions())
+
+    await _until(asked)
+    await _continue_twice_while_waiting(client, handle)
+    await handle.answer_questions({"Which store should we use?": "SQLite"})
+    await handle.result()
+    return handle.id
+
+
+async def scenario_subagent_mid_wait(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    """The parent's turn waits on a sync subAgent whose child asks the user; the parent continues-as-new
+    twice mid-wait, and the child's end completes the parent's call in its third run (issue 21)."""
+    question = {
+        "question": "Which store should we use?",
+        "header": "Store",
+        "options": [{"label": "SQLite", "description": "embedded"}, {"label": "PostgreSQL", "description": "scale"}],
+    }
+    model = script(
+        [
+            {"match": {"title": "Helper"}, "turns": [
+                {"say": "", "tool_calls": [{"name": "askUser", "arguments": {"questions": [question]}}]},
+                {"say": "helper chose {{last_tool}}"},
+            ]},
+            {"repeat_last": True, "turns": [
+                {"say": "", "tool_calls": [
+                    {"name": "subAgent", "arguments": {"title": "Helper", "instruction": "Ask.", "mode": "sync"}}
+                ]},
+                {"say": "parent got: {{last_tool}}"},
+                {"say": "echo {{last_user}}"},
+            ]},
+        ]
+    )  # fmt: skip
+    handle = await client.start_session(
+        "delegate", model=model, tools=["subAgent", "askUser"], options={"continue_as_new_after_events": 100},
+        session_id=f"replay-sub-mid-{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+    child = client.session(f"{handle.id}/sub-1")
+
+    async def child_asked() -> bool:
+        try:
+            return bool(await child.pending_questions())
+        except Exception:
+            return False
+
+    await _until(child_asked)
+    await _continue_twice_while_waiting(client, handle)
+    await child.answer_questions({"Which store should we use?": "SQLite"})
+    await handle.result()
+    return handle.id
+
+
 async def scenario_subagent_and_goal(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
     model = script(
         [
@@ -211,6 +298,8 @@ SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Aw
     "session_structured_output": scenario_structured_output,
     "session_budget_reached": scenario_budget_reached,
     "session_tool_approval": scenario_tool_approval,
+    "session_ask_user_mid_wait": scenario_ask_user_mid_wait,
+    "session_subagent_mid_wait": scenario_subagent_mid_wait,
 }
 
 
@@ -256,6 +345,41 @@ async def record_event_wait(client: AgentToolsClient, settings: Settings, script
         await save_chain(client.temporal, "router_event_wait", router_workflow_id("acme", project))
 
 
+async def record_event_wait_mid_wait(
+    client: AgentToolsClient, settings: Settings, script: Callable[[list[Any]], str]
+) -> None:
+    """wait_for_event while messages arrive: two continue-as-new mid-wait, then the event completes the call."""
+    from tests.test_events_e2e import TOKEN, ingress, subscribed
+
+    project = f"replay-{uuid.uuid4().hex[:6]}"
+    model = script(
+        [
+            {
+                "repeat_last": True,
+                "turns": [
+                    {"say": "", "tool_calls": [{"name": "wait_for_event", "arguments": {"kind": "ci.build"}}]},
+                    {"say": "{{last_tool}}"},
+                    {"say": "echo {{last_user}}"},
+                ],
+            }
+        ]
+    )
+    async with ingress(settings, client.temporal, project) as (http, _store):
+        handle = await client.start_session(
+            "wait", model=model, tools=["wait_for_event"], organisation="acme", project=project,
+            options={"continue_as_new_after_events": 100}, session_id=f"replay-event-mid-{uuid.uuid4().hex[:6]}",
+        )  # fmt: skip
+        await subscribed(client, project, 1)
+        await _continue_twice_while_waiting(client, handle)
+        resp = await http.post(
+            "/v1/events", json={"kind": "ci.build.done", "payload": {"ok": True}},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        )  # fmt: skip
+        assert resp.status_code == 202, resp.text
+        await handle.result()
+        await save_chain(client.temporal, "session_event_wait_mid_wait", handle.id)
+
+
 async def record(names: list[str] | None = None) -> None:
     HISTORIES.mkdir(exist_ok=True)
     env = await start_dev_server(ui=False)
@@ -280,6 +404,8 @@ async def record(names: list[str] | None = None) -> None:
                     await save_chain(temporal, name, wid)
                 if not names or "event_wait" in names:
                     await record_event_wait(client, settings, script)
+                if not names or "event_wait_mid_wait" in names:
+                    await record_event_wait_mid_wait(client, settings, script)
                 await client.close()
     finally:
         await env.shutdown()

@@ -36,6 +36,9 @@ def test_histories_are_committed() -> None:
         "session_structured_output",
         "session_budget_reached",
         "session_tool_approval",
+        "session_ask_user_mid_wait",
+        "session_event_wait_mid_wait",
+        "session_subagent_mid_wait",
     ):
         assert scenario in names, scenario
 

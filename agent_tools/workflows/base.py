@@ -13,8 +13,9 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from agent_tools.activity_io import ProgressEvent, ProgressKind, SessionRef, ToolCallOutput
     from agent_tools.errors import NON_RETRYABLE_MODEL_ERRORS, NON_RETRYABLE_TOOL_ERRORS
+    from agent_tools.messages import Message, ToolCall
     from agent_tools.policy import CallPolicy
-    from agent_tools.session import SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
+    from agent_tools.session import ParkedCall, SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
 
 
 PROGRESS_KINDS = frozenset(typing.get_args(ProgressKind))
@@ -66,10 +67,36 @@ PATCH_BOUNDED_INPUTS = "bounded-inputs"
 PATCH_STRICT_ARGUMENTS = "strict-tool-arguments"
 
 
+class InflightStep:
+    """The tool calls of the model step in progress (per run, not state): which results are in, and which
+    calls are parked in a durable wait. A run may continue-as-new only while every call still out is parked."""
+
+    def __init__(
+        self, step: int, message: Message, calls: list[ToolCall], results: list[ToolCallOutput | None]
+    ) -> None:
+        self.step = step
+        self.message = message
+        self.calls = calls
+        self.results = results
+        # index of the call -> its parked wait, from the moment it waits until it has resumed.
+        self.parked: dict[int, ParkedCall] = {}
+
+    def index_of(self, call: ToolCall) -> int | None:
+        # By identity: a model may repeat a call id, and a step's calls are distinct objects.
+        return next((i for i, c in enumerate(self.calls) if c is call), None)
+
+    def all_out_parked(self) -> bool:
+        out = [i for i, r in enumerate(self.results) if r is None]
+        return bool(out) and all(i in self.parked for i in out)
+
+
 class SessionBase:
     """Attributes every mixin may use, and hook methods with neutral defaults."""
 
     _bounded_inputs: bool | None = None
+    # The step in progress, and whether the run is handing it to its successor (continue-as-new mid-wait).
+    _inflight: InflightStep | None = None
+    _handover: bool = False
 
     _strict_arguments: bool | None = None
 
@@ -140,6 +167,45 @@ class SessionBase:
         )
         if self._stop_reason is not None and not done():
             raise asyncio.CancelledError(f"session stopped: {self._stop_reason}")
+
+    def parked_call(self, call: ToolCall, kind: str, ref: str) -> ParkedCall | None:
+        """The parked-wait record for ``call`` of the step in progress (None outside a tracked step)."""
+        step = self._inflight
+        index = step.index_of(call) if step is not None else None
+        if index is None:
+            return None
+        return ParkedCall(index=index, kind=kind, ref=ref)  # type: ignore[arg-type]
+
+    async def parked_wait(
+        self,
+        parked: ParkedCall | None,
+        done: typing.Callable[[], bool],
+        timeout: float | timedelta | None = None,
+        *,
+        summary: str | None = None,
+    ) -> None:
+        """:meth:`wait_until` for a wait the run may continue-as-new in the middle of.
+
+        While it waits the call is parked: the session loop may hand the step to a new run (the waits'
+        records are in the state). A wait that wakes once the hand-over has begun stays parked (it never
+        completes in this run); the new run finds the answer, the event or the passed deadline in the carried
+        state and completes the call there, so a call is completed exactly once.
+        """
+        step = self._inflight
+        if parked is not None and step is not None:
+            step.parked[parked.index] = parked
+        timed_out = False
+        try:
+            await self.wait_until(done, timeout=timeout, summary=summary)
+        except TimeoutError:
+            timed_out = True
+        if self._handover:
+            # Only a stop (which cancels the turn) ends this: the run continues-as-new around it.
+            await workflow.wait_condition(lambda: False)
+        if parked is not None and step is not None:
+            step.parked.pop(parked.index, None)
+        if timed_out:
+            raise TimeoutError
 
     def touch(self) -> None:
         self.state.updated_at = self.now_iso()

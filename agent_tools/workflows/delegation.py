@@ -93,6 +93,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.messages import Message, ToolCall, Usage
     from agent_tools.progress_text import session_details
     from agent_tools.session import (
+        ParkedCall,
         SessionInput,
         SessionResult,
         SessionStatus,
@@ -338,12 +339,22 @@ class DelegationMixin(SessionBase):
         self.touch()
         self.refresh_details()
 
-    async def _wait_child(self, rec: ChildRecord, timeout: float | None = None) -> bool:
-        """Wait for the child's end (at most ``timeout`` seconds); True when it ended."""
+    async def _wait_child(
+        self, rec: ChildRecord, timeout: float | None = None, *, parked: ParkedCall | None = None
+    ) -> bool:
+        """Wait for the child's end (at most ``timeout`` seconds); True when it ended. With ``parked`` the run
+        may continue-as-new while it waits (the new run resumes the wait)."""
         if not rec.finished:
             rec.waiters += 1
+            if parked is not None and timeout is not None and parked.deadline is None:
+                parked.deadline = workflow.now() + timedelta(seconds=timeout)
             try:
-                await self.wait_until(lambda: rec.finished, timeout=timeout, summary=f"wait for sub-agent {rec.agent}")
+                if timeout is not None and timeout <= 0:
+                    pass  # a resumed bounded wait whose time ran out during the hand-over
+                else:
+                    await self.parked_wait(
+                        parked, lambda: rec.finished, timeout=timeout, summary=f"wait for sub-agent {rec.agent}"
+                    )
             except TimeoutError:
                 pass
             finally:
@@ -412,16 +423,39 @@ class DelegationMixin(SessionBase):
                 sub_session_id=rec.session_id, title=rec.title, mode="async", status="running", note=ASYNC_RUNNING_NOTE
             )
             return ToolCallOutput(content=out.model_dump_json(exclude_none=True))
-        await self._wait_child(rec)
+        await self._wait_child(rec, parked=self.parked_call(call, "subagent", rec.session_id))
+        return self._sub_agent_result(rec)
+
+    @staticmethod
+    def _sub_agent_result(rec: ChildRecord) -> ToolCallOutput:
         out = SubAgentResult(
             sub_session_id=rec.session_id,
             title=rec.title,
-            mode=args.mode,
+            mode=rec.mode,  # type: ignore[arg-type]
             status=rec.status,
             result=rec.final_message,
             error=rec.error,
         )
         return ToolCallOutput(content=out.model_dump_json(exclude_none=True), is_error=rec.status != "completed")
+
+    async def _resume_subagent(self, parked: ParkedCall, call: ToolCall) -> ToolCallOutput:
+        """A sub-agent wait of a step the previous run continued-as-new in. The child runs on (it is
+        abandoned, not closed, by continue-as-new); this run's watcher (an activity) records its end, and the
+        wait goes on with its own deadline (invoke_sub_agent's bounded wait)."""
+        rec = self.state.delegation.get(parked.ref)
+        if rec is None:
+            return tool_error(f"{call.name}: the sub-agent was lost across continue-as-new")
+        timeout = None
+        if parked.deadline is not None:
+            timeout = max(0.0, (parked.deadline - workflow.now()).total_seconds())
+        # The waiter count was carried: the resumed wait is the same waiter, not one more.
+        rec.waiters -= 1
+        finished = await self._wait_child(rec, timeout, parked=parked)
+        if rec.face == "invoke_sub_agent":
+            return self._invoke_result(rec, finished)
+        if rec.face == "spawn_agent":
+            return self._spawn_result(rec)
+        return self._sub_agent_result(rec)
 
     @native_tool("listSubAgent")
     async def _tool_list_sub_agent(self, args: NoArgs, call: ToolCall) -> ToolCallOutput:
@@ -546,7 +580,12 @@ class DelegationMixin(SessionBase):
                 child_id=child_id,
             )
         wait = c.options.delegation_invoke_wait_seconds or INVOKE_WAIT_SECONDS
-        if not await self._wait_child(rec, wait):
+        finished = await self._wait_child(rec, wait, parked=self.parked_call(call, "subagent", rec.session_id))
+        return self._invoke_result(rec, finished)
+
+    @staticmethod
+    def _invoke_result(rec: ChildRecord, finished: bool) -> ToolCallOutput:
+        if not finished:
             out = InvokeSubAgentResult(
                 status="running", execution_id=rec.session_id, agent_name=rec.agent, note=INVOKE_RUNNING_NOTE
             )
@@ -682,7 +721,11 @@ class DelegationMixin(SessionBase):
             system_prompt=args.system,
             child_id=child_id,
         )
-        await self._wait_child(rec)
+        await self._wait_child(rec, parked=self.parked_call(call, "subagent", rec.session_id))
+        return self._spawn_result(rec)
+
+    @staticmethod
+    def _spawn_result(rec: ChildRecord) -> ToolCallOutput:
         if rec.status != "completed":
             return tool_error(error_json("sub_agent_failed", id=rec.session_id, status=rec.status, detail=rec.error))
-        return ToolCallOutput(content=spawn_result_text(role.name, rec.final_message or ""))
+        return ToolCallOutput(content=spawn_result_text(rec.role or "", rec.final_message or ""))

@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
         timeout_message,
     )
     from agent_tools.messages import ToolCall
-    from agent_tools.session import SessionStatus
+    from agent_tools.session import ParkedCall, SessionStatus
 
 
 class EventWaitMixin(SessionBase):
@@ -68,7 +68,7 @@ class EventWaitMixin(SessionBase):
         # No ``finally``: when the worker evicts this run from its cache the coroutine is closed, and
         # workflow calls are not allowed then; a replay rebuilds the wait anyway.
         try:
-            out = await self._wait_for_event(wait, args)
+            out = await self._wait_for_event(wait, args, call)
         except asyncio.CancelledError:
             self._end_wait(sub_id)
             raise
@@ -82,7 +82,8 @@ class EventWaitMixin(SessionBase):
             self.set_status(SessionStatus.running)
         self.refresh_details()
 
-    async def _wait_for_event(self, wait: EventWait, args: WaitForEventArgs) -> ToolCallOutput:
+    async def _wait_for_event(self, wait: EventWait, args: WaitForEventArgs, call: ToolCall) -> ToolCallOutput:
+        sub_id = wait.subscription_id
         sub = Subscription(
             subscription_id=wait.subscription_id,
             session_id=self.session_id,
@@ -104,11 +105,31 @@ class EventWaitMixin(SessionBase):
             return ToolCallOutput(content=f"wait_for_event could not subscribe: {failure_detail(exc)}", is_error=True)
         if subscribed.backlog is not None and wait.arrived is None:
             wait.arrived = subscribed.backlog
+        return await self._await_event(wait, args.timeout_seconds, self.parked_call(call, "wait_for_event", sub_id))
+
+    async def _resume_wait_for_event(self, parked: ParkedCall, call: ToolCall) -> ToolCallOutput:
+        """The wait_for_event call of a step the previous run continued-as-new in: the router's subscription
+        is still in place (it signals the workflow id, so this run), and the carried wait keeps its deadline."""
+        wait = self.state.events.waits.get(parked.ref)
+        if wait is None:
+            return ToolCallOutput(content="wait_for_event: the wait was lost across continue-as-new", is_error=True)
+        try:
+            out = await self._await_event(wait, (wait.deadline - wait.started_at).total_seconds(), parked)
+        except asyncio.CancelledError:
+            self._end_wait(wait.subscription_id)
+            raise
+        self._end_wait(wait.subscription_id)
+        return out
+
+    async def _await_event(self, wait: EventWait, timeout_seconds: float, parked: ParkedCall | None) -> ToolCallOutput:
         remaining = (wait.deadline - workflow.now()).total_seconds()
         if wait.arrived is None and remaining > 0:
             try:
-                await self.wait_until(
-                    lambda: wait.arrived is not None, timeout=remaining, summary=f"wait_for_event {wait.kind}"[:200]
+                await self.parked_wait(
+                    parked,
+                    lambda: wait.arrived is not None,
+                    timeout=remaining,
+                    summary=f"wait_for_event {wait.kind}"[:200],
                 )
             except TimeoutError:
                 pass
@@ -121,7 +142,7 @@ class EventWaitMixin(SessionBase):
                 kind=wait.kind,
                 match=wait.match,
                 waited_seconds=round(waited, 3),
-                message=timeout_message(wait.kind, args.timeout_seconds),
+                message=timeout_message(wait.kind, timeout_seconds),
             )
             return ToolCallOutput(content=render_result(result), data={"status": "timeout"})
         delivery = wait.arrived
@@ -170,9 +191,13 @@ class EventWaitMixin(SessionBase):
 
     def _on_start(self) -> None:
         super()._on_start()
-        # A wait lives inside a tool call, and continue-as-new happens only between turns; waits carried
-        # into a new run are leftovers with no tool call to wake.
-        self.state.events.waits.clear()
+        # A wait lives inside a tool call: the waits of a step carried into this run (continue-as-new
+        # mid-wait) are resumed by its turn; any other carried wait is a leftover with no tool call to wake.
+        parked = self.state.parked
+        keep = {p.ref for p in parked.waits if p.kind == "wait_for_event"} if parked is not None else set()
+        waits = self.state.events.waits
+        for sub_id in [k for k in waits if k not in keep]:
+            del waits[sub_id]
 
     def _pending_work(self) -> list[str]:
         reasons = super()._pending_work()

@@ -10,7 +10,7 @@ answer instead, since a signal cannot be refused). Both keep unanswered question
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         resolve_answers,
     )
     from agent_tools.messages import ToolCall
-    from agent_tools.session import SessionStatus
+    from agent_tools.session import ParkedCall, SessionStatus
 
 
 class HumanLoopMixin(SessionBase):
@@ -78,9 +78,26 @@ class HumanLoopMixin(SessionBase):
         )
         self.set_status(SessionStatus.waiting_for_user)
         self.refresh_details()
+        return await self._await_answers(ask, self.parked_call(call, "askUser", ask.ask_id))
+
+    async def _resume_ask_user(self, parked: ParkedCall, call: ToolCall) -> ToolCallOutput:
+        """The askUser call of a step the previous run continued-as-new in: wait on for the carried ask."""
+        ask = next((a for a in self.state.human.pending if a.ask_id == parked.ref), None)
+        if ask is None:
+            return ToolCallOutput(content="askUser: the question was lost across continue-as-new", is_error=True)
+        return await self._await_answers(ask, parked)
+
+    async def _await_answers(self, ask: PendingAsk, parked: ParkedCall | None) -> ToolCallOutput:
+        human = self.state.human
+        timeout = self._ask_timeout()
+        # The deadline is the ask's own (set when it was asked): a wait resumed by a new run keeps it.
+        remaining = (datetime.fromisoformat(ask.deadline) - workflow.now()).total_seconds() if ask.deadline else None
         timed_out = False
         try:
-            await self.wait_until(ask.complete, timeout=timeout, summary="askUser timeout")
+            if remaining is not None and remaining <= 0:
+                timed_out = not ask.complete()
+            else:
+                await self.parked_wait(parked, ask.complete, timeout=remaining, summary="askUser timeout")
         except TimeoutError:
             timed_out = True
         except asyncio.CancelledError:

@@ -20,7 +20,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import NondeterminismError
 
 from agent_tools.workflows.approvals import ApprovalMixin
-from agent_tools.workflows.base import MODEL_NON_RETRYABLE, call_options, failure_detail
+from agent_tools.workflows.base import MODEL_NON_RETRYABLE, InflightStep, call_options, failure_detail
 from agent_tools.workflows.budget import BudgetMixin
 from agent_tools.workflows.delegation import DelegationMixin
 from agent_tools.workflows.events import EventWaitMixin
@@ -62,6 +62,8 @@ with workflow.unsafe.imports_passed_through():
         TERMINAL_STATUSES,
         WORKFLOW_NAME,
         LatestMessageView,
+        ParkedCall,
+        ParkedStep,
         PrepareInput,
         PrepareOutput,
         SendMessage,
@@ -80,6 +82,8 @@ with workflow.unsafe.imports_passed_through():
 BUILTIN_SPECS = {s.name: s for s in builtin_specs()}
 # Marks histories whose prepare step ran as a local activity (see ``_prepare``).
 PATCH_LOCAL_PREPARE = "prepare-as-local-activity"
+# Marks histories whose runs may continue-as-new in the middle of a turn parked on a durable wait.
+PATCH_MID_WAIT_CAN = "continue-as-new-mid-wait"
 # A client message's meta: small, shallow (it is kept in the inbox and carried by continue-as-new).
 MAX_META_DEPTH = 8
 # Progress items carried across continue-as-new for late subscribers.
@@ -88,6 +92,8 @@ _STREAM_CARRY = 50
 # (the terminal keeps its status lines, the final message still comes) so no turn can push the history
 # towards Temporal's event limit.
 _STREAM_HISTORY_EVENTS = 20_000
+# The least continue_as_new_after_events a session runs with (SessionOptions' own lower limit).
+_MIN_CAN_EVENTS = 100
 # Native tool calls the current details list.
 _NATIVE_CALLS_KEPT = 8
 
@@ -122,6 +128,10 @@ class AgentSession(
 
     @workflow.run
     async def run(self, input: RawValue) -> SessionResult:
+        # Sessions begun before continue-as-new mid-wait replay without it (it adds commands mid-turn). Asked
+        # first thing: a patch asked for right after the prepare local activity is not yet known on replay
+        # when that activity's marker closed the previous workflow task.
+        self._mid_wait_can = workflow.patched(PATCH_MID_WAIT_CAN)
         if self._config is None:
             refusal = self._input_error or (request_problems(self.request) if self.bounded_inputs else None)
             if refusal is not None:
@@ -189,26 +199,42 @@ class AgentSession(
     async def _loop(self) -> None:
         turns_this_run = 0
         can_after = self.config.options.continue_as_new_after_turns or 0
+        resume, self.state.parked = self.state.parked, None
         while True:
-            self.set_status(SessionStatus.idle if not self.state.inbox else SessionStatus.running)
-            await workflow.wait_condition(
-                lambda: bool(self.state.inbox) or self._stop_reason is not None or self._may_finish()
-            )
-            if self._stop_reason is not None:
-                await self._finish_stop(self._stop_reason)
-                return
-            if not self.state.inbox:
-                self.set_status(SessionStatus.completed)
-                return
-            trigger = self.state.inbox.pop(0)
-            self._turn_task = asyncio.create_task(self._traced_turn(trigger))
+            if resume is not None:
+                # The previous run continued-as-new in the middle of this turn's step: resume its waits.
+                trigger = resume.trigger
+            else:
+                self.set_status(SessionStatus.idle if not self.state.inbox else SessionStatus.running)
+                await workflow.wait_condition(
+                    lambda: (
+                        bool(self.state.inbox)
+                        or self._stop_reason is not None
+                        or self._may_finish()
+                        or self._idle_handover_due()
+                    )
+                )
+                if self._stop_reason is not None:
+                    await self._finish_stop(self._stop_reason)
+                    return
+                if not self.state.inbox and not self._may_finish() and self._idle_handover_due():
+                    # Idle, but the history grew (signals, rejected input, polls that returned items): no turn
+                    # will end to check it, so the idle session continues here.
+                    await self._continue_as_new()
+                if not self.state.inbox:
+                    self.set_status(SessionStatus.completed)
+                    return
+                trigger = self.state.inbox.pop(0)
+            self._turn_task = asyncio.create_task(self._traced_turn(trigger, resume))
+            resume = None
             try:
-                await self._turn_task
+                await self._await_turn(self._turn_task, trigger)
             except asyncio.CancelledError:
                 if self._stop_reason is None:
                     raise
             finally:
                 self._turn_task = None
+                self._inflight = None
             if self._stop_reason is not None:
                 continue
             if self.state.status in TERMINAL_STATUSES:
@@ -218,15 +244,75 @@ class AgentSession(
                 return
             await self._after_turn(trigger)
             turns_this_run += 1
-            if workflow.info().is_continue_as_new_suggested() or (can_after and turns_this_run >= can_after):
+            if self._continue_as_new_wanted() or (can_after and turns_this_run >= can_after):
                 await self._continue_as_new()
+
+    def _continue_as_new_wanted(self) -> bool:
+        """Temporal suggests it, or the run's history has reached the session's own budget."""
+        info = workflow.info()
+        budget = self.config.options.continue_as_new_after_events or 0
+        if budget:
+            # An agent file's options skip the request's limits: a tiny budget would make every new run, which
+            # starts with a few dozen events, continue again at once.
+            budget = max(budget, _MIN_CAN_EVENTS)
+        return info.is_continue_as_new_suggested() or bool(budget and info.get_current_history_length() >= budget)
+
+    def _idle_handover_due(self) -> bool:
+        return self._mid_wait_can and self._stop_reason is None and self._continue_as_new_wanted()
+
+    def _handover_due(self) -> bool:
+        """Whether the run should continue-as-new now, in the middle of the turn: every tool call of the step
+        still out is parked in a durable wait (none has woken and resumed) and a new run is wanted."""
+        step = self._inflight
+        return (
+            self._mid_wait_can
+            and not self._handover
+            and self._stop_reason is None
+            and step is not None
+            and step.all_out_parked()
+            and self._continue_as_new_wanted()
+        )
+
+    async def _await_turn(self, task: asyncio.Task[None], trigger: Trigger) -> None:
+        """Wait for the turn; meanwhile hand a parked step to a new run when continue-as-new is due."""
+        while not task.done():
+            await workflow.wait_condition(lambda: task.done() or self._handover_due())
+            # Checked again, not trusted from the condition: a wait that woke in the same activation may have
+            # resumed in between, and its result must then go on in this run.
+            if task.done() or not self._handover_due():
+                continue
+            step = self._inflight
+            assert step is not None  # _handover_due checked it
+            # From here a wait that wakes stays parked (SessionBase.parked_wait): the new run completes it.
+            self._handover = True
+            await self._drain()
+            if self._stop_reason is not None:
+                break  # a stop arrived during the hand-over: the turn is cancelled, the session stops here
+            self.state.parked = ParkedStep(
+                trigger=trigger,
+                step=step.step,
+                message=step.message,
+                results=list(step.results),
+                waits=[step.parked[i] for i in sorted(step.parked)],
+                last_answer=self._last_answer,
+            )
+            self._hand_over()
+        await task
 
     def _may_finish(self) -> bool:
         return not self.config.keep_alive and self.state.turns > 0 and not self.state.inbox and not self._pending_work()
 
     async def _continue_as_new(self) -> None:
+        await self._drain()
+        self._hand_over()
+
+    async def _drain(self) -> None:
+        """Release the progress pollers and let every handler finish (messages, answers, updates in flight
+        are answered by this run) before the state is taken, as Temporal recommends for continue-as-new."""
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+
+    def _hand_over(self) -> None:
         stream_state = self.stream.get_state()
         # Late subscribers need only the recent progress; the transcript keeps the rest.
         drop = max(0, len(stream_state.log) - _STREAM_CARRY)
@@ -248,54 +334,64 @@ class AgentSession(
 
     # ---- one turn -----------------------------------------------------------------------------------
 
-    async def _traced_turn(self, trigger: Trigger) -> None:
+    async def _traced_turn(self, trigger: Trigger, resume: ParkedStep | None = None) -> None:
         with tracing.span(
-            f"turn {self.state.turns + 1}",
-            {"agent_tools.turn": self.state.turns + 1, "agent_tools.trigger": trigger.kind},
+            f"turn {self.state.turns + (0 if resume else 1)}",
+            {"agent_tools.turn": self.state.turns + (0 if resume else 1), "agent_tools.trigger": trigger.kind},
         ):
-            await self._run_turn(trigger)
+            await self._run_turn(trigger, resume)
 
-    async def _run_turn(self, trigger: Trigger) -> None:
-        self.set_status(SessionStatus.running)
-        self.state.turns += 1
-        self.publish("turn_started", turn=self.state.turns, trigger=trigger.kind)
-        content = render_trigger(trigger.kind, trigger.content, trigger.meta)
-        # Tool results a budget-ended turn could not send go first, so every tool call keeps its result.
-        new_messages = [*self.state.unsent, Message(role="user", content=content)]
-        self.state.last_input = LatestMessageView(
-            message_id=f"{self.config.session_id}:{self.state.transcript_len + len(new_messages) - 1}",
-            role="user",
-            content=content,
-            created_at=self.now_iso(),
-        )
-        self.state.unsent = []
-        self.state.error = None
-        for _ in range(self.config.max_steps):
-            try:
-                out = await self._llm_step(new_messages)
-            except ActivityError as exc:
-                # The model call failed for good (a 4xx, or retries exhausted). The session keeps what it has,
-                # says why, and (when kept alive) waits for the next message; the messages stay unsent.
-                self.state.unsent = new_messages
-                self.state.error = f"model call failed: {failure_detail(exc)}"
-                self.note_refused_step(exc)  # a budget refusal: tell the children, show it
-                self._remember_message(Message(role="assistant", content=f"({self.state.error})"))
-                self.publish("assistant_message", content=f"({self.state.error})")
-                return
-            message = out.message
-            self._remember_message(message)
-            if message.content:
-                # ``position`` ties the message to its step's live text (text_delta items).
-                self.publish("assistant_message", content=message.content, position=self._step_position)
-            if not message.tool_calls:
-                # Structured results: an answer that does not match the schema goes back with the reason.
-                verdict = next_output_step(self.config.output, self.state.output, out, self.state.turns)
-                if verdict.feedback is None:
-                    self.state.error = verdict.error
-                    break
-                new_messages = [verdict.feedback]
-                continue
-            outputs = await asyncio.gather(*(self._call_tool(call) for call in message.tool_calls))
+    async def _run_turn(self, trigger: Trigger, resume: ParkedStep | None = None) -> None:
+        new_messages: list[Message] = []
+        first = 0
+        if resume is None:
+            self.set_status(SessionStatus.running)
+            self.state.turns += 1
+            self.publish("turn_started", turn=self.state.turns, trigger=trigger.kind)
+            content = render_trigger(trigger.kind, trigger.content, trigger.meta)
+            # Tool results a budget-ended turn could not send go first, so every tool call keeps its result.
+            new_messages = [*self.state.unsent, Message(role="user", content=content)]
+            self.state.last_input = LatestMessageView(
+                message_id=f"{self.config.session_id}:{self.state.transcript_len + len(new_messages) - 1}",
+                role="user",
+                content=content,
+                created_at=self.now_iso(),
+            )
+            self.state.unsent = []
+            self.state.error = None
+        else:
+            first = resume.step - 1
+            self._last_answer = resume.last_answer
+        for step in range(first, self.config.max_steps):
+            if resume is not None:
+                message = resume.message
+            else:
+                try:
+                    out = await self._llm_step(new_messages)
+                except ActivityError as exc:
+                    # The model call failed for good (a 4xx, or retries exhausted). The session keeps what it
+                    # has, says why, and (when kept alive) waits for the next message; the messages stay unsent.
+                    self.state.unsent = new_messages
+                    self.state.error = f"model call failed: {failure_detail(exc)}"
+                    self.note_refused_step(exc)  # a budget refusal: tell the children, show it
+                    self._remember_message(Message(role="assistant", content=f"({self.state.error})"))
+                    self.publish("assistant_message", content=f"({self.state.error})")
+                    return
+                message = out.message
+                self._remember_message(message)
+                if message.content:
+                    # ``position`` ties the message to its step's live text (text_delta items).
+                    self.publish("assistant_message", content=message.content, position=self._step_position)
+                if not message.tool_calls:
+                    # Structured results: an answer that does not match the schema goes back with the reason.
+                    verdict = next_output_step(self.config.output, self.state.output, out, self.state.turns)
+                    if verdict.feedback is None:
+                        self.state.error = verdict.error
+                        break
+                    new_messages = [verdict.feedback]
+                    continue
+            outputs = await self._step_calls(step + 1, message, resume)
+            resume = None
             new_messages = [
                 Message(
                     role="tool", tool_call_id=call.id, name=call.name, content=o.content, artifact_ref=o.artifact_ref
@@ -311,6 +407,45 @@ class AgentSession(
             self._remember_message(Message(role="assistant", content=notice))
         self.publish("turn_finished", turn=self.state.turns)
         self.refresh_details()
+
+    async def _step_calls(self, step: int, message: Message, resume: ParkedStep | None) -> list[ToolCallOutput]:
+        """The step's tool calls in parallel, tracked so that the run can continue-as-new while they wait."""
+        calls = message.tool_calls
+        results: list[ToolCallOutput | None] = list(resume.results) if resume is not None else [None] * len(calls)
+        inflight = InflightStep(step, message, calls, results)
+        self._inflight = inflight
+        parked = {p.index: p for p in resume.waits} if resume is not None else {}
+
+        async def one(index: int, call: ToolCall) -> ToolCallOutput:
+            done = inflight.results[index]
+            if done is not None:
+                return done  # already in before the continue-as-new
+            wait = parked.get(index)
+            out = await (self._call_tool(call) if resume is None else self._resume_call(call, wait))
+            inflight.results[index] = out
+            return out
+
+        outputs = await asyncio.gather(*(one(i, call) for i, call in enumerate(calls)))
+        self._inflight = None
+        return list(outputs)
+
+    async def _resume_call(self, call: ToolCall, wait: ParkedCall | None) -> ToolCallOutput:
+        """Finish a call the previous run handed over in the middle of its wait."""
+        if wait is None:
+            # Cannot happen (a run hands over only when every call still out is parked); said, not raised.
+            out = ToolCallOutput(content=f"Tool {call.name} was interrupted by a continue-as-new", is_error=True)
+        elif wait.kind == "askUser":
+            out = await self._native_tool("_resume_ask_user", wait, call)
+        elif wait.kind == "wait_for_event":
+            out = await self._native_tool("_resume_wait_for_event", wait, call)
+        else:
+            out = await self._native_tool("_resume_subagent", wait, call)
+        spec = BUILTIN_SPECS.get(call.name)
+        self._trace_native(spec.summary(call.arguments) if spec else call.name, out)
+        self.publish(
+            "tool_finished", tool=call.name, call_id=call.id, is_error=out.is_error, preview=preview(out.content, 200)
+        )
+        return out
 
     def _stream_text(self) -> bool:
         return (

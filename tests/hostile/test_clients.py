@@ -64,6 +64,9 @@ async def _pending(handle: Any) -> None:
         ("nested 300 levels", _deep(300).encode()),
         ("a megabyte of prompt", json.dumps({"request": {"prompt": "x" * 1_000_000}}).encode()),
         ("an absurd depth", b'{"request": {"depth": 100000000000000000000000000000000000000}}'),
+        # A budget below a new run's own start would continue-as-new for ever (issue 21).
+        ("a tiny history budget", b'{"request": {"options": {"continue_as_new_after_events": 1}}}'),
+        ("a negative history budget", b'{"request": {"options": {"continue_as_new_after_events": -5}}}'),
     ],
 )
 async def test_a_raw_start_that_cannot_be_taken_fails_the_session_once_with_the_reason(
