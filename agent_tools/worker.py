@@ -18,11 +18,17 @@ from agent_tools.client import unreachable
 from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
 
+STICKY_TIMEOUT_SECONDS = 3.0
+
 
 def build_worker(
     client: Client, plugin: AgentToolsPlugin, *, task_queue: str | None = None, **kwargs: object
 ) -> Worker:
     """A worker on ``client`` with everything the plugin registers (the plugin must be on the client)."""
+    # A workflow task waits this long on a worker's own (sticky) queue before any worker may take it. With
+    # the SDK's 10 s, every session cached on a SIGKILLed worker stalled 10 s at its next task; 3 s is
+    # still far above the milliseconds a live worker takes to pick its tasks up (bench/chaos.py).
+    kwargs.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=STICKY_TIMEOUT_SECONDS))
     return Worker(
         client,
         task_queue=task_queue or plugin.settings.task_queue,
