@@ -88,7 +88,7 @@ _STREAM_HISTORY_EVENTS = 20_000
 _NATIVE_CALLS_KEPT = 8
 
 
-@workflow.defn(name=WORKFLOW_NAME)
+@workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
 class AgentSession(HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin):
     @workflow.init
     def __init__(self, input: RawValue) -> None:
