@@ -106,6 +106,7 @@ def bare_worker(client: Any, task_queue: str, **kwargs: Any) -> Any:
 async def worker_main(mode: str, address: str, task_queue: str, db: str) -> None:
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Worker
 
     if mode == "engine":
         from agent_tools.worker import build_worker
@@ -113,6 +114,17 @@ async def worker_main(mode: str, address: str, task_queue: str, db: str) -> None
         plugin = engine_plugin(address, task_queue, db)
         client = await Client.connect(address, plugins=[plugin])
         worker = build_worker(client, plugin)  # the production worker's options
+    elif mode == "peer":
+        # Pydantic AI's Temporal integration as its docs set it up (bench/peers.py; the ``bench`` extra).
+        from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
+
+        from bench.peer_pydantic_ai import PeerAgent, agent
+
+        client = await Client.connect(address, plugins=[PydanticAIPlugin()])
+        worker = Worker(
+            client, task_queue=task_queue, workflows=[PeerAgent], plugins=[AgentPlugin(agent)],
+            max_concurrent_activities=200,
+        )  # fmt: skip
     else:
         client = await Client.connect(address, data_converter=pydantic_data_converter)
         worker = bare_worker(client, task_queue, max_concurrent_activities=200)
@@ -143,6 +155,11 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
             req = SessionRequest(prompt="research", model=f"scripted:{script}", tools=["lookup"], max_steps=steps)
             inp: Any = SessionInput(request=req)
             return await client.start_workflow("AgentSession", inp, id=wid, task_queue=task_queue)
+        if mode == "peer":
+            from bench.peer_pydantic_ai import PeerInput
+
+            peer = PeerInput(prompt="research", steps=steps - 1)  # its model calls lookup steps - 1 times
+            return await client.start_workflow("PeerAgent", peer, id=wid, task_queue=task_queue)
         inp = BareInput(prompt="research", script=script, max_steps=steps)
         return await client.start_workflow("BareAgentLoop", inp, id=wid, task_queue=task_queue)
 
@@ -177,7 +194,16 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     cpu = proc_cpu_seconds(proc.pid) - cpu0
     rss = proc_peak_rss_mb(proc.pid)
     sessions = len(results)
-    hist = [total_bytes(await client.get_workflow_handle(wid).fetch_history()) for _, wid in results[:5]]
+    histories = [await client.get_workflow_handle(wid).fetch_history() for _, wid in results[:5]]
+    hist = [total_bytes(h) for h in histories]
+    # The work was the same: every loop ran ``turns`` tool calls and one more model step per session.
+    for h in histories:
+        scheduled = [
+            e.activity_task_scheduled_event_attributes.activity_type.name
+            for e in h.events
+            if e.HasField("activity_task_scheduled_event_attributes")
+        ]
+        assert len(scheduled) == 2 * turns + 1, (mode, scheduled)
     proc.terminate()
     proc.wait(timeout=20)
     return {
@@ -268,7 +294,7 @@ def parse_config(parser: argparse.ArgumentParser, text: str) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--worker", choices=["engine", "bare"])
+    parser.add_argument("--worker", choices=["engine", "bare", "peer"])
     parser.add_argument("--address")
     parser.add_argument("--task-queue")
     parser.add_argument("--db")
