@@ -23,9 +23,9 @@ __all__ = [
 ]
 
 
-# The heartbeat timeout of model steps and tool calls. Five beats fit in it (one a second), and the SDK
-# forwards at most one per 0.8 of it to the server, so an event loop held up for a second or two
-# still gets a beat into every window.
+# The heartbeat timeout of model steps and tool calls. Five beats fit in it (one a second), and the
+# worker forwards one to the server at most every 2 s (agent_tools.worker.build_worker), so a worker held
+# up for a few seconds still gets a beat into every window.
 HEARTBEAT_SECONDS = 5.0
 
 

@@ -38,6 +38,10 @@ def build_worker(
     # the SDK's 10 s, every session cached on a SIGKILLed worker stalled 10 s at its next task; 3 s is
     # still far above the milliseconds a live worker takes to pick its tasks up (bench/chaos.py).
     kwargs.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=STICKY_TIMEOUT_SECONDS))
+    # The SDK forwards a heartbeat at most every 0.8 of the heartbeat timeout (4 of the model steps' and
+    # tools' 5 s), which leaves a loaded worker 1 s before the server takes it for dead and runs the call
+    # again; at most every 2 s leaves it 3 s, for one small RPC per running call every 2 s.
+    kwargs.setdefault("max_heartbeat_throttle_interval", timedelta(seconds=2))
     if "build_id" not in kwargs and "deployment_config" not in kwargs:
         # Without one the SDK derives a build id by reading and hashing the code of every loaded module
         # (1,000 here): 0.06 s per start with bytecode caches, 0.25 s without. It only names the worker

@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import random
 import signal
 import statistics
@@ -30,6 +31,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,7 @@ def write_script(path: Path, turns: int, step_seconds: float) -> str:
 # ---- worker process -----------------------------------------------------------------------------------
 
 
-async def worker_main(address: str, task_queue: str, db: str) -> None:
+async def worker_main(address: str, task_queue: str, db: str, sticky_seconds: float | None) -> None:
     from temporalio.client import Client
 
     from agent_tools.plugin import AgentToolsPlugin
@@ -66,7 +68,10 @@ async def worker_main(address: str, task_queue: str, db: str) -> None:
     settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, agents_file=None)
     plugin = AgentToolsPlugin(settings, tools=[make_user_tool(lookup)])
     client = await Client.connect(address, plugins=[plugin])
-    worker = build_worker(client, plugin)
+    extra: dict[str, Any] = {}
+    if sticky_seconds is not None:
+        extra["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=sticky_seconds)
+    worker = build_worker(client, plugin, **extra)
     print("ready", flush=True)
     await worker.run()
 
@@ -81,12 +86,19 @@ class Workers:
     address: str
     task_queue: str
     db: str
+    legacy: bool = False
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     kills: int = 0
 
     def spawn(self) -> subprocess.Popen[bytes]:
         args = [sys.executable, __file__, "--worker", "--address", self.address, "--task-queue", self.task_queue]
-        return subprocess.Popen([*args, "--db", self.db], stdout=subprocess.DEVNULL, cwd=ROOT)
+        env = dict(os.environ)
+        if self.legacy:
+            # The timeouts before issue 18: 30 s heartbeat timeouts, the SDK's 10 s sticky timeout.
+            env["AGENT_TOOLS_POLICY__MODEL_STEP__HEARTBEAT_SECONDS"] = "30"
+            env["AGENT_TOOLS_POLICY__TOOL_CALL__HEARTBEAT_SECONDS"] = "30"
+            args += ["--sticky-seconds", "10"]
+        return subprocess.Popen([*args, "--db", self.db], stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
 
     def start(self) -> None:
         self.procs = [self.spawn(), self.spawn()]
@@ -134,7 +146,7 @@ async def one_run(args: argparse.Namespace, address: str, chaos: bool, workdir: 
     db = args.db or f"sqlite+aiosqlite:///{workdir}/{task_queue}.sqlite"
     model = write_script(workdir / "script.json", args.turns, args.step_seconds)
     settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, agents_file=None)
-    workers = Workers(address, task_queue, db)
+    workers = Workers(address, task_queue, db, legacy=args.legacy_timeouts)
     temporal = await Client.connect(address, data_converter=pydantic_data_converter)
     client = AgentToolsClient(temporal, settings)
     rng = random.Random(seed)
@@ -215,6 +227,7 @@ async def driver(args: argparse.Namespace) -> int:
     chaos: list[RunResult] = []
     problems: list[str] = []
     print(
+        f"{'LEGACY TIMEOUTS (30 s heartbeats, 10 s sticky): ' if args.legacy_timeouts else ''}"
         f"{args.sessions} sessions x {args.turns} tool steps of {args.step_seconds} s, two workers; "
         f"chaos: one worker SIGKILLed every {args.kill_min}-{args.kill_max} s and replaced",
         flush=True,
@@ -265,11 +278,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--kill-min", type=float, default=3.0)
     parser.add_argument("--kill-max", type=float, default=8.0)
+    parser.add_argument("--sticky-seconds", type=float, help=argparse.SUPPRESS)  # a worker's own flag
+    parser.add_argument(
+        "--legacy-timeouts", action="store_true", help="run the workers with the timeouts from before issue 18"
+    )
     parser.add_argument("--gaps", action="store_true", help="print where the chaos runs' sessions waited")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take before it fails")
     args = parser.parse_args()
     if args.worker:
-        asyncio.run(worker_main(args.address, args.task_queue, args.db))
+        asyncio.run(worker_main(args.address, args.task_queue, args.db, args.sticky_seconds))
         return
     if args.rounds < 1 or args.sessions < 1 or args.turns < 1 or not 0 < args.kill_min <= args.kill_max:
         parser.error("--rounds, --sessions and --turns must be positive, and 0 < --kill-min <= --kill-max")
