@@ -130,12 +130,6 @@ async def drive_bare(env: Any, n: int, cache: int) -> int:
                 await asyncio.sleep(0.1)
         await asyncio.sleep(2.0)
         waiting = rss_kib(proc.pid)
-        # A loaded worker must not be taken for dead: model steps run again after a heartbeat timeout.
-        retried = 0
-        for h in handles[:100]:
-            for e in (await h.workflow.fetch_history()).events:
-                started = e.activity_task_started_event_attributes
-                retried += e.HasField("activity_task_started_event_attributes") and started.attempt > 1
 
         async def answer(h: Any) -> None:
             async with sem:
@@ -240,8 +234,8 @@ async def drive(env: Any, n: int, cache: int) -> dict[str, Any]:
         retried = 0
         for h in handles[:100]:
             for e in (await h.workflow.fetch_history()).events:
-                started = e.activity_task_started_event_attributes
-                retried += e.HasField("activity_task_started_event_attributes") and started.attempt > 1
+                attrs = e.activity_task_started_event_attributes
+                retried += e.HasField("activity_task_started_event_attributes") and attrs.attempt > 1
 
         # A fresh worker while every session waits: the wait itself holds no worker memory.
         await stop_worker(proc)

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import random
 import signal
 import statistics
@@ -56,7 +55,7 @@ def write_script(path: Path, turns: int, step_seconds: float) -> str:
 # ---- worker process -----------------------------------------------------------------------------------
 
 
-async def worker_main(address: str, task_queue: str, db: str, sticky_seconds: float | None) -> None:
+async def worker_main(address: str, task_queue: str, db: str, legacy: bool) -> None:
     from temporalio.client import Client
 
     from agent_tools.plugin import AgentToolsPlugin
@@ -66,11 +65,19 @@ async def worker_main(address: str, task_queue: str, db: str, sticky_seconds: fl
     from bench.bare_loop import lookup
 
     settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, agents_file=None)
-    plugin = AgentToolsPlugin(settings, tools=[make_user_tool(lookup)])
-    client = await Client.connect(address, plugins=[plugin])
+    policy = None
     extra: dict[str, Any] = {}
-    if sticky_seconds is not None:
-        extra["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=sticky_seconds)
+    if legacy:
+        # The timeouts before issue 18: 30 s heartbeat timeouts, the SDK's 10 s sticky queue timeout and
+        # heartbeat throttling.
+        from agent_tools.policy import ExecutionPolicy
+
+        slow = {"heartbeat_seconds": 30.0}
+        policy = ExecutionPolicy().merged({"model_step": slow, "tool_call": slow})
+        extra["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=10)
+        extra["max_heartbeat_throttle_interval"] = timedelta(seconds=60)
+    plugin = AgentToolsPlugin(settings, tools=[make_user_tool(lookup)], policy=policy)
+    client = await Client.connect(address, plugins=[plugin])
     worker = build_worker(client, plugin, **extra)
     print("ready", flush=True)
     await worker.run()
@@ -92,13 +99,9 @@ class Workers:
 
     def spawn(self) -> subprocess.Popen[bytes]:
         args = [sys.executable, __file__, "--worker", "--address", self.address, "--task-queue", self.task_queue]
-        env = dict(os.environ)
         if self.legacy:
-            # The timeouts before issue 18: 30 s heartbeat timeouts, the SDK's 10 s sticky timeout.
-            env["AGENT_TOOLS_POLICY__MODEL_STEP__HEARTBEAT_SECONDS"] = "30"
-            env["AGENT_TOOLS_POLICY__TOOL_CALL__HEARTBEAT_SECONDS"] = "30"
-            args += ["--sticky-seconds", "10"]
-        return subprocess.Popen([*args, "--db", self.db], stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
+            args += ["--legacy-timeouts"]
+        return subprocess.Popen([*args, "--db", self.db], stdout=subprocess.DEVNULL, cwd=ROOT)
 
     def start(self) -> None:
         self.procs = [self.spawn(), self.spawn()]
@@ -278,7 +281,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--kill-min", type=float, default=3.0)
     parser.add_argument("--kill-max", type=float, default=8.0)
-    parser.add_argument("--sticky-seconds", type=float, help=argparse.SUPPRESS)  # a worker's own flag
     parser.add_argument(
         "--legacy-timeouts", action="store_true", help="run the workers with the timeouts from before issue 18"
     )
@@ -286,7 +288,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take before it fails")
     args = parser.parse_args()
     if args.worker:
-        asyncio.run(worker_main(args.address, args.task_queue, args.db, args.sticky_seconds))
+        asyncio.run(worker_main(args.address, args.task_queue, args.db, args.legacy_timeouts))
         return
     if args.rounds < 1 or args.sessions < 1 or args.turns < 1 or not 0 < args.kill_min <= args.kill_max:
         parser.error("--rounds, --sessions and --turns must be positive, and 0 < --kill-min <= --kill-max")
