@@ -16,10 +16,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "HEARTBEAT_SECONDS",
     "CallPolicy",
     "ChildPolicy",
     "ExecutionPolicy",
 ]
+
+
+# The heartbeat timeout of model steps and tool calls. Five beats fit in it (one a second), and the
+# worker forwards one to the server at most every 2 s (agent_tools.worker.build_worker), so a worker held
+# up for a few seconds still gets a beat into every window.
+HEARTBEAT_SECONDS = 5.0
 
 
 class CallPolicy(BaseModel):
@@ -55,10 +62,13 @@ class ExecutionPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # Model steps and tools heartbeat every second while they wait (activities/heartbeat.py), so a worker
+    # that dies mid-call is noticed after HEARTBEAT_SECONDS and the call retried on another worker; with
+    # the earlier 30 s a SIGKILLed worker held its sessions half a minute (bench/chaos.py measures it).
     model_step: CallPolicy = CallPolicy(
-        start_to_close_seconds=300, heartbeat_seconds=30, maximum_interval_seconds=60, maximum_attempts=8
+        start_to_close_seconds=300, heartbeat_seconds=HEARTBEAT_SECONDS, maximum_interval_seconds=60, maximum_attempts=8
     )
-    tool_call: CallPolicy = CallPolicy(start_to_close_seconds=600, heartbeat_seconds=30)
+    tool_call: CallPolicy = CallPolicy(start_to_close_seconds=600, heartbeat_seconds=HEARTBEAT_SECONDS)
     # The small-model call that judges a goal after a turn.
     goal_judge: CallPolicy = CallPolicy(start_to_close_seconds=120)
     # The short engine activities: prepare_session, delegation look-ups, event subscriptions and loads.

@@ -6,7 +6,13 @@
 Starts an embedded Temporal dev server and a worker in a subprocess (so that its RSS is the worker's
 alone), warms the worker up with one session, starts N sessions whose scripted model calls askUser, waits
 until all N are ``waiting_for_user``, reads the worker's RSS, answers them all by update, waits for every
-session to complete, and reads the RSS again. Prints the figures; it is a measurement, not a test.
+session to complete, and reads the RSS again.
+
+Beside it, on the same server and the same worker settings (cache size, workflow task slots), N bare
+workflows that wait on a signal (the SDK's defaults, sandbox included): their KiB each is the floor a
+waiting Temporal workflow costs. Engine and bare alternate for ``--rounds`` rounds (default 3); the bench
+prints each round's KiB per waiting workflow for both, their ratio, and the medians. It is a measurement,
+not a test (it asserts only that every session got its answer).
 """
 
 from __future__ import annotations
@@ -71,6 +77,73 @@ def mib(kib: int) -> str:
     return f"{kib / 1024:.1f} MiB"
 
 
+# ---- the bare reference ---------------------------------------------------------------------------------
+
+
+async def run_bare_worker(address: str, task_queue: str, cache: int) -> None:
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from bench.bare_waiter import BareWaiter
+
+    client = await Client.connect(address)
+    worker = Worker(
+        client, task_queue=task_queue, workflows=[BareWaiter], max_cached_workflows=cache,
+        max_concurrent_workflow_tasks=200,
+    )  # fmt: skip
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async with worker:
+        print("READY", flush=True)
+        await stop.wait()
+
+
+async def drive_bare(env: Any, n: int, cache: int) -> int:
+    """KiB per waiting bare workflow: RSS with N waiting minus RSS after one warm-up, over N."""
+    from bench.bare_waiter import BareWaiter
+
+    tmp = Path(tempfile.mkdtemp(prefix="askuser-bare-"))
+    task_queue = f"bare-{uuid.uuid4().hex[:8]}"
+    address = env.client.service_client.config.target_host
+    proc = await start_worker(("--bare-worker", address, task_queue, str(cache)), tmp / "worker.log")
+    client = env.client
+    try:
+        warm = await client.start_workflow(BareWaiter.run, "warm", id=f"{task_queue}-warm", task_queue=task_queue)
+        await warm.signal(BareWaiter.answer_question, "x")
+        await warm.result()
+        await asyncio.sleep(1.0)
+        baseline = rss_kib(proc.pid)
+        sem = asyncio.Semaphore(100)
+
+        async def start(i: int) -> Any:
+            async with sem:
+                return await client.start_workflow(
+                    BareWaiter.run, f"b{i}", id=f"{task_queue}-{i}", task_queue=task_queue
+                )
+
+        handles = await asyncio.gather(*(start(i) for i in range(n)))
+        # Every one has run its first workflow task (and sits in the cache) once its history has 3+ events.
+        for h in handles:
+            for _ in range(600):
+                if len((await h.fetch_history()).events) >= 4:
+                    break
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(2.0)
+        waiting = rss_kib(proc.pid)
+
+        async def answer(h: Any) -> None:
+            async with sem:
+                await h.signal(BareWaiter.answer_question, "dayjs")
+
+        await asyncio.gather(*(answer(h) for h in handles))
+        results = await asyncio.gather(*(h.result() for h in handles))
+        assert all(r.endswith("dayjs") for r in results)
+        return waiting - baseline
+    finally:
+        await stop_worker(proc)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 # ---- worker subprocess ---------------------------------------------------------------------------------
 
 
@@ -114,9 +187,8 @@ async def wait_count(client: Any, query: str, want: int, timeout: float) -> floa
         await asyncio.sleep(0.5)
 
 
-async def drive(n: int, cache: int) -> dict[str, Any]:
+async def drive(env: Any, n: int, cache: int) -> dict[str, Any]:
     from agent_tools.client import AgentToolsClient
-    from agent_tools.devserver import start_dev_server
     from agent_tools.human_client import answer_questions
     from agent_tools.settings import Settings
 
@@ -126,7 +198,6 @@ async def drive(n: int, cache: int) -> dict[str, Any]:
     model = f"scripted:{script_path}"
     database_url = f"sqlite+aiosqlite:///{tmp}/store.sqlite"
     task_queue = f"bench-{uuid.uuid4().hex[:8]}"
-    env = await start_dev_server(ui=False)
     address = env.client.service_client.config.target_host
     worker_args = ("--worker", address, task_queue, database_url, model, str(cache))
     proc = await start_worker(worker_args, tmp / "worker-1.log")
@@ -159,6 +230,12 @@ async def drive(n: int, cache: int) -> dict[str, Any]:
         all_waiting_seconds = time.monotonic() - started
         await asyncio.sleep(2.0)
         waiting = rss_kib(proc.pid)
+        # A loaded worker must not be taken for dead: model steps run again after a heartbeat timeout.
+        retried = 0
+        for h in handles[:100]:
+            for e in (await h.workflow.fetch_history()).events:
+                attrs = e.activity_task_started_event_attributes
+                retried += e.HasField("activity_task_started_event_attributes") and attrs.attempt > 1
 
         # A fresh worker while every session waits: the wait itself holds no worker memory.
         await stop_worker(proc)
@@ -188,8 +265,10 @@ async def drive(n: int, cache: int) -> dict[str, Any]:
             "worker_rss_all_waiting": mib(waiting),
             "delta_while_waiting": mib(waiting - baseline),
             "per_waiting_session_kib": round((waiting - baseline) / n, 1),
+            "delta_kib": waiting - baseline,
             "fresh_worker_rss_while_all_wait": mib(fresh_waiting),
             "fresh_worker_rss_after_answering_all": mib(after),
+            "retried_activities_in_first_100_sessions": retried,
             "seconds_to_start": round(start_seconds, 1),
             "seconds_until_all_waiting": round(all_waiting_seconds, 1),
             "seconds_to_answer_all_by_update_fresh_worker": round(answer_seconds, 1),
@@ -201,7 +280,6 @@ async def drive(n: int, cache: int) -> dict[str, Any]:
         raise
     finally:
         await stop_worker(proc)
-        await env.shutdown()
         if failed is None:
             shutil.rmtree(tmp, ignore_errors=True)  # kept (with the worker logs) when the run failed
 
@@ -237,15 +315,50 @@ def main() -> None:
         address, task_queue, database_url, model, cache = sys.argv[2:7]
         asyncio.run(run_worker(address, task_queue, database_url, model, int(cache)))
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--bare-worker":
+        address, task_queue, cache = sys.argv[2:5]
+        asyncio.run(run_bare_worker(address, task_queue, int(cache)))
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--cache", type=int, default=1000, help="worker max_cached_workflows (SDK default 1000)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating engine / bare rounds")
     args = parser.parse_args()
+    if args.rounds < 1 or args.sessions < 1:
+        parser.error("--rounds and --sessions must be positive")
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    figures = asyncio.run(drive(args.sessions, args.cache))
-    width = max(len(k) for k in figures)
-    for key, value in figures.items():
-        print(f"{key:<{width}}  {value}")
+    asyncio.run(compare(args.sessions, args.cache, args.rounds))
+
+
+async def compare(n: int, cache: int, rounds: int) -> None:
+    import statistics
+
+    from agent_tools.devserver import start_dev_server
+
+    env = await start_dev_server(ui=False)
+    engine_kib: list[float] = []
+    bare_kib: list[float] = []
+    try:
+        for r in range(rounds):
+            figures = await drive(env, n, cache)
+            bare = await drive_bare(env, n, cache)
+            engine_kib.append(figures["delta_kib"] / n)
+            bare_kib.append(bare / n)
+            print(f"round {r + 1}: engine {engine_kib[-1]:.1f} KiB per waiting session, bare {bare_kib[-1]:.1f} "
+                  f"KiB per waiting workflow, ratio {engine_kib[-1] / bare_kib[-1]:.2f}x", flush=True)  # fmt: skip
+            if r == rounds - 1:
+                width = max(len(k) for k in figures)
+                for key, value in figures.items():
+                    print(f"  {key:<{width}}  {value}")
+    finally:
+        await env.shutdown()
+    e, b = statistics.median(engine_kib), statistics.median(bare_kib)
+    ratios = [x / y for x, y in zip(engine_kib, bare_kib, strict=True)]
+    print(
+        f"median: engine {e:.1f} KiB per waiting session (spread {min(engine_kib):.1f}-{max(engine_kib):.1f}; "
+        f"target < 150), bare {b:.1f} KiB (spread {min(bare_kib):.1f}-{max(bare_kib):.1f}); ratio {e / b:.2f}x "
+        f"(per round {' '.join(f'{x:.2f}' for x in ratios)})"
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@ the session's next activity (``agent_tools.contracts.events.load_event``, schedu
 Everything runs on this machine: the embedded Temporal dev server, one worker, the ingress (uvicorn on a
 127.0.0.1 socket), SQLite in a temp dir, the scripted model. Latency uses the server's timestamp of the
 ActivityTaskScheduled event minus the client's clock before the POST (same host, same clock).
+
+Before each phase, the same number of bare workflows waiting on a signal are signalled directly on the
+same server (a worker on its own queue in the same process): the raw Temporal figure the events path is
+compared with (issue 18.5: delivered events/s >= 0.5x raw signals), printed with the ratio.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from agent_tools.testing import write_script
 from agent_tools.worker import build_worker
 
 TOKEN = "bench-token-0123456789"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 async def next_activity_time(handle: SessionHandle) -> datetime | None:
@@ -136,6 +141,55 @@ async def run_phase(
     }
 
 
+async def run_raw_phase(temporal: Client, task_queue: str, n: int, concurrency: int) -> dict[str, Any]:
+    """The reference: N bare workflows waiting on a signal, signalled directly (no ingress, no router, no
+    store); "delivered" when the signal's workflow task completed the workflow."""
+    from bench.bare_waiter import BareWaiter
+
+    prefix = f"raw-{uuid.uuid4().hex[:6]}"
+    handles = [
+        await temporal.start_workflow(BareWaiter.run, str(i), id=f"{prefix}-{i}", task_queue=task_queue)
+        for i in range(n)
+    ]
+    for h in handles:  # each has run its first workflow task and waits
+        while len((await h.fetch_history()).events) < 4:  # noqa: ASYNC110 - polling the server
+            await asyncio.sleep(0.01)
+    sent_at: dict[int, float] = {}
+    sem = asyncio.Semaphore(concurrency)
+
+    async def send(i: int) -> None:
+        async with sem:
+            sent_at[i] = time.time()
+            await handles[i].signal(BareWaiter.answer_question, "tick")
+
+    start = time.perf_counter()
+    if concurrency == 1:
+        for i in range(n):
+            await send(i)
+            await handles[i].result()
+    else:
+        await asyncio.gather(*(send(i) for i in range(n)))
+    acked = time.perf_counter() - start
+    await asyncio.gather(*(h.result() for h in handles))
+    done = time.perf_counter() - start
+    latencies = []
+    for i, h in enumerate(handles):
+        async for ev in h.fetch_history_events():
+            if ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+                latencies.append((ev.event_time.ToDatetime().replace(tzinfo=UTC).timestamp() - sent_at[i]) * 1000)
+    return {
+        "phase": "raw",
+        "sessions": n,
+        "concurrency": concurrency,
+        "ingress_events_per_s": n / acked,
+        "delivered_events_per_s": n / done,
+        "latency_ms_p50": statistics.median(latencies),
+        "latency_ms_p95": pct(latencies, 95),
+        "latency_ms_max": max(latencies),
+        "signal_ms_p50": float("nan"),
+    }
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -160,7 +214,9 @@ async def main() -> None:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--unloaded", type=int, default=20, help="sessions woken one at a time first")
+    parser.add_argument("--rounds", type=int, default=3, help="raw / events rounds of both phases")
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))  # bench.bare_waiter, the raw reference
 
     tmp = Path(tempfile.mkdtemp(prefix="events-bench-"))
     wait = {"kind": "bench.tick", "match": {"n": "{{last_user}}"}, "timeout_seconds": 600}
@@ -181,8 +237,8 @@ async def main() -> None:
         env.client.service_client.config.target_host, namespace=env.client.namespace, plugins=[plugin]
     )
     tokens: dict[str, str] = {}
-    projects = {name: f"{name}-{uuid.uuid4().hex[:6]}" for name in ("unloaded", "burst")}
-    for project in projects.values():
+    rounds = [{name: f"{name}-{uuid.uuid4().hex[:6]}" for name in ("unloaded", "burst")} for _ in range(args.rounds)]
+    for project in (p for projects in rounds for p in projects.values()):
         tokens[f"bench/{project}"] = f"{TOKEN}-{project}"  # one token per project, as in production
     port = free_port()
     # The ingress runs as its own process (`agent-tools serve`), as it does in docker-compose: it opens its
@@ -210,18 +266,38 @@ async def main() -> None:
     base = f"http://127.0.0.1:{port}"
     await wait_healthy(base)
     results = []
+    raw_results = []
+    from temporalio.worker import Worker
+
+    from bench.bare_waiter import BareWaiter
+
+    # The raw reference's worker on its own queue beside ours (the plugin leaves other queues' workers as
+    # the SDK builds them), on the same server and in the same process.
+    raw_worker = Worker(temporal, task_queue="events-raw", workflows=[BareWaiter], max_concurrent_workflow_tasks=200)
     try:
-        async with build_worker(temporal, plugin), httpx.AsyncClient(base_url=base, timeout=60) as http:
+        async with (
+            build_worker(temporal, plugin),
+            raw_worker,
+            httpx.AsyncClient(base_url=base, timeout=60) as http,
+        ):
             client = AgentToolsClient(temporal, settings)
-            for name, n, conc in (("unloaded", args.unloaded, 1), ("burst", args.sessions, args.concurrency)):
-                project = projects[name]
-                results.append(await run_phase(project, f"{TOKEN}-{project}", client, http, n, conc))
+            for projects in rounds:
+                for name, n, conc in (("unloaded", args.unloaded, 1), ("burst", args.sessions, args.concurrency)):
+                    project = projects[name]
+                    # Raw and ours alternate per phase, so the machine's noise falls on both.
+                    raw_results.append(await run_raw_phase(temporal, "events-raw", n, conc))
+                    results.append(await run_phase(project, f"{TOKEN}-{project}", client, http, n, conc))
             await client.close()
     finally:
         server.terminate()
         server.wait(10)
         await env.shutdown()
-    for r in results:
+    for r, raw in zip(results, raw_results, strict=True):
+        print(
+            f"{r['phase']:>8}: raw signals to {raw['sessions']} bare waiting workflows, concurrency "
+            f"{raw['concurrency']}: delivered {raw['delivered_events_per_s']:.0f}/s; signal -> its workflow task "
+            f"done p50 {raw['latency_ms_p50']:.0f} ms, p95 {raw['latency_ms_p95']:.0f} ms"
+        )
         print(
             f"{r['phase']:>8}: {r['sessions']} sessions, concurrency {r['concurrency']}: "
             f"ingress {r['ingress_events_per_s']:.0f} events/s, "
@@ -229,6 +305,19 @@ async def main() -> None:
             f"POST -> next activity p50 {r['latency_ms_p50']:.0f} ms, p95 {r['latency_ms_p95']:.0f} ms, "
             f"max {r['latency_ms_max']:.0f} ms (POST -> router's signal in the session p50 "
             f"{r['signal_ms_p50']:.0f} ms)"
+        )
+        print(
+            f"{'':>8}  events/raw: delivered {r['delivered_events_per_s'] / raw['delivered_events_per_s']:.2f}x "
+            f"(target >= 0.5x), p50 latency {r['latency_ms_p50'] / raw['latency_ms_p50']:.2f}x"
+        )
+    for phase in ("unloaded", "burst"):
+        pairs = [(r, raw) for r, raw in zip(results, raw_results, strict=True) if r["phase"] == phase]
+        rates = [r["delivered_events_per_s"] / raw["delivered_events_per_s"] for r, raw in pairs]
+        lat = [r["latency_ms_p50"] / raw["latency_ms_p50"] for r, raw in pairs]
+        print(
+            f"{phase:>8}, medians of {len(pairs)} rounds: events/raw delivered {statistics.median(rates):.2f}x "
+            f"(per round {' '.join(f'{x:.2f}' for x in rates)}; target >= 0.5x), p50 latency "
+            f"{statistics.median(lat):.2f}x (per round {' '.join(f'{x:.2f}' for x in lat)})"
         )
 
 

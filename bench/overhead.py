@@ -7,7 +7,9 @@
 
 A "turn" here is one model step that calls a tool (plus the final answer step). Each mode's worker runs
 in its own process on a fresh task queue; worker CPU comes from /proc (utime+stime), RSS is the worker's
-peak (VmHWM). Each configuration runs engine, bare, engine, bare... (``--rounds`` of each, a fresh worker
+peak (VmHWM) after the measured sessions and its RSS after one warm-up session; start-up is the time
+from spawning the worker process to the answer of a one-step session that was already waiting on its
+queue. Each configuration runs engine, bare, engine, bare... (``--rounds`` of each, a fresh worker
 every time) and prints the median of every figure, the engine/bare ratio of the medians, and each
 round's own ratio: on a shared machine one pair of runs can differ by a fifth either way, and the
 per-round ratios show how far.
@@ -44,6 +46,13 @@ def proc_cpu_seconds(pid: int) -> float:
 def proc_peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def proc_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -100,8 +109,22 @@ async def worker_main(mode: str, address: str, task_queue: str, db: str) -> None
     from temporalio.worker import Worker
 
     if mode == "engine":
-        client = await Client.connect(address, plugins=[engine_plugin(address, task_queue, db)])
-        worker = Worker(client, task_queue=task_queue, max_concurrent_activities=200)
+        from agent_tools.worker import build_worker
+
+        plugin = engine_plugin(address, task_queue, db)
+        client = await Client.connect(address, plugins=[plugin])
+        worker = build_worker(client, plugin)  # the production worker's options
+    elif mode == "peer":
+        # Pydantic AI's Temporal integration as its docs set it up (bench/peers.py; the ``bench`` extra).
+        from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
+
+        from bench.peer_pydantic_ai import PeerAgent, agent
+
+        client = await Client.connect(address, plugins=[PydanticAIPlugin()])
+        worker = Worker(
+            client, task_queue=task_queue, workflows=[PeerAgent], plugins=[AgentPlugin(agent)],
+            max_concurrent_activities=200,
+        )  # fmt: skip
     else:
         client = await Client.connect(address, data_converter=pydantic_data_converter)
         worker = bare_worker(client, task_queue, max_concurrent_activities=200)
@@ -123,31 +146,43 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     task_queue = f"bench-{mode}-{uuid.uuid4().hex[:8]}"
     db = f"sqlite+aiosqlite:///{workdir}/{task_queue}.sqlite"
     script = write_script(workdir / f"script-{turns}.json", turns)
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--worker", mode, "--address", address, "--task-queue", task_queue, "--db", db],
-        stdout=subprocess.PIPE, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    proc.stdout.readline()  # "ready"
+    first = write_script(workdir / "script-0.json", 0)
     client = await Client.connect(address, data_converter=pydantic_data_converter)
 
-    async def one(i: int) -> tuple[float, str]:
+    async def start(i: int, script: str, steps: int) -> Any:
         wid = f"{task_queue}-{i}"
-        t0 = time.perf_counter()
         if mode == "engine":
-            req = SessionRequest(prompt="research", model=f"scripted:{script}", tools=["lookup"], max_steps=turns + 1)
-            await client.execute_workflow("AgentSession", SessionInput(request=req), id=wid, task_queue=task_queue)
-        else:
-            await client.execute_workflow(
-                "BareAgentLoop",
-                BareInput(prompt="research", script=script, max_steps=turns + 1),
-                id=wid,
-                task_queue=task_queue,
-            )
-        return time.perf_counter() - t0, wid
+            req = SessionRequest(prompt="research", model=f"scripted:{script}", tools=["lookup"], max_steps=steps)
+            inp: Any = SessionInput(request=req)
+            return await client.start_workflow("AgentSession", inp, id=wid, task_queue=task_queue)
+        if mode == "peer":
+            from bench.peer_pydantic_ai import PeerInput
 
+            peer = PeerInput(prompt="research", steps=steps - 1)  # its model calls lookup steps - 1 times
+            return await client.start_workflow("PeerAgent", peer, id=wid, task_queue=task_queue)
+        inp = BareInput(prompt="research", script=script, max_steps=steps)
+        return await client.start_workflow("BareAgentLoop", inp, id=wid, task_queue=task_queue)
+
+    async def one(i: int) -> tuple[float, str]:
+        t0 = time.perf_counter()
+        handle = await start(i, script, turns + 1)
+        await handle.result()
+        return time.perf_counter() - t0, handle.id
+
+    # Start-up: a one-step session waits on the queue, then the worker process starts; the time until that
+    # session's answer covers the interpreter, the imports, the worker's set-up (store, sandbox probe) and
+    # its first workflow run, all a fresh worker pays before it serves.
+    waiting = await start(-2, first, 1)
+    spawned = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--worker", mode, "--address", address, "--task-queue", task_queue, "--db", db],
+        stdout=subprocess.DEVNULL, cwd=ROOT,
+    )  # fmt: skip
+    await waiting.result()
+    startup = time.perf_counter() - spawned
     # Warm up once so that imports and connection set-up are not billed to the measured sessions.
     await one(-1)
+    rss_warm = proc_rss_mb(proc.pid)
     cpu0 = proc_cpu_seconds(proc.pid)
     t0 = time.perf_counter()
     if concurrency == 1:
@@ -159,13 +194,24 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     cpu = proc_cpu_seconds(proc.pid) - cpu0
     rss = proc_peak_rss_mb(proc.pid)
     sessions = len(results)
-    hist = [total_bytes(await client.get_workflow_handle(wid).fetch_history()) for _, wid in results[:5]]
+    histories = [await client.get_workflow_handle(wid).fetch_history() for _, wid in results[:5]]
+    hist = [total_bytes(h) for h in histories]
+    # The work was the same: every loop ran ``turns`` tool calls and one more model step per session.
+    for h in histories:
+        scheduled = [
+            e.activity_task_scheduled_event_attributes.activity_type.name
+            for e in h.events
+            if e.HasField("activity_task_scheduled_event_attributes")
+        ]
+        assert len(scheduled) == 2 * turns + 1, (mode, scheduled)
     proc.terminate()
     proc.wait(timeout=20)
     return {
         "latency_s": statistics.mean(r[0] for r in results),
         "throughput": sessions / wall,
         "cpu_per_session_ms": 1000 * cpu / sessions,
+        "startup_s": startup,
+        "rss_warm_mb": rss_warm,
         "rss_mb": rss,
         "history_kb": statistics.mean(hist) / 1024,
     }
@@ -228,6 +274,8 @@ def print_row(
         ("latency_s", "latency per session s"),
         ("throughput", "throughput sessions/s"),
         ("cpu_per_session_ms", "worker CPU/session ms"),
+        ("startup_s", "start-up to 1st answer s"),
+        ("rss_warm_mb", "RSS after warm-up MB"),
         ("rss_mb", "worker peak RSS MB"),
         ("history_kb", "history KB/session"),
     ]:
@@ -246,7 +294,7 @@ def parse_config(parser: argparse.ArgumentParser, text: str) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--worker", choices=["engine", "bare"])
+    parser.add_argument("--worker", choices=["engine", "bare", "peer"])
     parser.add_argument("--address")
     parser.add_argument("--task-queue")
     parser.add_argument("--db")

@@ -199,3 +199,97 @@ def test_retry_policies_name_error_classes_that_exist() -> None:
 
     for name in (*errors.NON_RETRYABLE_MODEL_ERRORS, *errors.NON_RETRYABLE_TOOL_ERRORS):
         assert issubclass(getattr(errors, name), errors.AgentToolsError)
+
+
+# ---- the engine's workflows run outside the sandbox -------------------------------------------------------
+# They are defined with ``sandboxed=False`` (docs/design-notes.md, "Workflow sandbox"), so nothing checks
+# them at run time: everything their modules import when loaded is checked here instead, as the workflow
+# layer is above.
+
+
+def _module_path(module: str) -> Path | None:
+    base = ROOT / Path(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _loaded_with(path: Path) -> set[str]:
+    """The agent_tools modules that loading ``path`` imports (module level, type-checking imports aside)."""
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, (ast.With, ast.If, ast.Try)):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+
+    visit(ast.parse(path.read_text()).body)
+    modules = set()
+    for name in found:
+        parts = name.split(".")
+        # A package's __init__ runs before its submodule; the top-level one is lazy (its own test).
+        modules.update(".".join(parts[:i]) for i in range(2, len(parts) + 1) if parts[0] == "agent_tools")
+    return {m for m in modules if _module_path(m) is not None}
+
+
+def _workflow_closure() -> set[str]:
+    from agent_tools.workflows.registry import all_workflows
+
+    todo = [cls.__module__ for cls in all_workflows()]
+    seen: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            path = _module_path(module)
+            assert path is not None, module
+            todo.extend(_loaded_with(path))
+    return seen
+
+
+def test_the_engine_workflows_run_unsandboxed() -> None:
+    from temporalio.workflow import _Definition
+
+    from agent_tools.workflows.registry import all_workflows
+
+    for cls in all_workflows():
+        defn = _Definition.must_from_class(cls)
+        assert defn.sandboxed is False, f"{defn.name}: the figures in the design notes assume sandboxed=False"
+
+
+def test_everything_the_workflows_load_is_deterministic_and_does_no_io() -> None:
+    closure = _workflow_closure()
+    # The closure really follows imports: the session loads its contracts, and no activity or client code.
+    assert {"agent_tools.session", "agent_tools.messages", "agent_tools.workflows.base"} <= closure
+    assert not any(m.startswith(("agent_tools.activities", "agent_tools.cli")) for m in closure), sorted(closure)
+    assert "agent_tools.client" not in closure and "agent_tools.plugin" not in closure
+    offenders = {}
+    for module in sorted(closure):
+        path = _module_path(module)
+        assert path is not None
+        found = _nondeterministic_calls(path) + sorted(_imports(path) & (IO_MODULES | NONDETERMINISTIC))
+        if found:
+            offenders[module] = found
+    assert offenders == {}
+
+
+def test_the_closure_check_follows_imports(tmp_path: Path) -> None:
+    mod = tmp_path / "mod.py"
+    mod.write_text(
+        "from typing import TYPE_CHECKING\nfrom agent_tools.session import SessionState\n"
+        "if TYPE_CHECKING:\n    from agent_tools.client import AgentToolsClient\n"
+        "with workflow.unsafe.imports_passed_through():\n    import agent_tools.messages\n"
+        "def f():\n    from agent_tools.plugin import AgentToolsPlugin\n"
+    )
+    assert _loaded_with(mod) == {"agent_tools.session", "agent_tools.messages"}

@@ -88,6 +88,30 @@ async def test_a_new_database_is_created_and_stamped(empty_engine: AsyncEngine) 
     async with empty_engine.connect() as conn:
         assert await conn.run_sync(_version) == HEAD
         assert await conn.run_sync(_differences) == []
+        # The stamp was written without Alembic: Alembic reads it as its own, and has nothing to upgrade.
+        assert await conn.run_sync(lambda c: MigrationContext.configure(c).get_current_revision()) == HEAD
+    async with empty_engine.begin() as conn:
+        await conn.run_sync(lambda c: command.upgrade(alembic_config(c), "head"))
+        assert await conn.run_sync(_version) == HEAD
+
+
+def test_a_new_database_is_created_without_loading_alembic(tmp_path: Path) -> None:
+    """Alembic (15 MiB) stays in a process once imported: a worker on a new store must not import it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys\n"
+        "from agent_tools.activities.store.db import Store\n"
+        "async def main():\n"
+        "    s = Store(sys.argv[1])\n"
+        "    print(await s.create_schema(), 'alembic' in sys.modules)\n"
+        "    await s.close()\n"
+        "asyncio.run(main())\n"
+    )
+    url = f"sqlite+aiosqlite:///{tmp_path}/new.sqlite"
+    out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["created", "False"], out.stderr[-2000:]
 
 
 async def test_a_database_from_before_migrations_is_stamped_and_keeps_its_rows(empty_engine: AsyncEngine) -> None:

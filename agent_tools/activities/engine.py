@@ -9,6 +9,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.model_calls import check_budget, complete, non_retryable
 from agent_tools.activities.offer import unavailable_tools
 from agent_tools.activities.providers.base import ToolSchema
@@ -242,6 +243,11 @@ def build_engine_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
 
     @activity.defn(name=ACTIVITY_LLM_STEP)
     async def llm_step_activity(inp: LlmStepInput) -> LlmStepOutput:
-        return await llm_step(await holder.get(), inp)
+        async def step() -> LlmStepOutput:
+            return await llm_step(await holder.get(), inp)
+
+        # The whole step beats, store work included: with a heartbeat timeout of seconds, a transcript
+        # write queued behind a busy store would otherwise pass for a dead worker and run the call again.
+        return await with_heartbeat(step())
 
     return [prepare_session_activity, llm_step_activity]

@@ -24,7 +24,9 @@ async def with_heartbeat(awaitable: Awaitable[T], *, every: float | None = None)
     timeout = activity.info().heartbeat_timeout
     if timeout is None:
         return await awaitable
-    interval = every or max(0.2, timeout.total_seconds() / 3)
+    # Five beats per timeout: the worker forwards at most one every 2 s (build_worker), so the server's
+    # load stays bounded, and an event loop held up for a while still gets a beat into each window.
+    interval = every or max(0.2, timeout.total_seconds() / 5)
 
     async def beat() -> None:
         # Sleep first: a call that ends within the interval costs the server no heartbeat at all.

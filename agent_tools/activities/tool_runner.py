@@ -210,7 +210,7 @@ def build_tool_activities(
     activities: list[Callable[..., Any]] = []
 
     def make(name: str, impl: ToolImpl) -> Callable[..., Any]:
-        async def run(inp: ToolCallInput) -> ToolCallOutput:
+        async def call(inp: ToolCallInput) -> ToolCallOutput:
             services = await holder.get()
             if inp.approval_id is not None:
                 # At most once: the grant is claimed before the tool runs (agent_tools/activities/approvals.py).
@@ -218,6 +218,11 @@ def build_tool_activities(
                     services, inp, lambda: run_tool(services, services.catalog.get(name), impl, inp)
                 )
             return await run_tool(services, services.catalog.get(name), impl, inp)
+
+        async def run(inp: ToolCallInput) -> ToolCallOutput:
+            # The whole call beats (the tool's own work, and saving a large result as an artifact), so a
+            # busy store never makes a live worker look dead within the few-second heartbeat timeout.
+            return await with_heartbeat(call(inp))
 
         run.__name__ = f"tool_{name}"
         return activity.defn(name=tool_activity_name(name))(run)

@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
-@workflow.defn(name=ROUTER_WORKFLOW)
+@workflow.defn(name=ROUTER_WORKFLOW, sandboxed=False)
 class EventRouter:
     """Subscriptions of one organisation and project; signals ``subscribe`` and ``event``, query ``state``."""
 

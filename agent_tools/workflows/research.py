@@ -54,7 +54,7 @@ def pick_sources(results: list[ResearchSearchOutput], limit: int) -> list[Resear
     return picked
 
 
-@workflow.defn(name="DeepResearch")
+@workflow.defn(name="DeepResearch", sandboxed=False)
 class DeepResearch:
     def __init__(self) -> None:
         self.job = ResearchJob(id="", status="running", phase="starting")

@@ -98,7 +98,7 @@ _MIN_CAN_EVENTS = 100
 _NATIVE_CALLS_KEPT = 8
 
 
-@workflow.defn(name=WORKFLOW_NAME)
+@workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
 class AgentSession(
     ApprovalMixin, HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin, BudgetMixin, OutputMixin
 ):

@@ -68,6 +68,19 @@ def migrate(conn: Connection, create_new: Callable[[Connection], None]) -> str:
     tables = set(inspect(conn).get_table_names())
     if "alembic_version" in tables and conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == HEAD:
         return "current"
+    if not tables:
+        # A new database: create the tables and record HEAD as ``alembic stamp head`` would (its version
+        # table, one row), without loading Alembic. Every fresh deployment, test store and bench run
+        # starts here, and Alembic stays in the worker's memory once loaded (15 MiB).
+        create_new(conn)
+        conn.execute(
+            text(
+                "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
+                "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+            )
+        )
+        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES (:head)"), {"head": HEAD})
+        return "created"
     from alembic import command
 
     cfg = alembic_config(conn)
