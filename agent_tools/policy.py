@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "HEARTBEAT_SECONDS",
@@ -43,7 +43,29 @@ class CallPolicy(BaseModel):
     maximum_attempts: int = Field(default=3, ge=0, le=1000)  # 0: unlimited, Temporal's meaning
 
 
-class ChildPolicy(BaseModel):
+class _PartialSections(BaseModel):
+    """A policy whose sections may be given in part: the fields not given keep the section's default.
+
+    The environment gives them that way (``AGENT_TOOLS_POLICY__MODEL_STEP__HEARTBEAT_SECONDS=30`` arrives as
+    ``{"model_step": {"heartbeat_seconds": "30"}}``), and so may an agent's override; validated as they come,
+    such a section would lack its required ``start_to_close_seconds`` and the whole setting would fail.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_sections(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        filled = dict(data)
+        for name, field in cls.model_fields.items():
+            given, default = filled.get(name), field.default
+            if isinstance(given, dict) and isinstance(default, BaseModel):
+                # Nested sections (child_session.await_call) are filled by their own class's validator.
+                filled[name] = {**default.model_dump(exclude=set(given)), **given}
+        return filled
+
+
+class ChildPolicy(_PartialSections):
     """Limits of a child session (a sub-agent of any face)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -57,7 +79,7 @@ class ChildPolicy(BaseModel):
     )
 
 
-class ExecutionPolicy(BaseModel):
+class ExecutionPolicy(_PartialSections):
     """Every call kind a session makes. The defaults are the engine's long-standing values."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

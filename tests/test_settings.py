@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from agent_tools import settings as settings_module
 from agent_tools.activities.services import Services
@@ -16,6 +17,7 @@ from agent_tools.contracts.memory import MemoryPolicy
 from agent_tools.contracts.sandbox import SandboxSettings
 from agent_tools.contracts.skills import SkillsSettings
 from agent_tools.contracts.web.config import WebConfig
+from agent_tools.policy import ExecutionPolicy
 from agent_tools.settings import SECTIONS, Settings
 
 
@@ -76,6 +78,26 @@ def test_sections_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.events.sources["gh"].type == "github" and s.events.sources["gh"].project == "default"
     assert s.events.max_body_bytes == 2048 and s.memory.promote_after_uses == 5
     assert s.sandbox.mount_proc is False and s.skills.dir == Path("/srv/skills")
+
+
+def test_a_policy_section_given_in_part_keeps_its_other_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seen failing: "policy.model_step.start_to_close_seconds: Field required" for the first variable alone.
+    monkeypatch.setenv("AGENT_TOOLS_POLICY__MODEL_STEP__HEARTBEAT_SECONDS", "30")
+    monkeypatch.setenv("AGENT_TOOLS_POLICY__CHILD_SESSION__AWAIT_CALL__MAXIMUM_ATTEMPTS", "7")
+    policy = Settings().policy
+    default = ExecutionPolicy()
+    assert policy.model_step.heartbeat_seconds == 30
+    assert policy.model_step.start_to_close_seconds == default.model_step.start_to_close_seconds
+    assert policy.model_step.maximum_attempts == default.model_step.maximum_attempts
+    assert policy.child_session.await_call.maximum_attempts == 7
+    assert policy.child_session.await_call.heartbeat_seconds == default.child_session.await_call.heartbeat_seconds
+    assert policy.tool_call == default.tool_call
+    # An agent's partial override reads the same way; a bad value is still refused.
+    assert ExecutionPolicy.model_validate({"tool_call": {"maximum_attempts": 1}}).tool_call.start_to_close_seconds == (
+        default.tool_call.start_to_close_seconds
+    )
+    with pytest.raises(ValidationError):
+        ExecutionPolicy.model_validate({"tool_call": {"start_to_close_seconds": -1}})
 
 
 def test_sections_from_dot_env(tmp_path: Path) -> None:
