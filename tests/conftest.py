@@ -46,8 +46,12 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         await env.shutdown()
 
 
-@pytest_asyncio.fixture(scope="session")
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The time-skipping test server, one per test module: it skips time for every workflow it holds, so a
+    run one module leaves open (a loop, a chain of continue-as-new runs) must not move another module's
+    clock. Seen: three of test_planning's loop tests failed ("No completion event found") after another
+    module's long waits had run on the same server."""
     env = await start_time_skipping()
     try:
         yield env

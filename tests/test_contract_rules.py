@@ -134,12 +134,12 @@ async def test_invoke_running_result_is_one_json_object(settings: Any, script: A
     )
     async with worker_for(agents=agents) as client:
         handle = await client.start_session(
-            "go", agent="orch", session_id="p-inv", options={"delegation_invoke_wait_seconds": 1}
+            "go", agent="orch", session_id="p-inv-running", options={"delegation_invoke_wait_seconds": 1}
         )
         await handle.result()
         entries = await handle.transcript()
     running = json.loads(tool_results(entries)[0])
-    assert running["status"] == "running" and running["execution_id"] == "p-inv/sub-1"
+    assert running["status"] == "running" and running["execution_id"] == "p-inv-running/sub-1"
     assert "resume_execution_id" in running["note"]
     # The scripted model read one key of it, as a script or a model's JSON parser would.
     assert [e.content for e in entries if e.role == "assistant"][1] == "running"
