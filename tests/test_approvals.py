@@ -684,3 +684,60 @@ async def test_a_decision_in_the_hand_over_activation_completes_the_call_once(
     assert [e.content for e in entries if e.role == "user"] == ["pay bob", *notes]
     [row] = await audit_rows(settings.database_url, handle.id)
     assert row.outcome == "approved" and row.consumed_at is not None
+
+
+async def test_a_step_waiting_on_an_approval_and_a_question_hands_over_and_completes_both_once(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """Two parked calls of one step, of two kinds: the step is handed over, and each call gets one result."""
+    question = {
+        "question": "Which account?",
+        "header": "Account",
+        "options": [{"label": "a", "description": "main"}, {"label": "b", "description": "savings"}],
+    }
+    ask = {"name": "askUser", "arguments": {"questions": [question]}}
+    both = {"say": "", "tool_calls": [pay()["tool_calls"][0], ask]}
+    settings.model = script(
+        [{"repeat_last": True, "turns": [both, {"say": "done: {{last_tool}}"}, {"say": "echo {{last_user}}"}]}]
+    )
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session(
+            "pay bob", tools=[*TOOLS, "askUser"], options={"continue_as_new_after_events": 100}
+        )
+        [pending] = await wait_for_approvals(handle)
+        for _ in range(200):
+            if await handle.pending_questions():
+                break
+            await asyncio.sleep(0.1)
+        assert [q.question for q in await handle.pending_questions()] == ["Which account?"]
+        await _hand_over_while_waiting(handle, temporal_env.client, 1)
+        await handle.answer_questions({"Which account?": "b"})
+        await asyncio.sleep(0.5)
+        assert [p.approval_id for p in await handle.pending_approvals()] == [pending.approval_id] and RUNS == []
+        await handle.approve(pending.approval_id, digest=pending.digest)
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+    assert result.status == SessionStatus.completed and RUNS == [{"to": "bob", "amount": 5}]
+    tools = [e for e in entries if e.role == "tool"]
+    assert [t.name for t in tools] == ["send_payment", "askUser"], tools
+    assert tools[0].content == "sent 5 to bob" and '"b"' in tools[1].content, tools
+
+
+async def test_stop_after_a_hand_over_cancels_the_resumed_approval_wait(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    settings.model = pay_then_echo(script)
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS, options={"continue_as_new_after_events": 100})
+        [pending] = await wait_for_approvals(handle)
+        await _hand_over_while_waiting(handle, temporal_env.client, 1)
+        await handle.stop("enough")
+        result = await asyncio.wait_for(handle.result(), 60)
+        state = await approval_state(handle)
+        entries = await handle.transcript(limit=500)
+        # The approval is gone with the stop: a decision for it now is refused, and nothing runs.
+        with pytest.raises(SessionError):
+            await handle.approve(pending.approval_id, digest=pending.digest)
+    assert result.status == SessionStatus.stopped and RUNS == []
+    assert state.pending == [] and state.decided == []
+    assert [e for e in entries if e.role == "tool"] == []
