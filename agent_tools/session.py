@@ -258,15 +258,16 @@ class ParkedCall(BaseModel):
     """One tool call of a parked step that was still waiting when the run continued-as-new."""
 
     index: int
-    kind: Literal["askUser", "wait_for_event", "subagent"]
-    # The wait's own record in the state: the askUser ask id, the event subscription id, the child's id.
+    kind: Literal["askUser", "wait_for_event", "subagent", "approval"]
+    # The wait's own record in the state: the askUser ask id, the event subscription id, the child's id,
+    # the approval id (the call waits for a person's approval; once approved it runs in the new run).
     ref: str
     # When the wait gives up, if the wait itself does not record it (invoke_sub_agent's bounded wait).
     deadline: datetime | None = None
 
 
 class ParkedStep(BaseModel):
-    """A model step whose tool calls were waiting (askUser, wait_for_event, a sub-agent) when the run
+    """A model step whose tool calls were waiting (askUser, wait_for_event, a sub-agent, an approval) when the run
     continued-as-new: the new run resumes these waits and the turn goes on from this step."""
 
     trigger: Trigger

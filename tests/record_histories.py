@@ -289,6 +289,39 @@ async def scenario_tool_approval(client: AgentToolsClient, script: Callable[[lis
     return handle.id
 
 
+async def scenario_tool_approval_mid_wait(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    """A call that needs approval waits while messages arrive; the run continues-as-new twice mid-wait, and the
+    approval that comes afterwards runs the tool in the third run (issue 21 with tool approvals)."""
+    model = script(
+        [
+            {
+                "repeat_last": True,
+                "turns": [
+                    {"say": "", "tool_calls": [{"name": "lookup", "arguments": {"topic": "temporal"}}]},
+                    {"say": "got: {{last_tool}}"},
+                    {"say": "echo {{last_user}}"},
+                ],
+            }
+        ]
+    )
+    handle = await client.start_session(
+        "look up", model=model, tools=["lookup"],
+        options={"approval": {"require": ["look*"]}, "continue_as_new_after_events": 100},
+        session_id=f"replay-approval-mid-{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+    pending: list[Any] = []
+
+    async def waiting() -> bool:
+        pending[:] = await handle.pending_approvals()
+        return bool(pending)
+
+    await _until(waiting)
+    await _continue_twice_while_waiting(client, handle)
+    await handle.approve(pending[0].approval_id, digest=pending[0].digest)
+    await handle.result()
+    return handle.id
+
+
 SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Awaitable[str]]] = {
     "session_tools_in_parallel": scenario_tools_in_parallel,
     "session_chat_continue_as_new": scenario_chat_with_continue_as_new,
@@ -300,6 +333,7 @@ SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Aw
     "session_tool_approval": scenario_tool_approval,
     "session_ask_user_mid_wait": scenario_ask_user_mid_wait,
     "session_subagent_mid_wait": scenario_subagent_mid_wait,
+    "session_tool_approval_mid_wait": scenario_tool_approval_mid_wait,
 }
 
 

@@ -5,6 +5,7 @@ not an approver), the signal twin, the audit rows on both stores."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -538,3 +539,205 @@ async def _tool_finished(handle: SessionHandle, name: str, timeout: float = 10) 
         return await asyncio.wait_for(scan(), timeout=timeout)
     except TimeoutError:
         return False
+
+
+# ---- continue-as-new while a call waits for its approval (issue 21 x 20.1) ----------------------------
+
+
+def pay_then_echo(script: Any) -> str:
+    """One call that needs approval, then the tool's result; every later message is echoed."""
+    return str(
+        script([{"repeat_last": True, "turns": [pay(), {"say": "got: {{last_tool}}"}, {"say": "echo {{last_user}}"}]}])
+    )
+
+
+async def _hand_over_while_waiting(handle: SessionHandle, temporal: Any, hand_overs: int) -> int:
+    """Send messages (each adds history) until the session has continued-as-new ``hand_overs`` times while
+    its call waits; returns how many were sent."""
+    from tests.test_continue_as_new_mid_wait import runs
+
+    sent = 0
+    while len(await runs(temporal, handle.id)) < hand_overs + 1:
+        assert sent < 60, "the run never continued-as-new while the approval waited"
+        # Three at a time, so that updates are in flight while a run drains: each one is answered.
+        burst = await asyncio.gather(*(handle.send(f"note {sent + i}") for i in range(3)))
+        assert all(accepted.position >= 0 for accepted in burst)
+        sent += 3
+    return sent
+
+
+async def test_an_approval_pending_across_hand_overs_runs_the_tool_once(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    settings.model = pay_then_echo(script)
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS, options={"continue_as_new_after_events": 100})
+        [pending] = await wait_for_approvals(handle)
+        sent = await _hand_over_while_waiting(handle, temporal_env.client, 2)
+        # Two runs later: the same approval (not a second one) still waits, and the tool has not run.
+        assert [p.approval_id for p in await handle.pending_approvals()] == [pending.approval_id]
+        status = await handle.status()
+        assert status.status == SessionStatus.waiting_for_user and status.turns == 1 and RUNS == []
+        await handle.approve(pending.approval_id, digest=pending.digest)
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+        state = await approval_state(handle)
+    assert result.status == SessionStatus.completed
+    assert RUNS == [{"to": "bob", "amount": 5}]  # the tool ran once, in the last run
+    tools = [e for e in entries if e.role == "tool"]
+    assert [t.content for t in tools] == ["sent 5 to bob"], tools
+    assert [e.content for e in entries if e.role == "assistant"][1] == "got: sent 5 to bob"
+    users = [e.content for e in entries if e.role == "user"]
+    assert users[0] == "pay bob" and sorted(users[1:]) == sorted(f"note {i}" for i in range(sent))
+    assert [(d.approval_id, d.outcome) for d in state.decided] == [(pending.approval_id, "approved")]
+    assert state.pending == []
+    [row] = await audit_rows(settings.database_url, handle.id)
+    assert row.approval_id == pending.approval_id and row.outcome == "approved" and row.consumed_at is not None
+
+
+async def test_an_approval_denied_after_a_hand_over_is_one_tool_error(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    settings.model = pay_then_echo(script)
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS, options={"continue_as_new_after_events": 100})
+        [pending] = await wait_for_approvals(handle)
+        await _hand_over_while_waiting(handle, temporal_env.client, 1)
+        await decide_approval(
+            handle, pending.approval_id, approve=False, digest=pending.digest, decided_by="ana", reason="too risky",
+            by_signal=True,
+        )  # fmt: skip
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+    assert result.status == SessionStatus.completed and RUNS == []
+    tools = [e for e in entries if e.role == "tool"]
+    assert len(tools) == 1 and "denied by ana: too risky" in tools[0].content, tools
+    [row] = await audit_rows(settings.database_url, handle.id)
+    assert row.outcome == "denied" and row.reason == "too risky" and row.consumed_at is None
+
+
+async def test_an_approval_timeout_keeps_its_deadline_across_a_hand_over(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """The deadline is the approval's own: a run that takes the wait over waits only for what is left of it
+    (the hand-over comes seconds after the request, so a fresh timeout per run would end visibly later)."""
+    from tests.test_continue_as_new_mid_wait import runs
+
+    settings.model = pay_then_echo(script)
+    agent = AgentDefinition(name="assistant", approval=ApprovalPolicy(timeout_seconds=25))
+    async with worker_for(tools=[send_payment, balance], agents=[agent]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS, options={"continue_as_new_after_events": 100})
+        [pending] = await wait_for_approvals(handle)
+        await asyncio.sleep(7)
+        await _hand_over_while_waiting(handle, temporal_env.client, 1)
+        handed_over = datetime.now(UTC)
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+        state = await approval_state(handle)
+        chain = await runs(temporal_env.client, handle.id)
+    assert result.status == SessionStatus.completed and RUNS == [] and len(chain) >= 2
+    tools = [e for e in entries if e.role == "tool"]
+    assert len(tools) == 1 and "none came within 25 seconds" in tools[0].content, tools
+    [done] = state.decided
+    assert done.outcome == "timed_out"
+    requested = datetime.fromisoformat(pending.requested_at)
+    waited = datetime.fromisoformat(done.decided_at) - requested
+    # At the deadline set when it was asked, not 25 s after the hand-over (at least 7 s after the request).
+    assert timedelta(seconds=25) <= waited < timedelta(seconds=30), (waited, handed_over - requested)
+    assert handed_over - requested >= timedelta(seconds=7)
+
+
+async def test_a_decision_in_the_hand_over_activation_completes_the_call_once(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """The race: with the worker down, messages past the history budget and the approval arrive together, so
+    one activation both wakes the parked approval wait and makes a hand-over due. The wait stays parked, the
+    decision is carried, and the next run runs the tool, once."""
+    from agent_tools.client import AgentToolsClient
+    from tests.test_continue_as_new_mid_wait import runs
+
+    settings.model = pay_then_echo(script)
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS, options={"continue_as_new_after_events": 100})
+        [pending] = await wait_for_approvals(handle)
+    notes = [f"note {i}" for i in range(90)]
+    async with AgentToolsClient(temporal_env.client, settings) as idle:  # no worker runs meanwhile
+        waiting = idle.session(handle.id)
+        for note in notes:
+            await waiting.send_signal(note)
+        await decide_approval(
+            waiting, pending.approval_id, approve=True, digest=pending.digest, decided_by="ana", by_signal=True
+        )
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = client.session(handle.id)
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+        chain = await runs(temporal_env.client, handle.id)
+        first = await temporal_env.client.get_workflow_handle(handle.id, run_id=chain[0]).fetch_history()
+    assert result.status == SessionStatus.completed
+    # The first run scheduled the model step only (no tool) and handed over; a later run ran the tool.
+    scheduled = [e for e in first.events if e.HasField("activity_task_scheduled_event_attributes")]
+    assert len(scheduled) == 1 and first.events[-1].HasField("workflow_execution_continued_as_new_event_attributes")
+    assert RUNS == [{"to": "bob", "amount": 5}]
+    tools = [e for e in entries if e.role == "tool"]
+    assert [t.content for t in tools] == ["sent 5 to bob"], tools
+    assert [e.content for e in entries if e.role == "user"] == ["pay bob", *notes]
+    [row] = await audit_rows(settings.database_url, handle.id)
+    assert row.outcome == "approved" and row.consumed_at is not None
+
+
+async def test_a_step_waiting_on_an_approval_and_a_question_hands_over_and_completes_both_once(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    """Two parked calls of one step, of two kinds: the step is handed over, and each call gets one result."""
+    question = {
+        "question": "Which account?",
+        "header": "Account",
+        "options": [{"label": "a", "description": "main"}, {"label": "b", "description": "savings"}],
+    }
+    ask = {"name": "askUser", "arguments": {"questions": [question]}}
+    both = {"say": "", "tool_calls": [pay()["tool_calls"][0], ask]}
+    settings.model = script(
+        [{"repeat_last": True, "turns": [both, {"say": "done: {{last_tool}}"}, {"say": "echo {{last_user}}"}]}]
+    )
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session(
+            "pay bob", tools=[*TOOLS, "askUser"], options={"continue_as_new_after_events": 100}
+        )
+        [pending] = await wait_for_approvals(handle)
+        for _ in range(200):
+            if await handle.pending_questions():
+                break
+            await asyncio.sleep(0.1)
+        assert [q.question for q in await handle.pending_questions()] == ["Which account?"]
+        await _hand_over_while_waiting(handle, temporal_env.client, 1)
+        await handle.answer_questions({"Which account?": "b"})
+        await asyncio.sleep(0.5)
+        assert [p.approval_id for p in await handle.pending_approvals()] == [pending.approval_id] and RUNS == []
+        await handle.approve(pending.approval_id, digest=pending.digest)
+        result = await asyncio.wait_for(handle.result(), 120)
+        entries = await handle.transcript(limit=500)
+    assert result.status == SessionStatus.completed and RUNS == [{"to": "bob", "amount": 5}]
+    tools = [e for e in entries if e.role == "tool"]
+    assert [t.name for t in tools] == ["send_payment", "askUser"], tools
+    assert tools[0].content == "sent 5 to bob" and '"b"' in tools[1].content, tools
+
+
+async def test_stop_after_a_hand_over_cancels_the_resumed_approval_wait(
+    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+) -> None:
+    settings.model = pay_then_echo(script)
+    async with worker_for(tools=[send_payment, balance]) as client:
+        handle = await client.start_session("pay bob", tools=TOOLS, options={"continue_as_new_after_events": 100})
+        [pending] = await wait_for_approvals(handle)
+        await _hand_over_while_waiting(handle, temporal_env.client, 1)
+        await handle.stop("enough")
+        result = await asyncio.wait_for(handle.result(), 60)
+        state = await approval_state(handle)
+        entries = await handle.transcript(limit=500)
+        # The approval is gone with the stop: a decision for it now is refused, and nothing runs.
+        with pytest.raises(SessionError):
+            await handle.approve(pending.approval_id, digest=pending.digest)
+    assert result.status == SessionStatus.stopped and RUNS == []
+    assert state.pending == [] and state.decided == []
+    assert [e for e in entries if e.role == "tool"] == []

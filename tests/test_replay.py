@@ -39,6 +39,7 @@ def test_histories_are_committed() -> None:
         "session_ask_user_mid_wait",
         "session_event_wait_mid_wait",
         "session_subagent_mid_wait",
+        "session_tool_approval_mid_wait",
     ):
         assert scenario in names, scenario
 

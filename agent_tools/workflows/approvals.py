@@ -2,7 +2,9 @@
 
 The wait is a ``workflow.wait_condition`` like askUser's: no timer unless the agent sets a timeout, so a
 call may wait for weeks at no cost. Everything about the wait lives in ``SessionState.approvals`` (looked
-up by approval id, never held in a local), so the state a continue-as-new carries is all it needs.
+up by approval id, never held in a local), so the state a continue-as-new carries is all it needs. It is a
+parked wait (issue 21, ``SessionBase.parked_wait``): a run may continue-as-new while the call waits, and
+the new run resumes the wait (``_resume_approval``) and then runs the tool, with the approval's own deadline.
 
 Decisions come by the ``decide_approval`` update (refused with a reason when they do not fit: unknown or
 already decided id, a digest other than the call's, a decider not among the approvers) or by the
@@ -59,14 +61,20 @@ with workflow.unsafe.imports_passed_through():
     )
     from agent_tools.errors import InvalidInput, error_type
     from agent_tools.messages import ToolCall
-    from agent_tools.session import SessionStatus
+    from agent_tools.session import ParkedCall, SessionStatus
 
 # Marks histories that may wait for approvals; it is only ever reached by a call that needs one, and
 # sessions recorded before approvals existed have none, so their replay never meets it.
 PATCH_APPROVALS = "tool-approvals"
+# Marks histories whose approval waits are parked waits (a run may continue-as-new while a call waits for
+# its approval). Asked at the very start of ``AgentSession.run``, like the mid-wait patch, for the same reason.
+PATCH_APPROVAL_PARKED = "approval-parked-wait"
 
 
 class ApprovalMixin(SessionBase):
+    # Whether approval waits are parked waits (:data:`PATCH_APPROVAL_PARKED`); set at the start of ``run``.
+    _approvals_park: bool = False
+
     # ---- the gate ---------------------------------------------------------------------------------
 
     def _needs_approval(self, call: ToolCall) -> bool:
@@ -89,11 +97,7 @@ class ApprovalMixin(SessionBase):
             # The same call, waiting in the run this one continued from: its approval (and any decision it got
             # meanwhile) carries over, and so does what is left of its deadline.
             approval_id = carried.approval_id
-            timeout = None
-            if carried.deadline is not None:
-                deadline = datetime.fromisoformat(carried.deadline)
-                seconds = (deadline - datetime.fromisoformat(carried.requested_at)).total_seconds()
-                timeout = max(deadline - now, timedelta(milliseconds=1))
+            timeout, seconds = self._remaining_wait(carried)
         else:
             approval_id = f"apr_{workflow.uuid4().hex[:20]}"
             state.pending.append(
@@ -121,12 +125,46 @@ class ApprovalMixin(SessionBase):
                 deadline=pending.deadline,
                 approvers=pending.approvers,
             )
+        # A parked wait (issue 21): the run may continue-as-new while the call waits, and the new run resumes
+        # it (``_resume_approval``). Histories begun before that hand approvals over never park them.
+        parked = self.parked_call(call, "approval", approval_id) if self._approvals_park else None
+        return await self._decide_call(call, approval_id, timeout, seconds, parked)
+
+    async def _resume_approval(self, parked: ParkedCall, call: ToolCall) -> tuple[ToolCallOutput | None, str | None]:
+        """The approval wait of a call the previous run continued-as-new in: wait on for the carried approval
+        (a decision that came during the hand-over is in its record), with what is left of its deadline."""
+        pending = self._pending_approval(parked.ref)
+        if pending is None:
+            return tool_error(
+                f"The approval of {call.name} was lost across continue-as-new; the call did not run."
+            ), None
+        timeout, seconds = self._remaining_wait(pending)
+        return await self._decide_call(call, pending.approval_id, timeout, seconds, parked)
+
+    def _remaining_wait(self, pending: PendingApproval) -> tuple[timedelta | None, float]:
+        """(what is left of the approval's own deadline, the whole timeout it was asked with)."""
+        if pending.deadline is None:
+            return None, 0.0
+        deadline = datetime.fromisoformat(pending.deadline)
+        seconds = (deadline - datetime.fromisoformat(pending.requested_at)).total_seconds()
+        return max(deadline - workflow.now(), timedelta(milliseconds=1)), seconds
+
+    async def _decide_call(
+        self,
+        call: ToolCall,
+        approval_id: str,
+        timeout: timedelta | None,
+        seconds: float,
+        parked: ParkedCall | None,
+    ) -> tuple[ToolCallOutput | None, str | None]:
+        """Wait for the decision on ``approval_id`` and consume it, once."""
+        state = self.state.approvals
         self._approval_waiters.add(approval_id)
         self.set_status(SessionStatus.waiting_for_user)
         self.refresh_details()
         try:
-            await self.wait_until(
-                lambda: self._decision_of(approval_id) is not None, timeout=timeout, summary="approval timeout"
+            await self.parked_wait(
+                parked, lambda: self._decision_of(approval_id) is not None, timeout=timeout, summary="approval timeout"
             )
         except TimeoutError:
             pass  # a decision that came in the same activation still counts (read below)

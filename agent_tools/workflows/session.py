@@ -19,7 +19,7 @@ from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import NondeterminismError
 
-from agent_tools.workflows.approvals import ApprovalMixin
+from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED, ApprovalMixin
 from agent_tools.workflows.base import MODEL_NON_RETRYABLE, InflightStep, call_options, failure_detail
 from agent_tools.workflows.budget import BudgetMixin
 from agent_tools.workflows.delegation import DelegationMixin
@@ -132,6 +132,8 @@ class AgentSession(
         # first thing: a patch asked for right after the prepare local activity is not yet known on replay
         # when that activity's marker closed the previous workflow task.
         self._mid_wait_can = workflow.patched(PATCH_MID_WAIT_CAN)
+        # Approval waits became parked waits after that (histories between the two hand none of them over).
+        self._approvals_park = self._mid_wait_can and workflow.patched(PATCH_APPROVAL_PARKED)
         if self._config is None:
             refusal = self._input_error or (request_problems(self.request) if self.bounded_inputs else None)
             if refusal is not None:
@@ -431,6 +433,10 @@ class AgentSession(
 
     async def _resume_call(self, call: ToolCall, wait: ParkedCall | None) -> ToolCallOutput:
         """Finish a call the previous run handed over in the middle of its wait."""
+        if wait is not None and wait.kind == "approval":
+            # Waiting for a person's approval: once it comes, the tool runs here (it publishes its own end).
+            refused, approval_id = await self._resume_approval(wait, call)
+            return await self._approved_call(call, refused, approval_id)
         if wait is None:
             # Cannot happen (a run hands over only when every call still out is parked); said, not raised.
             out = ToolCallOutput(content=f"Tool {call.name} was interrupted by a continue-as-new", is_error=True)
@@ -501,6 +507,12 @@ class AgentSession(
             return refused
         # A call that needs a person's approval waits for it here; denied or timed out, it never runs.
         refused, approval_id = await self._await_approval(call)
+        return await self._approved_call(call, refused, approval_id)
+
+    async def _approved_call(
+        self, call: ToolCall, refused: ToolCallOutput | None, approval_id: str | None
+    ) -> ToolCallOutput:
+        """The call after its approval gate: the refusal when it must not run, else the tool's result."""
         if refused is not None:
             self.publish(
                 "tool_finished", tool=call.name, call_id=call.id, is_error=True, preview=preview(refused.content, 200)
