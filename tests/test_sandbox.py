@@ -248,7 +248,8 @@ async def call(services: Services, arguments: Any) -> tuple[bool, str]:
         ({"code": "1", "files": {"x" * 201: "x"}}, "1 to 200 characters"),
         ({"code": "1", "files": {"a.txt": "\udc80"}}, "lone surrogate at offset 0"),
         ({"code": "1", "files": {"a": "x", "a/b": "y"}}, "also the directory of 'a/b'"),
-        ({"code": "1", "files": {"big": "x" * (MAX_INPUT_FILE_CHARS + 1)}}, "larger than 1000000"),
+        ({"code": "1", "files": {"big": "x" * (MAX_INPUT_FILE_CHARS + 1)}}, "larger than 200000"),
+        ({"code": "1", "files": {"a": "x" * 150_000, "b": "y" * 150_000}}, "300000 characters together"),
         ({"code": "1", "files": {f"f{i}": "" for i in range(21)}}, "at most 20 items"),
     ],
 )

@@ -21,13 +21,16 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from agent_tools.boundaries import limit
+from agent_tools.boundaries import MAX_TOOL_ARGUMENTS_BYTES, limit
 from agent_tools.catalog.spec import ToolLevel, ToolSpec
 
 MAX_TIMEOUT_SECONDS = 120
 MAX_CODE_CHARS = 100_000
 MAX_INPUT_FILES = 20
-MAX_INPUT_FILE_CHARS = 1_000_000
+# Well inside the cap on one call's arguments (MAX_TOOL_ARGUMENTS_BYTES, 256 KB encoded): the schema used
+# to promise 20 files of 1,000,000 characters, which no call could carry (the model's call was refused first).
+MAX_INPUT_FILE_CHARS = 200_000
+MAX_INPUT_CHARS_TOTAL = MAX_TOOL_ARGUMENTS_BYTES
 
 MAX_PATH_CHARS = 200
 # One path segment: word characters, dots, dashes and spaces; never "." or ".." (checked apart).
@@ -97,7 +100,8 @@ class ExecPythonArgs(BaseModel):
         max_length=MAX_INPUT_FILES,
         description=(
             f"Text files to create in the working directory first: relative path (at most {MAX_PATH_CHARS} "
-            f"characters, no '..') -> content (at most {MAX_INPUT_FILE_CHARS} characters), up to {MAX_INPUT_FILES} files"
+            f"characters, no '..') -> content (at most {MAX_INPUT_FILE_CHARS} characters), up to {MAX_INPUT_FILES} files "
+            f"and {MAX_INPUT_CHARS_TOTAL} characters in all (a call's arguments are at most 256 KB)"
         ),
     )
 
@@ -113,6 +117,12 @@ class ExecPythonArgs(BaseModel):
     @field_validator("files")
     @classmethod
     def _check_files(cls, value: dict[str, str]) -> dict[str, str]:
+        total = sum(len(content) for content in value.values())
+        if total > MAX_INPUT_CHARS_TOTAL:
+            raise ValueError(
+                f"files hold {total} characters together, more than {MAX_INPUT_CHARS_TOTAL}: pass less, or have the "
+                "code fetch or generate the data"
+            )
         for path, content in value.items():
             problem = _path_problem(path)
             if problem:
