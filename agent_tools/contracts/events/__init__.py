@@ -47,6 +47,8 @@ ACTIVITY_LOAD_EVENT = "agent_tools.events.load_event"
 ACTIVITY_DELIVER_EVENTS = "agent_tools.events.deliver"
 # The router signals a batch's sessions from one local activity instead of one command per session.
 PATCH_ROUTER_BATCHED_DELIVERY = "router-batched-delivery"
+# A session reads the event it received in a local activity instead of a regular one.
+PATCH_LOAD_EVENT_LOCAL = "load-event-local"
 DEFAULT_ROUTER_PREFIX = "agent-tools-event-router"
 
 
