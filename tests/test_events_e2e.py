@@ -9,16 +9,18 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import uvicorn
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.event_tables import count_events
 from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.contracts.events import RouterView, router_workflow_id
+from agent_tools.contracts.events import SIGNAL_SUBSCRIBE, RouterView, Subscription, router_workflow_id
 from agent_tools.contracts.events.settings import EventSettings, EventSource
 from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
 from agent_tools.service.app import create_app
@@ -175,6 +177,45 @@ async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
         results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 60)
         ids = {final_event(r.final_message)["event"]["event_id"] for r in results}
         assert ids == {resp.json()["event_id"]}
+        # The three deliveries went out from one local activity, not as one signal command per session.
+        assert (await router_state(client, project)).delivered == 3
+        router = client.temporal.get_workflow_handle(router_workflow_id("acme", project))
+        types = [ev.event_type async for ev in router.fetch_history_events()]
+        assert EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED not in types
+        assert types.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 2  # the patch marker and the activity's
+
+
+async def test_a_session_that_ended_does_not_hold_back_the_others(settings: Any, script: Any, worker_for: Any) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    settings.model = wait_script(script, {"kind": "ci.done", "timeout_seconds": 120})
+    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):
+        (handle,) = await start_waiting(client, project)
+        await subscribed(client, project, 1)
+        # A subscription whose session no longer exists (it ended before the event came).
+        now = datetime.now(UTC)
+        gone = Subscription(
+            subscription_id="sub-gone",
+            session_id=f"no-such-session-{uuid.uuid4().hex[:6]}",
+            kind="ci.done",
+            since=now,
+            deadline=now + timedelta(minutes=5),
+        )
+        router = client.temporal.get_workflow_handle(router_workflow_id("acme", project))
+        await router.signal(SIGNAL_SUBSCRIBE, gone)
+        await subscribed(client, project, 2)
+        resp = await http.post(
+            "/v1/events", json={"kind": "ci.done", "payload": {}}, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert resp.status_code == 202, resp.text
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert final_event(result.final_message)["event"]["event_id"] == resp.json()["event_id"]
+
+        async def settled() -> bool:
+            view = await router_state(client, project)
+            return view.subscriptions == [] and view.events_seen == 1
+
+        await eventually(settled)
+        assert (await router_state(client, project)).delivered == 1  # the ended session is not counted
 
 
 async def test_event_posted_before_subscription_reaches_router_is_not_missed(

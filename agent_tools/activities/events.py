@@ -8,23 +8,30 @@ found here, and an event routed after it reaches the session through the router.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
+from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools.activities.services import Services, ServicesHolder
 from agent_tools.activities.store.event_tables import find_matching, get_event
 from agent_tools.activities.tool_runner import save_if_large
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.contracts.events import (
+    ACTIVITY_DELIVER_EVENTS,
     ACTIVITY_LOAD_EVENT,
     ACTIVITY_SUBSCRIBE,
     ROUTER_WORKFLOW,
+    SIGNAL_EVENT_ARRIVED,
     SIGNAL_SUBSCRIBE,
+    DeliverEventsInput,
+    DeliverEventsOutput,
     EventDelivery,
     LoadEventInput,
     RouterInput,
+    SessionDelivery,
     SubscribeInput,
     SubscribeOutput,
     WaitForEventResult,
@@ -73,6 +80,35 @@ async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, tas
     return SubscribeOutput(router_id=router_id, backlog=backlog)
 
 
+# Signals in flight at once from one batch: enough to keep the server busy, few enough not to flood it.
+DELIVERY_CONCURRENCY = 64
+
+
+async def deliver_events(inp: DeliverEventsInput, *, client: Any) -> DeliverEventsOutput:
+    """Signal ``event_arrived`` to every session of a routed batch, in parallel.
+
+    A session that has ended is skipped (nothing waits any more); any other failure fails the activity,
+    whose retry signals the whole batch again: a session takes the first delivery for a wait and ignores a
+    repeated one, so a retry never delivers an event twice.
+    """
+    limit = asyncio.Semaphore(DELIVERY_CONCURRENCY)
+
+    async def one(item: SessionDelivery) -> bool:
+        async with limit:
+            try:
+                await client.get_workflow_handle(item.session_id).signal(SIGNAL_EVENT_ARRIVED, item.delivery)
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                activity.logger.info("event %s not delivered to %s: %s", item.delivery.event_id, item.session_id, exc)
+                return False
+            return True
+
+    sent = await asyncio.gather(*(one(item) for item in inp.deliveries))
+    delivered = sum(sent)
+    return DeliverEventsOutput(delivered=delivered, gone=len(sent) - delivered)
+
+
 async def load_event(services: Services, inp: LoadEventInput) -> ToolCallOutput:
     """Render the wait's result from the stored event; a large one is saved as an artifact (a pointer
     goes to the model), exactly like an activity tool's result."""
@@ -109,4 +145,8 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
         services = await holder.get()
         return await load_event(services, inp)
 
-    return [subscribe_activity, load_event_activity]
+    @activity.defn(name=ACTIVITY_DELIVER_EVENTS)
+    async def deliver_events_activity(inp: DeliverEventsInput) -> DeliverEventsOutput:
+        return await deliver_events(inp, client=activity.client())
+
+    return [subscribe_activity, load_event_activity, deliver_events_activity]

@@ -7,6 +7,12 @@ worker runs at the time: both signals wait in history until one does.
 
 Subscriptions are one-shot (a wait takes the first matching event) and end at their deadline. The router
 continues-as-new with its live subscriptions before its history grows large.
+
+A routed batch's deliveries go out from one local activity that signals the sessions in parallel (patch
+``router-batched-delivery``). One external-signal command per session cost the router two history events
+and a workflow task each (the server's confirmation wakes the workflow), and those workflow tasks, one at
+a time per workflow, were what held a burst of events back; a local activity costs one marker per batch
+and no round trip through the server.
 """
 
 from __future__ import annotations
@@ -15,17 +21,23 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from agent_tools.contracts.events import (
+        ACTIVITY_DELIVER_EVENTS,
+        PATCH_ROUTER_BATCHED_DELIVERY,
         ROUTER_WORKFLOW,
         SIGNAL_EVENT,
         SIGNAL_EVENT_ARRIVED,
         SIGNAL_SUBSCRIBE,
+        DeliverEventsInput,
+        DeliverEventsOutput,
         EventDelivery,
         RouterEvent,
         RouterInput,
         RouterView,
+        SessionDelivery,
         Subscription,
         subscription_matches,
     )
@@ -147,10 +159,31 @@ class EventRouter:
                 else:
                     keep.append(sub)
             self.state.subscriptions = keep
-        for session_id, delivery in deliveries:
-            task = asyncio.create_task(self._deliver(session_id, delivery))
-            self._inflight.add(task)
-            task.add_done_callback(self._inflight.discard)
+        if not deliveries:
+            return
+        if workflow.patched(PATCH_ROUTER_BATCHED_DELIVERY):
+            batch = [SessionDelivery(session_id=s, delivery=d) for s, d in deliveries]
+            self._track(asyncio.create_task(self._deliver_batch(batch)))
+            return
+        for session_id, delivery in deliveries:  # histories recorded before the patch
+            self._track(asyncio.create_task(self._deliver(session_id, delivery)))
+
+    def _track(self, task: asyncio.Task[None]) -> None:
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+
+    async def _deliver_batch(self, batch: list[SessionDelivery]) -> None:
+        # Retried until the server takes the signals: an event matched here has left its subscriptions,
+        # so giving up would lose it. A session that has ended is skipped by the activity itself.
+        out = await workflow.execute_local_activity(
+            ACTIVITY_DELIVER_EVENTS,
+            DeliverEventsInput(deliveries=batch),
+            result_type=DeliverEventsOutput,
+            summary=f"deliver {len(batch)} event(s)",
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
+        )
+        self.state.delivered += out.delivered
 
     async def _deliver(self, session_id: str, delivery: EventDelivery) -> None:
         try:

@@ -2,7 +2,8 @@
 
 The wait costs no polling: a durable timer (``workflow.wait_condition(..., timeout=)``) races the router's
 ``event_arrived`` signal. Only small references cross into the session's history; the event itself is read
-by the session's next activity (``load_event``), which also saves a large payload as an artifact.
+by the session's next activity (``load_event``, a local activity since patch ``load-event-local``), which
+also saves a large payload as an artifact.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.contracts.events import (
         ACTIVITY_LOAD_EVENT,
         ACTIVITY_SUBSCRIBE,
+        PATCH_LOAD_EVENT_LOCAL,
         SIGNAL_EVENT_ARRIVED,
         EventDelivery,
         EventWait,
@@ -150,23 +152,35 @@ class EventWaitMixin(SessionBase):
         self.state.events.remember(delivery.event_id)
         self.publish("event", action="received", event_kind=delivery.kind, event_id=delivery.event_id)
         ref = self.session_ref()
+        load = LoadEventInput(
+            session_id=ref.session_id,
+            run_id=ref.run_id,
+            spill_threshold=ref.spill_threshold,
+            call_id=wait.call_id,
+            delivery=delivery,
+            kind=wait.kind,
+            match=wait.match,
+            waited_seconds=waited,
+        )
+        options = call_options(self.config.policy.engine)
         try:
-            loaded: ToolCallOutput = await workflow.execute_activity(
-                ACTIVITY_LOAD_EVENT,
-                LoadEventInput(
-                    session_id=ref.session_id,
-                    run_id=ref.run_id,
-                    spill_threshold=ref.spill_threshold,
-                    call_id=wait.call_id,
-                    delivery=delivery,
-                    kind=wait.kind,
-                    match=wait.match,
-                    waited_seconds=waited,
-                ),
-                result_type=ToolCallOutput,
-                summary=f"event {delivery.kind}",
-                **call_options(self.config.policy.engine),
-            )
+            loaded: ToolCallOutput
+            if workflow.patched(PATCH_LOAD_EVENT_LOCAL):
+                # A local activity: one store read (and a spill of a large event), which as a regular activity
+                # cost a round trip through the server and a workflow task of its own between the event's
+                # arrival and the next model step: a third of a woken session's work under a burst.
+                loaded = await workflow.execute_local_activity(
+                    ACTIVITY_LOAD_EVENT,
+                    load,
+                    result_type=ToolCallOutput,
+                    summary=f"event {delivery.kind}",
+                    start_to_close_timeout=options["start_to_close_timeout"],
+                    retry_policy=options["retry_policy"],
+                )
+            else:  # histories recorded before the patch
+                loaded = await workflow.execute_activity(
+                    ACTIVITY_LOAD_EVENT, load, result_type=ToolCallOutput, summary=f"event {delivery.kind}", **options
+                )
             return loaded
         except ActivityError as exc:
             return ToolCallOutput(

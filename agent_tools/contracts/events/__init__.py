@@ -44,6 +44,11 @@ SIGNAL_EVENT = "event"
 SIGNAL_EVENT_ARRIVED = "event_arrived"
 ACTIVITY_SUBSCRIBE = "agent_tools.events.subscribe"
 ACTIVITY_LOAD_EVENT = "agent_tools.events.load_event"
+ACTIVITY_DELIVER_EVENTS = "agent_tools.events.deliver"
+# The router signals a batch's sessions from one local activity instead of one command per session.
+PATCH_ROUTER_BATCHED_DELIVERY = "router-batched-delivery"
+# A session reads the event it received in a local activity instead of a regular one.
+PATCH_LOAD_EVENT_LOCAL = "load-event-local"
 DEFAULT_ROUTER_PREFIX = "agent-tools-event-router"
 
 
@@ -141,6 +146,25 @@ class EventDelivery(BaseModel):
     kind: str
     received_at: datetime
     source: str = ""
+
+
+class SessionDelivery(BaseModel):
+    """One ``event_arrived`` signal the router owes a session."""
+
+    session_id: str
+    delivery: EventDelivery
+
+
+class DeliverEventsInput(BaseModel):
+    """The router's deliveries of one routed batch, sent by one local activity."""
+
+    deliveries: list[SessionDelivery]
+
+
+class DeliverEventsOutput(BaseModel):
+    delivered: int = 0
+    # Sessions that had ended meanwhile (nothing waits any more).
+    gone: int = 0
 
 
 class RouterInput(BaseModel):
