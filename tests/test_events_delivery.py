@@ -1,5 +1,6 @@
 """The router's delivery activity: every session of a batch signalled, an ended one skipped, any other
-failure retried (the retry signals the batch again; a session ignores a repeated delivery)."""
+failure the server may get over retried (the retry signals the batch again; a session ignores a repeated
+delivery), one it refuses for good skipped."""
 
 from __future__ import annotations
 
@@ -60,3 +61,12 @@ async def test_any_other_failure_fails_the_activity_so_that_it_is_retried() -> N
     client = FakeClient({"s2": RPCStatusCode.UNAVAILABLE})
     with pytest.raises(RPCError):
         await deliver_events(batch("s1", "s2"), client=client)
+
+
+@pytest.mark.parametrize("status", [RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.FAILED_PRECONDITION])
+async def test_a_signal_the_server_refuses_is_skipped_not_retried_for_ever(status: RPCStatusCode) -> None:
+    # Retried, it would get the same answer every time and hold the whole batch, and the router with it.
+    client = FakeClient({"s1": status})
+    out = await deliver_events(batch("s1", "s2"), client=client)
+    assert (out.delivered, out.gone) == (1, 1)
+    assert [s for s, _, _ in client.sent] == ["s2"]

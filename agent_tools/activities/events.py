@@ -80,6 +80,11 @@ async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, tas
     return SubscribeOutput(router_id=router_id, backlog=backlog)
 
 
+# Answers no retry changes: the session has ended, or the server refuses this signal itself. Retried, one
+# such session would hold the router's batch (and its continue-as-new) for ever; the old per-signal code
+# logged and dropped every failure.
+_UNDELIVERABLE = frozenset({RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.FAILED_PRECONDITION})
+
 # Signals in flight at once from one batch: enough to keep the server busy, few enough not to flood it.
 DELIVERY_CONCURRENCY = 64
 
@@ -87,7 +92,9 @@ DELIVERY_CONCURRENCY = 64
 async def deliver_events(inp: DeliverEventsInput, *, client: Any) -> DeliverEventsOutput:
     """Signal ``event_arrived`` to every session of a routed batch, in parallel.
 
-    A session that has ended is skipped (nothing waits any more); any other failure fails the activity,
+    A session that has ended is skipped (nothing waits any more), as is one the server refuses the signal for
+    (an invalid argument, a failed precondition: a retry would get the same answer); any other failure fails
+    the activity,
     whose retry signals the whole batch again: a session takes the first delivery for a wait and ignores a
     repeated one, so a retry never delivers an event twice.
     """
@@ -98,7 +105,7 @@ async def deliver_events(inp: DeliverEventsInput, *, client: Any) -> DeliverEven
             try:
                 await client.get_workflow_handle(item.session_id).signal(SIGNAL_EVENT_ARRIVED, item.delivery)
             except RPCError as exc:
-                if exc.status != RPCStatusCode.NOT_FOUND:
+                if exc.status not in _UNDELIVERABLE:
                     raise
                 activity.logger.info("event %s not delivered to %s: %s", item.delivery.event_id, item.session_id, exc)
                 return False
