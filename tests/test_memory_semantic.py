@@ -5,7 +5,10 @@ full-text."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -118,6 +121,30 @@ async def test_without_an_endpoint_recall_stays_full_text(store_url: str) -> Non
                 await conn.execute(select(memories.c.embedding, memories.c.embedding_model).where(Scope.of(r).where()))
             ).one()
         assert row.embedding is None and row.embedding_model is None
+
+
+def test_a_worker_without_semantic_search_does_not_load_numpy(tmp_path: Path) -> None:
+    """numpy (12 MiB of a worker's resident memory) is loaded by the first vector handled, not by the worker's
+    imports, its services or a full-text save and recall (issue 18)."""
+    code = (
+        "import asyncio, sys\n"
+        "import agent_tools.plugin, agent_tools.worker\n"
+        "from agent_tools.agents import AgentDefinition\n"
+        "from tests.test_memory_helpers import call, open_services, ref\n"
+        "async def main():\n"
+        "    async with open_services(sys.argv[1], [AgentDefinition(name='assistant')]) as services:\n"
+        "        r = ref()\n"
+        "        await call(services, r, 'saveMemory', {'content': 'Alice drives an automobile'})\n"
+        "        found = await call(services, r, 'searchMemory', {'query': 'automobile'})\n"
+        "        print(found.is_error, found.content.count('memory_id'), 'numpy' in sys.modules)\n"
+        "asyncio.run(main())\n"
+    )
+    url = f"sqlite+aiosqlite:///{tmp_path}/store.sqlite"
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code, url], capture_output=True, text=True, timeout=120, check=False, cwd=root
+    )
+    assert out.stdout.split() == ["False", "1", "False"], out.stdout + out.stderr[-2000:]
 
 
 async def test_an_endpoint_that_is_down_costs_no_memory_and_no_recall(

@@ -24,15 +24,20 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import numpy as np
 from sqlalchemy import Connection, select
 
 from agent_tools.activities.store.memory_tables import memories
 from agent_tools.contracts.memory import MAX_EMBEDDING_DIMENSIONS, EmbeddingsEndpoint, scoring
 from agent_tools.errors import ProviderError
+
+if TYPE_CHECKING:
+    # numpy is imported where a vector is first handled, not with this module: a worker loads it with the
+    # memory activities, and numpy costs a worker 12 MiB of resident memory (issue 18) that no session needs
+    # unless an embeddings endpoint is configured and a semantic search runs.
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -108,11 +113,23 @@ class Snapshot:
     dimensions: int
 
 
+def _no_seqs() -> np.ndarray[Any, Any]:
+    import numpy as np
+
+    return np.zeros(0, dtype=np.int64)
+
+
+def _no_matrix() -> np.ndarray[Any, Any]:
+    import numpy as np
+
+    return np.zeros((0, 0), dtype=np.float32)
+
+
 @dataclass
 class _ScopeVectors:
     dimensions: int = 0
-    seqs: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    matrix: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    seqs: np.ndarray[Any, Any] = field(default_factory=_no_seqs)
+    matrix: np.ndarray[Any, Any] = field(default_factory=_no_matrix)
     rows: dict[int, int] = field(default_factory=dict)  # seq -> row of the matrix
     through: datetime | None = None  # the latest updated_at read so far
 
@@ -140,6 +157,8 @@ class VectorIndex:
         """The ``k`` most similar rows (seq, cosine) with a cosine of at least ``floor``, best first.
 
         Pure numpy over arrays nobody changes (a refresh replaces them), so it may run in any thread."""
+        import numpy as np
+
         q = np.frombuffer(query, dtype="<f4")
         matrix, seqs = snapshot.matrix, snapshot.seqs
         if seqs.shape[0] == 0 or q.shape[0] != snapshot.dimensions:
@@ -178,6 +197,8 @@ class VectorIndex:
 
     @staticmethod
     def _add(entry: _ScopeVectors, fresh: Sequence[Any]) -> None:
+        import numpy as np
+
         if entry.dimensions == 0:
             entry.dimensions = len(fresh[0].embedding) // 4
         d = entry.dimensions
