@@ -16,25 +16,19 @@ the tool activity claims once before it runs the tool (agent_tools/activities/ap
 
 import asyncio
 from datetime import datetime, timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from agent_tools.workflows.base import SessionBase, call_options, tool_error
+from agent_tools.workflows.base import SessionBase, call_options, read_signal, signal_rejection, tool_error
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import ValidationError
-
     from agent_tools.activity_io import ToolCallOutput
     from agent_tools.boundaries import (
-        MAX_JSON_DEPTH,
         NOTE_CHARS,
         cap_text,
         clean_text,
-        describe_validation_error,
-        json_depth,
         model_problems,
     )
     from agent_tools.contracts.approvals import (
@@ -308,32 +302,15 @@ class ApprovalMixin(SessionBase):
 
     @workflow.signal(name="decide_approval_signal")
     def signal_decide_approval(self, payload: RawValue) -> None:
-        # Decoded here, not by the SDK: a payload it could not decode would be dropped unseen; this way every
-        # rejected signal is recorded.
+        # Decoded by hand (read_signal), so that every rejected signal is recorded.
         size = len(payload.payload.data)
         try:
-            try:
-                data: Any = workflow.payload_converter().from_payload(payload.payload, Any)
-            except Exception as exc:
-                raise ApprovalRejected(
-                    "the decision is not JSON the session can read (malformed, or nested too deeply)"
-                ) from exc
-            if json_depth(data) > MAX_JSON_DEPTH:
-                raise ApprovalRejected(f"the decision is nested deeper than {MAX_JSON_DEPTH} levels")
-            if not isinstance(data, dict):
-                raise ApprovalRejected(f"the decision must be a JSON object, got {type(data).__name__}")
-            decision = ApprovalDecision.model_validate(data)
-            problems = model_problems(decision)
-            if problems is not None:
-                raise ApprovalRejected(f"decision out of bounds: {problems}")
+            decision = read_signal(
+                payload, ApprovalDecision, ApprovalRejected, subject="the decision", verb="is", noun="decision"
+            )
             self._apply_decision(decision, "signal")
         except Exception as exc:  # anything a client sends: recorded, never a failed workflow task
-            if isinstance(exc, ApprovalRejected):
-                reason = str(exc)
-            elif isinstance(exc, ValidationError):
-                reason = f"malformed decision: {describe_validation_error(exc)}"
-            else:
-                reason = f"unreadable decision: {type(exc).__name__}"
+            reason = signal_rejection(exc, ApprovalRejected, noun="decision")
             self._reject_decision(reason, preview=payload.payload.data[:REJECTED_PREVIEW_BYTES], size=size)
 
     def _reject_decision(self, reason: str, *, preview: bytes, size: int) -> None:

@@ -6,12 +6,15 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel, ValidationError
+
     from agent_tools.activity_io import ProgressEvent, ProgressKind, SessionRef, ToolCallOutput
+    from agent_tools.boundaries import MAX_JSON_DEPTH, describe_validation_error, json_depth, model_problems
     from agent_tools.errors import NON_RETRYABLE_MODEL_ERRORS, NON_RETRYABLE_TOOL_ERRORS
     from agent_tools.messages import Message, ToolCall
     from agent_tools.policy import CallPolicy
@@ -28,6 +31,46 @@ def failure_detail(exc: BaseException) -> str:
     while cause is not None and not isinstance(cause, ApplicationError) and getattr(cause, "cause", None) is not None:
         cause = cause.cause  # type: ignore[attr-defined]
     return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+
+
+SignalModel = typing.TypeVar("SignalModel", bound=BaseModel)
+
+
+def read_signal(
+    payload: RawValue, model: type[SignalModel], refusal: type[Exception], *, subject: str, verb: str, noun: str
+) -> SignalModel:
+    """A signal's payload, decoded by hand into ``model`` with its limits checked.
+
+    A signal cannot be refused to its sender, and one the SDK could not decode (not JSON, nested too deeply,
+    not an object) would be dropped unseen; decoded here, every bad one can be recorded with its reason.
+    ``subject``/``verb``/``noun`` word the reasons ("answers are ...", "the decision is ...").
+
+    Raises:
+        refusal: the payload is not a JSON object of readable depth, or breaks ``model``'s limits.
+        pydantic.ValidationError: it is an object ``model`` does not take.
+    """
+    try:
+        data: typing.Any = workflow.payload_converter().from_payload(payload.payload, typing.Any)
+    except Exception as exc:
+        raise refusal(f"{subject} {verb} not JSON the session can read (malformed, or nested too deeply)") from exc
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise refusal(f"{subject} {verb} nested deeper than {MAX_JSON_DEPTH} levels")
+    if not isinstance(data, dict):
+        raise refusal(f"{subject} must be a JSON object, got {type(data).__name__}")
+    value = model.model_validate(data)
+    problems = model_problems(value)
+    if problems is not None:
+        raise refusal(f"{noun} out of bounds: {problems}")
+    return value
+
+
+def signal_rejection(exc: Exception, refusal: type[Exception], *, noun: str) -> str:
+    """The reason recorded for a signal that could not be taken (``exc`` from reading or applying it)."""
+    if isinstance(exc, refusal):
+        return str(exc)
+    if isinstance(exc, ValidationError):
+        return f"malformed {noun}: {describe_validation_error(exc)}"
+    return f"unreadable {noun}: {type(exc).__name__}"
 
 
 # Errors no retry can fix: a provider's 4xx and a configuration mistake (names derived from the classes).

@@ -16,7 +16,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RawValue
 
-from agent_tools.workflows.base import SessionBase
+from agent_tools.workflows.base import SessionBase, read_signal, signal_rejection
 from agent_tools.workflows.native import native_tool
 
 with workflow.unsafe.imports_passed_through():
@@ -24,12 +24,9 @@ with workflow.unsafe.imports_passed_through():
 
     from agent_tools.activity_io import ToolCallOutput
     from agent_tools.boundaries import (
-        MAX_JSON_DEPTH,
         NOTE_CHARS,
         cap_text,
         clean_text,
-        describe_validation_error,
-        json_depth,
         model_problems,
     )
     from agent_tools.contracts.human import (
@@ -169,8 +166,7 @@ class HumanLoopMixin(SessionBase):
 
     @workflow.signal(name="answer_questions_signal")
     def signal_answer_questions(self, payload: RawValue) -> None:
-        # Decoded here, not by the SDK: a payload it could not decode (not JSON, nested too deeply, not an
-        # object) would be dropped unseen; this way every rejected signal is recorded.
+        # Decoded by hand (read_signal), so that every rejected signal is recorded.
         if not self.bounded_inputs:
             try:
                 legacy = workflow.payload_converter().from_payload(payload.payload, dict[str, Any])
@@ -180,28 +176,12 @@ class HumanLoopMixin(SessionBase):
             return
         size = len(payload.payload.data)
         try:
-            try:
-                data: Any = workflow.payload_converter().from_payload(payload.payload, Any)
-            except Exception as exc:
-                raise AnswerRejected(
-                    "answers are not JSON the session can read (malformed, or nested too deeply)"
-                ) from exc
-            if json_depth(data) > MAX_JSON_DEPTH:
-                raise AnswerRejected(f"answers are nested deeper than {MAX_JSON_DEPTH} levels")
-            if not isinstance(data, dict):
-                raise AnswerRejected(f"answers must be a JSON object, got {type(data).__name__}")
-            request = AnswerQuestions.model_validate(data)
-            problems = model_problems(request)
-            if problems is not None:
-                raise AnswerRejected(f"answers out of bounds: {problems}")
+            request = read_signal(
+                payload, AnswerQuestions, AnswerRejected, subject="answers", verb="are", noun="answers"
+            )
             self._apply_answers(request, "signal")
         except Exception as exc:  # anything a client sends: recorded, never a failed workflow task
-            if isinstance(exc, AnswerRejected):
-                reason = str(exc)
-            elif isinstance(exc, ValidationError):
-                reason = f"malformed answers: {describe_validation_error(exc)}"
-            else:
-                reason = f"unreadable answers: {type(exc).__name__}"
+            reason = signal_rejection(exc, AnswerRejected, noun="answers")
             self._reject_signal(reason, preview=payload.payload.data[:REJECTED_PREVIEW_BYTES], size=size)
 
     def _reject_signal(self, reason: str, *, preview: bytes, size: int) -> None:
