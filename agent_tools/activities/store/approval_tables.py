@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, DateTime, Index, String, Table, Text, select, update
 
-from agent_tools.activities.store.db import Store, upsert_rows
+from agent_tools.activities.store.db import Store, as_utc, upsert_rows
 from agent_tools.activities.store.tables import metadata
 
 tool_approvals = Table(
@@ -43,8 +43,7 @@ tool_approvals = Table(
 
 
 def _time(value: str | datetime) -> datetime:
-    t = datetime.fromisoformat(value) if isinstance(value, str) else value
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    return as_utc(datetime.fromisoformat(value) if isinstance(value, str) else value)
 
 
 @dataclass(frozen=True)

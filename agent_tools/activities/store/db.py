@@ -6,6 +6,7 @@ import asyncio
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, event, make_url, text
@@ -193,6 +194,12 @@ def _make_sync_sqlite_engine(url: str) -> Engine:
     )
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC time. SQLite keeps no zone: the store writes and compares every time as UTC
+    and gives it back aware."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def load_metadata() -> MetaData:

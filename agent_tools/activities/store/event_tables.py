@@ -9,13 +9,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, DateTime, Index, Integer, String, Table, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from agent_tools.activities.store.db import Store
+from agent_tools.activities.store.db import Store, as_utc
 from agent_tools.activities.store.tables import metadata
 from agent_tools.boundaries import clean_json
 from agent_tools.contracts.events import EventRecord, kind_matches, payload_matches
@@ -41,11 +41,6 @@ def event_id_for(organisation: str, project: str, source: str, delivery_id: str)
     return "evt_" + uuid.uuid5(uuid.NAMESPACE_URL, f"events:{organisation}/{project}/{source}/{delivery_id}").hex
 
 
-def _utc(value: datetime) -> datetime:
-    # SQLite keeps no zone: store and compare everything as UTC and give it back aware.
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def _record(row: Any) -> EventRecord:
     return EventRecord(
         event_id=row.event_id,
@@ -54,7 +49,7 @@ def _record(row: Any) -> EventRecord:
         project=row.project,
         source=row.source,
         delivery_id=row.delivery_id,
-        received_at=_utc(row.received_at),
+        received_at=as_utc(row.received_at),
         payload=row.payload or {},
     )
 
@@ -89,7 +84,7 @@ async def store_event(store: Store, record: EventRecord, *, size: int = 0) -> St
         "kind": record.kind,
         "payload": clean_json(record.payload, max_depth=64),
         "size": size,
-        "received_at": _utc(record.received_at),
+        "received_at": as_utc(record.received_at),
     }
     async with store.engine.begin() as conn:
         if await _insert_ignore(conn, row):
@@ -139,7 +134,7 @@ async def find_matching(
         .where(
             events.c.organisation == organisation,
             events.c.project == project,
-            events.c.received_at >= _utc(since),
+            events.c.received_at >= as_utc(since),
             cond,
         )
         .order_by(events.c.received_at)
