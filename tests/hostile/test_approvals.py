@@ -79,6 +79,15 @@ def _cases(p: PendingApproval) -> list[tuple[str, dict[str, Any]]]:
 _PATIENCE = 1200  # x 0.05 s
 
 
+async def _signal_settled(handle: Any, payload: RawValue) -> None:
+    """Signal a decision, then wait for a workflow task that has taken it: the refused update that follows is
+    delivered with every event before it (its validator refuses an unknown id)."""
+    await handle.workflow.signal("decide_approval_signal", payload)
+    unknown = {"approval_id": "settle", "digest": "0" * 64, "approve": True, "decided_by": "ana"}
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.workflow.execute_update("decide_approval", _json(unknown), result_type=dict)
+
+
 async def _pending(handle: Any) -> PendingApproval:
     for _ in range(_PATIENCE):
         try:
@@ -118,11 +127,14 @@ async def test_hostile_decisions_are_refused_or_recorded_and_the_approval_stays_
             with pytest.raises(WorkflowUpdateFailedError):
                 await handle.workflow.execute_update("decide_approval", _json(bad), result_type=dict)
             assert [p.approval_id for p in await handle.pending_approvals()] == [pending.approval_id], label
-        # By signal: recorded as rejected, whatever the payload, raw bytes included.
+        # By signal: recorded as rejected, whatever the payload, raw bytes included. One at a time: sent back to
+        # back, several 1 MB signals buffered while a workflow task runs pass the server's buffered-events limit,
+        # and the server then fails that task (FORCE_CLOSE_COMMAND) to flush them, which is the server's doing,
+        # not the session's (seen once in CI). A refused update after each one settles it first.
         for _, bad in cases:
-            await handle.workflow.signal("decide_approval_signal", _json(bad))
+            await _signal_settled(handle, _json(bad))
         for payload in (b'"garbage"', b"[1, 2]", json.dumps(_deep(300)).encode(), b"not json", b"\xff\xfe"):
-            await handle.workflow.signal("decide_approval_signal", _raw(payload))
+            await _signal_settled(handle, _raw(payload))
         state = await _rejected(handle, MAX_REJECTED_DECISIONS_KEPT)
         # Bounded: the last ones only, each a reason, a short preview and the payload's size.
         assert len(state.rejected) == MAX_REJECTED_DECISIONS_KEPT
