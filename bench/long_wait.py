@@ -101,7 +101,7 @@ async def until(check: Any, timeout: float, what: str) -> None:
 async def long_wait(env: Any, settings: Any, *, hours: int, budget: int = 500) -> Figures:
     """Drive one session through ``hours`` simulated hours parked on askUser; return the figures."""
     from agent_tools.testing import write_script
-    from tests.conftest import running_worker
+    from tests.conftest import running_worker, skip_time
 
     started = time.monotonic()
     figures = Figures(hours=hours)
@@ -127,7 +127,7 @@ async def long_wait(env: Any, settings: Any, *, hours: int, budget: int = 500) -
 
             subscriber = asyncio.create_task(follow())
             for hour in range(hours):
-                await env.sleep(3600)
+                await skip_time(env, 3600)
                 await handle.send(f"hourly message {hour}")
             assert [q.question for q in await handle.pending_questions()] == [QUESTION["question"]]
             await handle.answer_questions({QUESTION["question"]: "SQLite"})

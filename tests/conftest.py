@@ -3,17 +3,20 @@ SQLite and PostgreSQL, and a helper that runs a worker with the plugin on a fres
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from temporalio.client import Client
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.agents import AgentDefinition, AgentRegistry
@@ -120,6 +123,26 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         )
     url: str = request.getfixturevalue("postgres_database")
     return url
+
+
+async def skip_time(env: WorkflowEnvironment, duration: float | timedelta, *, within: float = 120.0) -> None:
+    """``env.sleep`` that survives its own RPC deadline. The test server moves its clock only while nothing
+    holds it (a workflow task in flight does), and the client gives any call 30 s: on a loaded machine the
+    call can run out while the server still moves towards the target (seen once in CI, an hour's sleep
+    among 47). The server's sleep goes on after the client gave up, so this waits for its clock to arrive."""
+    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+    target = await env.get_current_time() + timedelta(seconds=seconds)
+    try:
+        await env.sleep(seconds)
+        return
+    except RPCError as err:
+        if "Timeout expired" not in err.message:
+            raise
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while await env.get_current_time() < target:
+        assert loop.time() < deadline, f"the test server's clock did not reach {target} within {within} s"
+        await asyncio.sleep(0.2)
 
 
 @asynccontextmanager

@@ -388,7 +388,7 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
     """An askUser with a two-day timeout, handed over mid-wait while hourly messages arrive: the default
     answer comes at the deadline set when it was asked (not two days after the last hand-over), once."""
     from bench.long_wait import chain_sizes
-    from tests.conftest import running_worker
+    from tests.conftest import running_worker, skip_time
 
     settings.model = ask_script(script)
     async with running_worker(time_skipping_env, settings) as client:
@@ -410,7 +410,7 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
         first_run = (await handle.workflow.describe()).run_id
         # Messages for 47 hours, skipped one by one: each one adds history, and the wait is handed over.
         for hour in range(47):
-            await time_skipping_env.sleep(3600)
+            await skip_time(time_skipping_env, 3600)
             await handle.send(f"hour {hour}")
         assert (await handle.status()).status == SessionStatus.waiting_for_user
         parked_runs = len(await chain_sizes(time_skipping_env.client, handle.id, first_run))

@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.contracts.events import MAX_TIMEOUT_SECONDS, router_workflow_id
 from agent_tools.session import SessionResult, SessionStatus
-from tests.conftest import running_worker
+from tests.conftest import running_worker, skip_time
 from tests.test_events_e2e import TOKEN, eventually, final_event, ingress, router_state, subscribed, wait_script
 
 SKIP = MAX_TIMEOUT_SECONDS + 100
@@ -26,7 +26,7 @@ async def skipping_result(env: WorkflowEnvironment, session_id: str, seconds: fl
         if await handle.query("event_waits", result_type=list):
             break
         await asyncio.sleep(0.05)
-    await env.sleep(seconds)
+    await skip_time(env, seconds)
     result: SessionResult = await handle.result()
     return result
 

@@ -13,7 +13,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from agent_tools.contracts.human import PendingQuestion
 from agent_tools.human_client import answer_questions, human_state, pending_questions
 from agent_tools.session import SessionResult, SessionStatus
-from tests.conftest import running_worker
+from tests.conftest import running_worker, skip_time
 
 Q_LIB = "Which date formatting library should we use?"
 Q_EXTRAS = "Which extras do you want?"
@@ -212,7 +212,7 @@ async def test_session_waiting_30_days_resumes(time_skipping_env: Any, settings:
         handle = await client.start_session("pick a library")
         pending = await wait_for_questions(handle, 2)
         asked_at = datetime.fromisoformat(pending[0].asked_at)
-        await time_skipping_env.sleep(timedelta(days=30))
+        await skip_time(time_skipping_env, timedelta(days=30))
         assert (await handle.status()).status == SessionStatus.waiting_for_user
         assert len(await pending_questions(handle)) == 2
         await answer_questions(handle, {Q_LIB: "dayjs", Q_EXTRAS: ["Locales"]})

@@ -12,7 +12,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from agent_tools.contracts.planning import Goal, Loop, TodoItem
 from agent_tools.session import SessionResult, SessionStatus
-from tests.conftest import running_worker
+from tests.conftest import running_worker, skip_time
 
 
 def verdict(met: bool, reason: str) -> dict[str, Any]:
@@ -267,7 +267,7 @@ async def test_pause_and_resume_across_continue_as_new(time_skipping_env: Any, s
         handle = await client.start_session("check hourly", options={"continue_as_new_after_turns": 2})
         await wait_loop(handle, lambda ls: ls[0].status == "active")
         first_run = (await handle.workflow.describe()).run_id
-        await time_skipping_env.sleep(timedelta(hours=1, seconds=5))
+        await skip_time(time_skipping_env, timedelta(hours=1, seconds=5))
         paused = await wait_loop(handle, lambda ls: ls[0].status == "paused")
         # Two turns done: the session continued as new, and the new run carries the paused loop.
         for _ in range(100):
@@ -276,7 +276,7 @@ async def test_pause_and_resume_across_continue_as_new(time_skipping_env: Any, s
             await asyncio.sleep(0.1)
         assert (await handle.workflow.describe()).run_id != first_run
         assert (paused[0].completed_turns, paused[0].ticks, paused[0].next_run_at) == (1, 1, None)
-        await time_skipping_env.sleep(timedelta(hours=5))
+        await skip_time(time_skipping_env, timedelta(hours=5))
         [still] = await loops(handle)
         assert (still.status, still.completed_turns, still.ticks) == ("paused", 1, 1)  # no tick while paused
         assert (await handle.status()).status == SessionStatus.idle  # waits: a paused loop is pending work
@@ -351,7 +351,7 @@ async def start_loop_behind_a_question(env: Any, client: Any, max_turns: int) ->
         if await pending_questions(handle):
             break
         await asyncio.sleep(0.1)
-    await env.sleep(timedelta(minutes=5, seconds=5))
+    await skip_time(env, timedelta(minutes=5, seconds=5))
     return handle
 
 
