@@ -344,6 +344,36 @@ async def test_a_root_worker_needs_an_unprivileged_sandbox_account() -> None:
         assert not found.offered and why in found.reason, found.reason
 
 
+@pytest.mark.skipif(not ROOT, reason="a worker that is not root runs the code as itself, which reads its own files")
+async def test_a_library_path_the_sandbox_account_cannot_read_is_named(open_dir: Path) -> None:
+    """A private library directory binds fine and only fails the code's imports later: the probe, run as the
+    sandbox account, names the path instead of offering a tool whose libraries are missing."""
+    await sandbox_engine()  # the sandbox works here with the default library paths
+    private = open_dir / "private-site-packages"
+    private.mkdir()
+    private.chmod(0o700)
+    found = await SandboxEngine(SandboxSettings(library_paths=[str(private)])).availability()
+    assert not found.offered, found.reason
+    assert f"the sandbox account cannot read {private} (a library path)" in found.reason, found.reason
+    # Below a private directory bwrap itself cannot reach the path, and says which.
+    inner = private / "site-packages"
+    inner.mkdir()
+    inner.chmod(0o755)
+    found = await SandboxEngine(SandboxSettings(library_paths=[str(inner)])).availability()
+    assert not found.offered and f"Can't find source path {inner}: Permission denied" in found.reason, found.reason
+    # A readable one is offered, although it is under /tmp, where the sandbox has its workspace.
+    readable = open_dir / "site-packages"  # (availability is cached per configuration: a new path)
+    readable.mkdir()
+    readable.chmod(0o755)  # (not through mkdir's mode, which the umask cuts)
+    (readable / "offered_here.py").write_text("ANSWER = 42\n")
+    (readable / "offered_here.py").chmod(0o644)
+    eng = SandboxEngine(SandboxSettings(library_paths=[str(readable)]))
+    found = await eng.availability()
+    assert found.offered, found.reason
+    r = await run(eng, "import os, offered_here\nprint(offered_here.ANSWER, os.listdir('.'))")
+    assert r.ok and r.stdout == "42 []\n", r  # imported, and not among the workspace's files
+
+
 async def test_the_store_env_and_worker_tree_are_never_bound(open_dir: Path) -> None:
     store = open_dir / "agent_tools.db"
     store.write_text("every transcript")

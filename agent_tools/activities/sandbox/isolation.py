@@ -16,7 +16,8 @@ empty tmpfs, remounted read-only once set up, holding only:
 
 No ``/run``, ``/var``, ``/home``, ``/root``, ``/etc`` (but the loader cache), ``/sys``, no worker tree, no
 store (the directories leading to a bound path exist, empty but for it: a venv's ``site-packages`` inside
-the checkout shows as that one directory). The network namespace has one interface, a loopback of its own: 127.0.0.1 is the sandbox itself,
+the checkout shows as that one directory; one under ``/tmp``, which the workspace covers, is bound below
+``/.sandbox/host`` instead). The network namespace has one interface, a loopback of its own: 127.0.0.1 is the sandbox itself,
 where nothing listens; every other address is unreachable, abstract Unix sockets (which belong to a
 network namespace) are the sandbox's own, and no path-bound Unix socket of the host exists in its mount
 namespace. The environment is cleared. No capabilities, no further user namespaces (``--disable-userns``,
@@ -54,6 +55,9 @@ from agent_tools.contracts.sandbox import SandboxLimits
 # Where things are inside the sandbox.
 WORKSPACE = "/tmp"
 SANDBOX_LAUNCHER = "/.sandbox/launcher.py"
+# Host paths under the workspace's mount point (a checkout's venv in /tmp) would be hidden by the workspace's
+# tmpfs, and listed as output files if bound inside it: they are bound below this instead.
+RELOCATED = "/.sandbox/host"
 SANDBOX_HOSTNAME = "sandbox"
 SHM_BYTES = 16 * 1024 * 1024
 # Bound (or recreated as the same symlinks) when they exist on the host: the loader and shared libraries.
@@ -78,6 +82,23 @@ WORKER_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 # launcher run as the sandbox account, and the network namespace has no interface but its own loopback.
 PROBE_CODE = "import socket\nprint(sorted(name for _, name in socket.if_nameindex()))\n"
 PROBE_OUTPUT = b"['lo']\n"
+# Run by the probe first, as the sandbox account: a library directory it cannot read (a checkout in a
+# private 0700 directory, a venv under /root) binds without complaint and only fails the code's imports, so
+# the probe names it instead of offering a tool whose libraries are missing.
+_PROBE_READABLE = (
+    "import os, sys\n"
+    "for seen, host in {paths!r}:\n"
+    "    if not os.access(seen, os.R_OK | os.X_OK):\n"
+    "        sys.exit(f'the sandbox account cannot read {{host}} (a library path): make it and the directories"
+    " above it readable by that account (mode 0755), or set AGENT_TOOLS_SANDBOX__LIBRARY_PATHS')\n"
+)
+
+
+def probe_code(library_paths: tuple[str, ...]) -> str:
+    """The probe job: every library path readable, then the network namespace's interfaces."""
+    return _PROBE_READABLE.format(paths=tuple((inside(p), p) for p in library_paths)) + PROBE_CODE
+
+
 _PROBE_SECONDS = 20
 # Beyond the call's timeout: the launcher's start and its listing of the workspace.
 BACKSTOP_EXTRA_SECONDS = 15.0
@@ -147,7 +168,7 @@ class Sandbox:
                 argv += ["--ro-bind", directory, directory]
         argv += ["--ro-bind-try", LOADER_CACHE, LOADER_CACHE]
         for path in self.binds:
-            argv += ["--ro-bind", path, path]
+            argv += ["--ro-bind", path, inside(path)]
         if self.mount_proc:
             argv += ["--proc", "/proc"]
         argv += ["--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
@@ -183,6 +204,11 @@ class Availability:
     @property
     def offered(self) -> bool:
         return self.sandbox is not None or self.unisolated is not None
+
+
+def inside(path: str) -> str:
+    """Where the sandbox sees the host's ``path``: the same place, unless the workspace would cover it."""
+    return RELOCATED + path if _contains(WORKSPACE, path) else path
 
 
 def launcher_path() -> str:
@@ -245,7 +271,7 @@ async def execute(
     if isinstance(plan, Sandbox):
         job = build_job(
             code=code, files=files, workspace=WORKSPACE, timeout_seconds=timeout_seconds, limits=limits,
-            library_paths=plan.library_paths, count_processes=True,
+            library_paths=tuple(map(inside, plan.library_paths)), count_processes=True,
         )  # fmt: skip
         fd = os.memfd_create("exec_python-launcher")
         try:
@@ -433,7 +459,11 @@ async def _try(sandbox: Sandbox) -> str | None:
     """Run the probe job in ``sandbox``; None when it worked, else what went wrong."""
     try:
         outcome = await execute(
-            sandbox, code=PROBE_CODE, files={}, timeout_seconds=_PROBE_SECONDS, limits=SandboxLimits()
+            sandbox,
+            code=probe_code(sandbox.library_paths),
+            files={},
+            timeout_seconds=_PROBE_SECONDS,
+            limits=SandboxLimits(),
         )
     except OSError as exc:
         return f"cannot start bwrap: {exc}"
