@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.common import RawValue
 
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.client import AgentToolsClient, SessionHandle
@@ -67,3 +68,19 @@ async def tree_ids(client: AgentToolsClient, root_id: str) -> list[str]:
     """The root and every session under it (visibility, running or closed)."""
     query = f"SessionRootId = '{root_id}'"
     return [wf.id async for wf in client.temporal.list_workflows(query)] or [root_id]
+
+
+async def signal_settled(
+    handle: SessionHandle, signal: str, payload: RawValue, refused_update: tuple[str, Any]
+) -> None:
+    """Send ``signal``, then wait for a workflow task that has taken it: the update that follows, which its
+    validator refuses, is delivered with every event before it. Large signals sent back to back pile up in
+    the server's buffer while a task runs, and past its limit the server fails that task
+    (FORCE_CLOSE_COMMAND) to flush them: the server's doing, not the session's (seen once in CI)."""
+    await handle.workflow.signal(signal, payload)
+    name, argument = refused_update
+    try:
+        await handle.workflow.execute_update(name, argument, result_type=dict)
+    except WorkflowUpdateFailedError:
+        return
+    raise AssertionError(f"the settling update {name} was accepted")

@@ -20,7 +20,7 @@ from agent_tools.contracts.approvals import MAX_REJECTED_DECISIONS_KEPT, Approva
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.user_tools import tool
-from tests.hostile.support import task_failures
+from tests.hostile.support import signal_settled, task_failures
 
 MEGABYTE = "x" * 1_000_000
 HUGE = 10**40
@@ -80,12 +80,9 @@ _PATIENCE = 1200  # x 0.05 s
 
 
 async def _signal_settled(handle: Any, payload: RawValue) -> None:
-    """Signal a decision, then wait for a workflow task that has taken it: the refused update that follows is
-    delivered with every event before it (its validator refuses an unknown id)."""
-    await handle.workflow.signal("decide_approval_signal", payload)
+    """Signal a decision, settled by an update whose validator refuses an unknown id."""
     unknown = {"approval_id": "settle", "digest": "0" * 64, "approve": True, "decided_by": "ana"}
-    with pytest.raises(WorkflowUpdateFailedError):
-        await handle.workflow.execute_update("decide_approval", _json(unknown), result_type=dict)
+    await signal_settled(handle, "decide_approval_signal", payload, ("decide_approval", _json(unknown)))
 
 
 async def _pending(handle: Any) -> PendingApproval:

@@ -19,7 +19,7 @@ from agent_tools.contracts.human import MAX_OTHER_CHARS, MAX_REJECTED_KEPT, Huma
 from agent_tools.errors import SessionError
 from agent_tools.session import WORKFLOW_NAME, SessionStatus
 from agent_tools.settings import Settings
-from tests.hostile.support import task_failures
+from tests.hostile.support import signal_settled, task_failures
 
 ASK = {
     "name": "askUser",
@@ -181,8 +181,8 @@ async def test_answers_that_do_not_fit_are_recorded_small_and_the_session_goes_o
             "answers are not JSON the session can read (malformed, or nested too deeply)",
         ]
         big = json.dumps({"answers": [{"question": "Which colour?", "other": "y" * 400_000}]}).encode()
-        for _ in range(MAX_REJECTED_KEPT + 4):
-            await handle.workflow.signal("answer_questions_signal", _raw(big))
+        for _ in range(MAX_REJECTED_KEPT + 4):  # (9.6 MB: one at a time, see signal_settled)
+            await signal_settled(handle, "answer_questions_signal", _raw(big), ("answer_questions", {"answers": []}))
         for _ in range(100):
             state = await handle.query("human_state", HumanState)
             if state.rejected[-1].size == len(big) and state.rejected[0].size == len(big):
