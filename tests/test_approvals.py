@@ -337,6 +337,11 @@ async def test_cli_lists_and_decides(settings: Any, script: Any, temporal_env: A
         # The CLI runs its own event loop: call it from a thread while this loop keeps the worker going.
         out = await asyncio.to_thread(runner.invoke, app, ["approve", handle.id], env=env)
         assert out.exit_code == 0 and first.approval_id in out.output and first.digest in out.output, out.output
+        # show names what the session waits for and the command that decides it.
+        out = await asyncio.to_thread(runner.invoke, app, ["show", handle.id, "--no-transcript"], env=env)
+        assert out.exit_code == 0 and "Waiting for an approval:" in out.output, out.output
+        assert f"  {first.approval_id}  send_payment" in out.output and first.digest in out.output, out.output
+        assert f"agent-tools approve {handle.id} {first.approval_id}" in out.output, out.output
         out = await asyncio.to_thread(runner.invoke, app, ["approve", handle.id, first.approval_id, "--deny"], env=env)
         assert out.exit_code == 2 and "--deny needs a --reason" in out.output
         out = await asyncio.to_thread(

@@ -285,6 +285,9 @@ async def test_answer_command_json_and_yes(
     async with worker_for() as client:
         handle = await client.start_session("pick a library")
         await wait_for_questions(handle, 2)
+        shown = await asyncio.to_thread(cli, "show", handle.id, "--no-transcript")
+        assert shown.exit_code == 0 and f"Waiting for an answer: {Q_LIB} [" in shown.output, shown.output
+        assert f"answer with `agent-tools answer {handle.id}`" in shown.output, shown.output
         refused = await asyncio.to_thread(cli, "answer", handle.id, "--json", f'{{"{Q_LIB}": "moment"}}')
         assert refused.exit_code == 1 and "is not an option" in refused.output
         ok = await asyncio.to_thread(cli, "answer", handle.id, "--json", f'{{"{Q_LIB}": "dayjs"}}')

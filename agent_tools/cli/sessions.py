@@ -16,6 +16,7 @@ from agent_tools.activity_io import ProgressEvent
 from agent_tools.cli.console import LiveConsole
 from agent_tools.cli.running import log_file, other_terminals, run_or_explain
 from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools.session import TERMINAL_STATUSES
 from agent_tools.settings import Settings
 
 DEMO_PROMPT = (
@@ -295,6 +296,8 @@ def register(app: typer.Typer) -> None:
             handle = client.session(session_id)
             status = await handle.status()
             typer.echo(status.model_dump_json(indent=2))
+            if status.status not in TERMINAL_STATUSES:
+                await _show_waiting(handle)
             if transcript:
                 for e in await handle.transcript(limit=10_000):
                     calls = " ".join(f"{c['name']}({json.dumps(c['arguments'])[:80]})" for c in e.tool_calls)
@@ -321,6 +324,23 @@ def register(app: typer.Typer) -> None:
             typer.secho(f"session ended: {status.status.value}", bold=True)
 
         run_or_explain(go())
+
+
+async def _show_waiting(handle: SessionHandle) -> None:
+    """What the session waits for a person to do, and the command that does it (``show`` printed only the
+    status, where a pending approval was one field among many)."""
+    from agent_tools.cli.approvals import describe
+
+    questions, approvals = await handle.pending_questions(), await handle.pending_approvals()
+    for q in questions:
+        options = ", ".join(o.label for o in q.options)
+        typer.secho(f"Waiting for an answer: {q.question} [{options}]", bold=True)
+    if questions:
+        typer.echo(f"  answer with `agent-tools answer {handle.id}`")
+    for p in approvals:
+        typer.secho("Waiting for an approval:", bold=True)
+        typer.echo("  " + describe(p).replace("\n", "\n  "))
+        typer.echo(f"  decide with `agent-tools approve {handle.id} {p.approval_id} [--deny --reason ...]`")
 
 
 @dataclass(frozen=True)
