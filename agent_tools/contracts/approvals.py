@@ -267,18 +267,9 @@ def render_pending_approvals(state: ApprovalState) -> str:
 ACTIVITY_RECORD_APPROVAL = "agent_tools.approvals.record"
 
 
-class RecordApprovalInput(BaseModel):
-    """One decision, as the store keeps it for audit (and, when approved, as the call's grant)."""
+class RecordApprovalInput(DecidedApproval):
+    """One decision, as the store keeps it for audit (and, when approved, as the call's grant): the decided
+    approval, with its session and the arguments it covered."""
 
     session_id: str
-    approval_id: str
-    call_id: str
-    tool: str
-    digest: str
     arguments_preview: str
-    outcome: ApprovalOutcome
-    reason: str | None = None
-    decided_by: str | None = None
-    via: ApprovalVia | None = None
-    requested_at: str
-    decided_at: str
