@@ -5,9 +5,12 @@ The SDK's ``start_local()`` downloads a binary by default; we always pass the on
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from temporalio.api.enums.v1 import IndexedValueType
@@ -76,8 +79,12 @@ async def start_dev_server(
     db_filename: str | None = None,
     plugins: list[Plugin] | None = None,
     log_level: str = "error",
+    output: Path | None = None,
 ) -> WorkflowEnvironment:
     """Start ``temporal server start-dev`` with our search attributes; the caller shuts it down.
+
+    With ``output``, the server writes there (its banner, its log lines) instead of on this process's
+    terminal.
 
     Raises:
         ConfigurationError: the server did not start (most often: the port is taken).
@@ -88,6 +95,24 @@ async def start_dev_server(
                 f"port {wanted} is already in use (another Temporal server?); pick free ones with --port/--ui-port "
                 "or connect to the running server with AGENT_TOOLS_TEMPORAL_ADDRESS"
             )
+    try:
+        with _children_write_to(output):
+            return await _start_local(port, ui, ui_port, db_filename, plugins, log_level)
+    except RuntimeError as exc:
+        if output is None:
+            raise
+        # What the server said went to the file: bring its last words back to the terminal.
+        text = output.read_text(errors="replace")  # noqa: ASYNC240 - once, on a failed start
+        said = [line.strip() for line in text.splitlines() if line.strip()][-3:]
+        raise ConfigurationError(
+            f"the Temporal dev server did not start: {' / '.join(said) or exc} (its output: {output})"
+        ) from exc
+
+
+async def _start_local(
+    port: int | None, ui: bool, ui_port: int | None, db_filename: str | None, plugins: list[Plugin] | None,
+    log_level: str,
+) -> WorkflowEnvironment:  # fmt: skip
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli_path(),
         data_converter=pydantic_data_converter,
@@ -100,6 +125,32 @@ async def start_dev_server(
         dev_server_log_level=log_level,
         dev_server_extra_args=dev_server_args(),
     )
+
+
+@contextlib.contextmanager
+def _children_write_to(path: Path | None) -> Iterator[None]:
+    """Point this process's stdout and stderr at ``path`` while a child is spawned, so that the child
+    inherits the file: the SDK starts the server with the process's own streams and has no option for
+    them. Our own writes in that moment go there too, which is why it lasts only for the start."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
 
 
 async def start_time_skipping(plugins: list[Plugin] | None = None) -> WorkflowEnvironment:

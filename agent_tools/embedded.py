@@ -79,7 +79,10 @@ async def embedded(
     if persist:
         STATE_DIR.mkdir(exist_ok=True)  # noqa: ASYNC240 - once at start-up
         db_file = str(STATE_DIR / "temporal.db")
-    env = await start_dev_server(ui=ui, port=port, ui_port=ui_port, db_filename=db_file)
+    # With the process's logs in a file, the server's go next to them: its banner repeated what the line
+    # printed below says, and its log lines would land in the middle of the session's output.
+    server_log = None if log_file is None else log_file.with_name("temporal.log")
+    env = await start_dev_server(ui=ui, port=port, ui_port=ui_port, db_filename=db_file, output=server_log)
     try:
         target = env.client.service_client.config.target_host
         ui_url = f"http://{target.rsplit(':', 1)[0]}:{ui_port}" if ui and ui_port else settings.temporal_ui_url

@@ -54,6 +54,9 @@ def test_demo_command_runs_the_main_job(tmp_path: Path) -> None:
     assert "Food: pasteis de nata" in out and "History: Sao Jorge Castle" in out
     assert out.count("Book first: timed-entry tickets") == 1  # the final answer, printed once
     assert "runs the scripted demo model" in out and "OPENAI_API_KEY" in out  # says which model answers
-    assert out.count("worker logs: .agent-tools/logs/worker.log") == 1
+    assert out.count("worker logs: .agent-tools/logs/worker.log, the server's: .agent-tools/logs/temporal.log") == 1
     assert "Traceback" not in out + proc.stderr and "WARN" not in proc.stderr
     assert (tmp_path / ".agent-tools" / "logs" / "worker.log").exists()
+    # The dev server's banner goes to its log: on the terminal it repeated our one line about the server.
+    assert "Temporal Persistence:" not in out + proc.stderr
+    assert "Temporal Persistence:" in (tmp_path / ".agent-tools" / "logs" / "temporal.log").read_text()

@@ -217,3 +217,17 @@ def test_embedded_server_on_a_taken_port_says_so(tmp_path: Any) -> None:
         out = CliRunner().invoke(app, ["demo", "--port", str(port), "--ui-port", "0"], env=env)
     assert out.exit_code == 1
     assert f"port {port} is already in use" in out.output
+
+
+async def test_a_dev_server_that_fails_to_start_says_why_from_its_log(tmp_path: Any) -> None:
+    """Its output goes to a file (the banner would repeat our own line): when it does not start, its last
+    words come back in the error instead of staying in the file."""
+    from agent_tools.devserver import start_dev_server
+    from agent_tools.errors import ConfigurationError
+
+    log = tmp_path / "logs" / "temporal.log"
+    with pytest.raises(ConfigurationError) as caught:
+        await start_dev_server(ui=False, db_filename=str(tmp_path / "missing" / "t.db"), output=log)
+    message = str(caught.value)
+    assert message.startswith("the Temporal dev server did not start: ") and "no such file or directory" in message
+    assert str(log) in message

@@ -404,7 +404,7 @@ async def _run(run: _Run) -> int:
     ) as client:
         ours = client.settings
         typer.secho(f"embedded Temporal dev server at {ours.temporal_address}, UI {ours.temporal_ui_url}", dim=True)
-        typer.secho(f"worker logs: {log_file()}", dim=True)
+        typer.secho(f"worker logs: {log_file()}, the server's: {log_file().with_name('temporal.log')}", dim=True)
         code = await run_and_follow(client, prompt, yes=yes, chat=chat, embedded=True, **fields)
         if keep_open:
             typer.echo(other_terminals(ours))
