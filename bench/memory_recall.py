@@ -79,9 +79,24 @@ class LegacyEngine(MemoryEngine):
     def _pg_candidates(
         self, conn: Connection, scope: Scope, use: list[str], ranked: bool, want: int, tier: str | None, now: datetime
     ) -> list[Any]:
-        if ranked:
-            return super()._pg_candidates(conn, scope, use, ranked, want, tier, now)
         query = func.to_tsquery("english", scoring.tsquery(use))
+        if ranked:
+            conds = [literal_column("memories.search").op("@@")(query), scope.where(), self.live(now)]
+            if tier:
+                conds.append(memories.c.tier == tier)
+            bounded = (
+                select(*_COLUMNS, literal_column("memories.search").label("search"))
+                .where(*conds)
+                .limit(scoring.rank_bound())
+                .subquery("bounded")
+            )
+            score = func.ts_rank_cd(bounded.c.search, query)
+            ranked_stmt = (
+                select(*[bounded.c[col.name] for col in _COLUMNS], score.label("score"))
+                .order_by(score.desc())
+                .limit(want)
+            )
+            return list(conn.execute(ranked_stmt).all())
         stmt = (
             select(*_COLUMNS, literal_column("0.0").label("score"))
             .where(literal_column("memories.search").op("@@")(query), scope.where(), self.live(now))
@@ -333,11 +348,24 @@ async def main() -> None:
         print(f"{args.memories} memories, {args.queries} queries x {args.repeats} rounds: median [min-max]")
         for name, store, _, scope in runs:
             print(f"{name:27s} p50 {spread(p50[name])}   p95 {spread(p95[name])}")
+            if name + " before" in p50:
+                # Each round's own ratio: the two ran back to back in that round, on the same machine load.
+                for label, by in (("p50", p50), ("p95", p95)):
+                    ratios = [new / old for new, old in zip(by[name], by[name + " before"], strict=True)]
+                    per_round = " ".join(f"{r:.2f}" for r in ratios)
+                    print(f"{'':27s} {label} after/before {statistics.median(ratios):.2f}x (per round {per_round})")
             if not args.keep and store.dialect == "postgresql":
                 async with store.engine.begin() as conn:
                     await conn.execute(delete(memories).where(memories.c.organisation == scope.organisation))
         for store in {id(s): s for _, s, _, _ in runs}.values():
             await store.close()
+        if args.compare and not args.keep:
+            for url in urls:
+                if url.startswith("postgresql"):
+                    admin = create_async_engine(url)
+                    async with admin.begin() as conn:
+                        await conn.execute(text(f"DROP SCHEMA IF EXISTS {BEFORE_SCHEMA} CASCADE"))
+                    await admin.dispose()
         await http.aclose()
 
 

@@ -108,9 +108,12 @@ class Scope:
         return scoring.scope_key(self.organisation, self.project, self.user, self.agent)
 
     def where(self) -> ColumnElement[bool]:
+        return and_(memories.c.scope_key == self.key, self.owner())
+
+    def owner(self) -> ColumnElement[bool]:
+        """The scope's four parts (which determine scope_key), without the indexed key itself."""
         c = memories.c
         return and_(
-            c.scope_key == self.key,
             c.organisation == self.organisation,
             c.project == self.project,
             c.user_id == self.user,
@@ -674,9 +677,13 @@ class MemoryEngine:
             # finds them, ts_rank_cd ranks only those, and the best `want` go to the fusion. Liveness and tier
             # are checked on the same heap rows (free here, unlike SQLite's index-only hits).
             # SCOPED_SEARCH: "this scope AND any of the words" in the GIN index, so other scopes' matches are
-            # never read.
+            # never read. The scope is then checked on the rows by its four parts, not by scope_key (which
+            # they determine): a plan prepared for any parameters (asyncpg prepares every statement, and
+            # PostgreSQL may switch to such a generic plan after five runs) ANDed the GIN matches with the
+            # scope's 100,000 entries in ix_memories_scope_updated (36 ms instead of 8.5), where no index
+            # covers the parts.
             scoped = cast(_scope_lexeme(scope), TSQUERY).op("&&")(query)
-            conds = [literal_column(SCOPED_SEARCH).op("@@")(scoped), scope.where(), self.live(now)]
+            conds = [literal_column(SCOPED_SEARCH).op("@@")(scoped), scope.owner(), self.live(now)]
             if tier:
                 conds.append(c.tier == tier)
             bounded = (
