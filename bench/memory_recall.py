@@ -5,6 +5,12 @@ memory_recall run), on SQLite and PostgreSQL, interleaved over several repeats w
     python bench/memory_recall.py --url sqlite+aiosqlite:///x.db --memories 100000 --queries 300 --repeats 5
     python bench/memory_recall.py --keep ...                    # keep (and reuse) the loaded rows
     python bench/memory_recall.py --hybrid ...                  # also semantic recall (embeddings + RRF)
+    python bench/memory_recall.py --compare --keep --scopes 2   # PostgreSQL before revision 0005m, side by side
+
+``--compare`` also times the PostgreSQL search as it was before revision 0005m (``LegacyEngine``) on a copy of
+the rows in a schema at revision 0004 (``memory_recall_before``), interleaved with the current one, and prints
+each round's after/before ratio. ``--scopes N`` puts N large scopes of ``--memories`` each in the table (the
+timed one first): with the scope outside the index, a search also read the other scopes' matches.
 
 ``--hybrid`` loads a second scope whose memories carry 384-dimension embeddings and times the hybrid search
 (query embedding from bench/embeddings_server.py in its own process, over HTTP, full text, exact cosine
@@ -125,14 +131,13 @@ async def before_store(url: str) -> Store:
         url, pool_size=10, max_overflow=20, connect_args={"server_settings": {"search_path": BEFORE_SCHEMA}}
     )
     store = Store(url, engine=engine)
+    async with engine.connect() as conn:
+        revision = await conn.run_sync(current_revision)
+    if revision == "0004":  # kept from an earlier --keep run (create_schema would upgrade it)
+        return store
     await store.create_schema()
-
-    def downgrade(conn: Connection) -> None:
-        if current_revision(conn) != "0004":
-            command.downgrade(alembic_config(conn), "0004")
-
     async with engine.begin() as conn:
-        await conn.run_sync(downgrade)
+        await conn.run_sync(lambda c: command.downgrade(alembic_config(c), "0004"))
     return store
 
 
