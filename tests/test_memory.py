@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 
 from agent_tools.activities.memory import MemoryEngine, Scope, engine_of, memory_context
 from agent_tools.activities.services import Services
@@ -349,3 +349,94 @@ async def test_common_words_are_not_ranked_but_still_find(services: Services, mo
     assert found[0].content == "the server in the attic runs nomad"
     common = await engine.search(scope, "server debian", limit=5)
     assert len(common) == 5 and all("server" in m.content for m in common)
+
+
+async def test_document_frequencies_are_the_counts_of_the_matches(services: Services) -> None:
+    """PostgreSQL reads a term's document frequency from memory_terms, which triggers keep: after inserts of
+    one and many rows, a changed text, soft and hard deletes, it must be the count of the scope's matches
+    (what the search counted before), for stems, stop words, phrases (``a_b``), digits and other scripts."""
+    r, other = ref(), ref()
+    scope, elsewhere = Scope.of(r), Scope.of(other)
+    engine = engine_of(services)
+    await _bulk(services, scope, [f"the runner was running {i} laps_today in Café 2024" for i in range(30)])
+    await _bulk(services, elsewhere, ["running runners everywhere"] * 5)
+    for i in range(3):
+        await call(services, r, "saveMemory", {"content": f"Runs the nightly backup job number {i}"})
+    mid = _json(await call(services, r, "saveMemory", {"content": "quokkas run at dawn"}))["memory"]["memory_id"]
+    await call(services, r, "updateMemory", {"memory_id": mid, "content": "wombats sleep at noon"})
+    await call(services, r, "deleteMemory", {"memory_id": mid})  # soft: still counted, as before
+    gone = [f"the runner was running {i} laps_today in Café 2024" for i in (3, 13, 23)]
+    async with services.store.engine.begin() as conn:
+        await conn.execute(memories.delete().where(scope.where(), memories.c.content.in_(gone)))
+    terms = ["running", "run", "runner", "the", "laps_today", "laps", "café", "cafe", "2024", "quokkas"]
+    terms += ["wombat", "noon", "nightly", "zzz"]
+    counting = text("SELECT count(*) FROM memories WHERE scope_key = :k AND search @@ to_tsquery('english', :q)")
+
+    def compare(conn: Any) -> tuple[dict[str, int], dict[str, int]]:
+        got = engine._doc_frequencies(conn, scope, terms, conn.dialect.name == "sqlite")
+        if conn.dialect.name == "sqlite":
+            return got, got
+        counted = {t: int(conn.execute(counting, {"k": scope.key, "q": f"'{t}'"}).scalar_one()) for t in terms}
+        return got, counted
+
+    got, counted = await services.store.run(compare)
+    assert got == counted
+    if services.store.dialect == "postgresql":
+        assert got["running"] == got["run"] == 30 and got["the"] == 0 and got["laps_today"] == 27
+        assert got["wombat"] == 1 and got["quokkas"] == 0 and got["nightly"] == 3 and got["zzz"] == 0
+
+
+async def test_hostile_text_reaches_the_counts_and_the_search_intact(services: Services) -> None:
+    """What a model may save or ask, through memory_terms and the document-frequency statement: a word too
+    long for a lexeme, a megabyte of text, quotes and backslashes, a NUL and a lone surrogate (cleaned at the
+    boundary), other scripts, 24+ terms, terms of several lexemes. Saves and searches answer; PostgreSQL's
+    counts stay those of the matches."""
+    r = ref()
+    scope = Scope.of(r)
+    engine = engine_of(services)
+    contents = [
+        "w" * 3000 + " plainword",
+        "x" * 1_000_000,
+        "w" * 2040 + " " + "v" * 1500,
+        "o'brien said \"hi\" \\ back\\slash ' '' '''",
+        "nul\x00byte and lone \ud800 surrogate",
+        "nul\x00byte and a surrogate pair \U0001f600 kept",
+        "日本語のテキスト and ελληνικά words",
+        "snake_case_term and CamelCase 12_34",
+    ]
+    for content in contents:
+        out = await call(services, r, "saveMemory", {"content": content})
+        # Past the 4,000-character limit, or with a lone surrogate, a save is refused, and told to the model.
+        refused = len(content) > 4000 or "\ud800" in content
+        assert out.content.startswith("Memory not saved") if refused else not out.is_error, out.content
+    queries = [
+        "o'brien '' \\ \" back",
+        "nul byte \x00",
+        "日本語のテキスト ελληνικά",
+        "snake_case_term 12_34 camelcase",
+        " ".join(f"term{i}" for i in range(40)),
+        "w" * 999,
+    ]
+    for q in queries:
+        out = await call(services, r, "searchMemory", {"query": q})
+        assert not out.is_error, out.content
+    refused = await call(services, r, "searchMemory", {"query": "lone \ud800"})
+    assert refused.is_error and refused.content.startswith("Invalid arguments"), refused.content
+    # Past the tool's 1,000 characters (the Memory Context cuts the message there too): the engine itself.
+    for q in ["w" * 3000, "x" * 100_000 + " plainword", "a_" * 2000]:
+        await engine.search(scope, q)
+    found = _json(await call(services, r, "searchMemory", {"query": "plainword"}))["memories"]
+    assert len(found) == 1 and found[0]["content"].endswith(" plainword")
+    assert _json(await call(services, r, "searchMemory", {"query": "snake_case_term"}))["memories"]
+    if services.store.dialect != "postgresql":
+        return
+    terms = ["plainword", "o", "brien", "snake_case_term", "12_34", "camelcase", "ελληνικά", "w" * 3000, "nul"]
+    counting = text("SELECT count(*) FROM memories WHERE scope_key = :k AND search @@ to_tsquery('english', :q)")
+
+    def compare(conn: Any) -> tuple[dict[str, int], dict[str, int]]:
+        got = engine._doc_frequencies(conn, scope, terms, False)
+        counted = {t: int(conn.execute(counting, {"k": scope.key, "q": f"'{t}'"}).scalar_one()) for t in terms}
+        return got, counted
+
+    got, counted = await services.store.run(compare)
+    assert got == counted and got["plainword"] == 1 and got["snake_case_term"] == 1 and got["w" * 3000] == 0
