@@ -110,7 +110,10 @@ def test_a_backtracking_pattern_is_checked_in_bounded_time() -> None:
     started = time.thread_time()
     verdict = check_answer(contract, json.dumps("a" * 5000 + "!"))
     assert time.thread_time() - started < 2.0
-    assert verdict.problem is not None and "does not match" in verdict.problem
+    # Refused either way: regex settles this one quickly on a quiet machine; on a loaded one its wall-clock
+    # budget can run out first.
+    assert verdict.problem is not None
+    assert "does not match" in verdict.problem or "took too long to match" in verdict.problem, verdict.problem
 
 
 def test_an_unresolvable_reference_inside_the_schema_is_a_problem_not_a_crash() -> None:
