@@ -3,6 +3,9 @@
     python bench/chaos.py                       # 120 sessions, 3 alternating rounds of fault-free / chaos
     python bench/chaos.py --sessions 40 --rounds 3 --turns 6 --step-seconds 0.5
     python bench/chaos.py --db postgresql+asyncpg://postgres@127.0.0.1:5432/bench   # the store on PostgreSQL
+    python bench/chaos.py --variant previous --variant 'fast={"heartbeat": 3, "sticky": 2}' --gaps
+                                                # timeout variants, interleaved against one fault-free run
+    python bench/chaos.py --replay-steps 290 --replay-sessions 2   # how long a new worker replays big sessions
 
 Each run starts two worker processes (``agent_tools.worker.build_worker``, the production worker settings)
 on a fresh task queue and store, and N sessions at once. Every session runs ``--turns`` model steps that
