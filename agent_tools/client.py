@@ -491,6 +491,7 @@ class AgentToolsClient:
                     root_id=request.root_id,
                     depth=request.depth,
                 ),
+                task_timeout=timedelta(seconds=self.settings.policy.workflow_task_timeout_seconds),
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             )

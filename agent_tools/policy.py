@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "HEARTBEAT_SECONDS",
+    "RETRY_INITIAL_SECONDS",
+    "WORKFLOW_TASK_TIMEOUT_SECONDS",
     "CallPolicy",
     "ChildPolicy",
     "ExecutionPolicy",
@@ -25,8 +27,18 @@ __all__ = [
 
 # The heartbeat timeout of model steps and tool calls. Five beats fit in it (one a second), and the
 # worker forwards one to the server at most every 2 s (agent_tools.worker.build_worker), so a worker held
-# up for a few seconds still gets a beat into every window.
+# up for 3 s still gets a beat into every window. Less slack took live calls for dead and ran them again:
+# on the 2-core machine at load 12-15, 5 of 390 calls at 2 s (1 s forwarding) and 21 of 390 at 3 s, none
+# of 780 at 5 s (bench/chaos.py's fault-free runs, "heartbeat timeouts").
 HEARTBEAT_SECONDS = 5.0
+# The first retry of a model step or a tool comes this soon: a killed worker's call waits the heartbeat
+# timeout and then this. Model steps back off three-fold so that eight attempts still ride out a provider
+# outage for about as long as before (0.25 s .. 60 s, 150 s in all; it was 1 s doubling, 123 s).
+RETRY_INITIAL_SECONDS = 0.25
+
+
+# The sessions' workflow task timeout: Temporal's default.
+WORKFLOW_TASK_TIMEOUT_SECONDS = 10.0
 
 
 class CallPolicy(BaseModel):
@@ -84,18 +96,44 @@ class ExecutionPolicy(_PartialSections):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # Model steps and tools heartbeat every second while they wait (activities/heartbeat.py), so a worker
-    # that dies mid-call is noticed after HEARTBEAT_SECONDS and the call retried on another worker; with
-    # the earlier 30 s a SIGKILLed worker held its sessions half a minute (bench/chaos.py measures it).
+    # Model steps and tools heartbeat five times per timeout while they run (activities/heartbeat.py), so a
+    # worker that dies mid-call is noticed after HEARTBEAT_SECONDS and the call retried on another worker
+    # RETRY_INITIAL_SECONDS later; with the earlier 30 s a SIGKILLed worker held its sessions half a minute
+    # (bench/chaos.py measures it).
     model_step: CallPolicy = CallPolicy(
-        start_to_close_seconds=300, heartbeat_seconds=HEARTBEAT_SECONDS, maximum_interval_seconds=60, maximum_attempts=8
+        start_to_close_seconds=300,
+        heartbeat_seconds=HEARTBEAT_SECONDS,
+        initial_interval_seconds=RETRY_INITIAL_SECONDS,
+        backoff_coefficient=3.0,
+        maximum_interval_seconds=60,
+        maximum_attempts=8,
     )
-    tool_call: CallPolicy = CallPolicy(start_to_close_seconds=600, heartbeat_seconds=HEARTBEAT_SECONDS)
+    # A tool's two retries come after 0.25 s and 0.75 s (they were 1 s and 2 s).
+    tool_call: CallPolicy = CallPolicy(
+        start_to_close_seconds=600,
+        heartbeat_seconds=HEARTBEAT_SECONDS,
+        initial_interval_seconds=RETRY_INITIAL_SECONDS,
+        backoff_coefficient=3.0,
+    )
     # The small-model call that judges a goal after a turn.
     goal_judge: CallPolicy = CallPolicy(start_to_close_seconds=120)
     # The short engine activities: prepare_session, delegation look-ups, event subscriptions and loads.
     engine: CallPolicy = CallPolicy(start_to_close_seconds=60, maximum_interval_seconds=20, maximum_attempts=10)
     child_session: ChildPolicy = ChildPolicy()
+    # How long a worker may take over one workflow task of a session before the server gives it to another
+    # (Temporal's start option; its default is 10 s, and it allows at most 120 s). A SIGKILLed worker's
+    # started tasks wait this long. Read where a session starts (AgentToolsClient); a continue-as-new run
+    # keeps its predecessor's.
+    workflow_task_timeout_seconds: float = Field(
+        default=WORKFLOW_TASK_TIMEOUT_SECONDS, ge=1, le=120, allow_inf_nan=False
+    )
+
+    @field_validator("workflow_task_timeout_seconds", mode="before")
+    @classmethod
+    def _seconds_not_a_flag(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # pydantic would read True as 1 s
+            raise ValueError("a number of seconds, not a boolean")
+        return value
 
     def merged(self, override: dict[str, Any] | None) -> ExecutionPolicy:
         """This policy with the fields of ``override`` (a partial, nested dict) replaced."""

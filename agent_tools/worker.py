@@ -19,6 +19,8 @@ from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
 
 STICKY_TIMEOUT_SECONDS = 3.0
+# The longest a worker holds a heartbeat before it forwards it to the server: one every 2 s per running call.
+HEARTBEAT_THROTTLE_SECONDS = 2.0
 
 
 def _package_version() -> str:
@@ -35,13 +37,15 @@ def build_worker(
 ) -> Worker:
     """A worker on ``client`` with everything the plugin registers (the plugin must be on the client)."""
     # A workflow task waits this long on a worker's own (sticky) queue before any worker may take it. With
-    # the SDK's 10 s, every session cached on a SIGKILLed worker stalled 10 s at its next task; 3 s is
-    # still far above the milliseconds a live worker takes to pick its tasks up (bench/chaos.py).
+    # the SDK's 10 s, every session cached on a SIGKILLed worker stalled 10 s at its next task. A live
+    # worker picks its sticky tasks up in milliseconds, but on the 2-core machine at load 12-15 the p99 of
+    # a fault-free run was 1.6-2.3 s, the longest 2.6 s (bench/chaos.py prints them): 2 s would send those
+    # to the shared queue, to be replayed whole by whichever worker takes them.
     kwargs.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=STICKY_TIMEOUT_SECONDS))
     # The SDK forwards a heartbeat at most every 0.8 of the heartbeat timeout (4 of the model steps' and
     # tools' 5 s), which leaves a loaded worker 1 s before the server takes it for dead and runs the call
     # again; at most every 2 s leaves it 3 s, for one small RPC per running call every 2 s.
-    kwargs.setdefault("max_heartbeat_throttle_interval", timedelta(seconds=2))
+    kwargs.setdefault("max_heartbeat_throttle_interval", timedelta(seconds=HEARTBEAT_THROTTLE_SECONDS))
     if "build_id" not in kwargs and "deployment_config" not in kwargs:
         # Without one the SDK derives a build id by reading and hashing the code of every loaded module
         # (1,000 here): 0.06 s per start with bytecode caches, 0.25 s without. It only names the worker
