@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -30,12 +31,15 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools.boundaries import MAX_JSON_DEPTH, clean_json, clean_text, describe_validation_error
 from agent_tools.contracts.events import (
     KIND_PATTERN,
     ROUTER_WORKFLOW,
     SIGNAL_EVENT,
+    SIGNAL_EVENT_ARRIVED,
+    EventDelivery,
     EventRecord,
     RouterEvent,
     RouterInput,
@@ -48,6 +52,13 @@ from agent_tools.contracts.events.signatures import SignatureError, verify_githu
 from agent_tools.errors import InvalidInput
 from agent_tools.service.auth import bearer_token
 from agent_tools.settings import Settings
+
+_log = logging.getLogger(__name__)
+# Answers no retry changes (as in the router's delivery): the session has ended, or the server refuses
+# this signal itself.
+UNDELIVERABLE = frozenset({RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.FAILED_PRECONDITION})
+# Direct signals in flight at once for one event.
+DIRECT_CONCURRENCY = 64
 
 
 class EventIn(BaseModel):
@@ -174,8 +185,11 @@ class _Ingress:
         stored = await store_event(store, record, size=size)
         record = stored.record
         # Signalled on every delivery, a repeated one too: if the first attempt stored the event but failed
-        # to signal, the sender's retry routes it; if it did signal, the router drops the repeated event id.
+        # to signal, the sender's retry routes it; if it did signal, the router drops the repeated event id
+        # and the sessions ignore a repeated delivery.
         try:
+            if self.cfg.direct_delivery:
+                await self.deliver_direct(store, record)
             await self.route(record)
         except Exception as exc:  # Temporal unreachable: the sender retries with the same delivery id
             raise HTTPException(
@@ -193,6 +207,45 @@ class _Ingress:
             duplicate=not stored.created,
         )
         return JSONResponse(body.model_dump(mode="json"), status_code=202 if stored.created else 200)
+
+    async def deliver_direct(self, store: Any, record: EventRecord) -> None:
+        """Signal ``event_arrived`` to the waiting sessions the event matches, from the waits kept in the
+        store, each claimed for this event first (the router then skips them).
+
+        A session that has ended, or whose signal the server refuses for good, is skipped; any other failure
+        raises (503): the sender's retry finds the same claims and signals them again. When the store cannot
+        answer, the router alone delivers the event (its delivery claims the waits itself).
+        """
+        from agent_tools.activities.store.event_tables import claim_for_event
+
+        try:
+            claimed = await claim_for_event(store, record, now=datetime.fromtimestamp(self.now(), UTC))
+        except Exception as exc:
+            _log.warning("event %s: waits not read from the store, the router delivers it: %s", record.event_id, exc)
+            return
+        if not claimed:
+            return
+        client = await self.client()
+        delivery = {
+            "event_id": record.event_id,
+            "kind": record.kind,
+            "received_at": record.received_at,
+            "source": record.source,
+        }
+        limit = asyncio.Semaphore(DIRECT_CONCURRENCY)
+
+        async def one(subscription_id: str, session_id: str) -> None:
+            async with limit:
+                try:
+                    await client.get_workflow_handle(session_id).signal(
+                        SIGNAL_EVENT_ARRIVED, EventDelivery(subscription_id=subscription_id, **delivery)
+                    )
+                except RPCError as exc:
+                    if exc.status not in UNDELIVERABLE:
+                        raise
+                    _log.info("event %s not delivered to %s: %s", record.event_id, session_id, exc)
+
+        await asyncio.gather(*(one(c.subscription_id, c.session_id) for c in claimed))
 
     async def route(self, record: EventRecord) -> None:
         client = await self.client()
