@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import JSON, Column, Connection, DateTime, Index, Integer, String, Table, delete, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent_tools.activities.store.db import Store, as_utc
 from agent_tools.activities.store.tables import metadata
@@ -60,21 +59,11 @@ class StoredEvent:
     created: bool
 
 
-async def _insert_ignore(conn: AsyncConnection, row: dict[str, Any]) -> bool:
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        stmt: Any = pg_insert(events).values(row).on_conflict_do_nothing(index_elements=["event_id"])
-    else:
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        stmt = sqlite_insert(events).values(row).on_conflict_do_nothing(index_elements=["event_id"])
-    result = await conn.execute(stmt)
-    return bool(result.rowcount)
-
-
 async def store_event(store: Store, record: EventRecord, *, size: int = 0) -> StoredEvent:
-    """Insert the event unless its id exists; returns the stored row (the first one on a duplicate)."""
+    """Insert the event unless its id exists; returns the stored row (the first one on a duplicate).
+
+    One transaction through ``Store.run`` (on a SQLite file, one trip to a worker thread), as are the
+    reads below: the ingress and the woken sessions' ``load_event`` make them under a burst."""
     row = {
         "event_id": record.event_id,
         "organisation": record.organisation,
@@ -86,17 +75,22 @@ async def store_event(store: Store, record: EventRecord, *, size: int = 0) -> St
         "size": size,
         "received_at": as_utc(record.received_at),
     }
-    async with store.engine.begin() as conn:
-        if await _insert_ignore(conn, row):
+
+    def write(conn: Connection) -> StoredEvent:
+        if _insert_ignore_sync(conn, events, row, "event_id"):
             return StoredEvent(record=record, created=True)
-        stored = (await conn.execute(select(events).where(events.c.event_id == record.event_id))).one()
-    return StoredEvent(record=_record(stored), created=False)
+        stored = conn.execute(select(events).where(events.c.event_id == record.event_id)).one()
+        return StoredEvent(record=_record(stored), created=False)
+
+    return await store.run(write)
 
 
 async def get_event(store: Store, event_id: str) -> EventRecord | None:
-    async with store.engine.connect() as conn:
-        row = (await conn.execute(select(events).where(events.c.event_id == event_id))).one_or_none()
-    return _record(row) if row is not None else None
+    def read(conn: Connection) -> EventRecord | None:
+        row = conn.execute(select(events).where(events.c.event_id == event_id)).one_or_none()
+        return _record(row) if row is not None else None
+
+    return await store.run(read)
 
 
 async def count_events(store: Store, *, organisation: str, project: str) -> int:
@@ -140,8 +134,7 @@ async def find_matching(
         .order_by(events.c.received_at)
         .limit(limit)
     )
-    async with store.engine.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
+    rows = await store.run(lambda conn: conn.execute(stmt).all())
     for row in rows:
         if row.event_id in exclude or not kind_matches(kind, row.kind):
             continue
