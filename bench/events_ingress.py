@@ -153,7 +153,7 @@ async def run_phase(
         if finished is not None:
             to_done.append((finished.timestamp() - sent_at[i]) * 1000)
     return {
-        "phase": project.rsplit("-", 1)[0],
+        "phase": project.rsplit("-", 2)[0],
         "path": path,
         "done_ms_p50": statistics.median(to_done) if to_done else float("nan"),
         "sessions": sessions,

@@ -1,5 +1,6 @@
-"""Event ingress: generic JSON events and signed webhooks, stored before they are acknowledged, then routed
-to the project's EventRouter with signal-with-start.
+"""Event ingress: generic JSON events and signed webhooks, stored before they are acknowledged, delivered to
+the waiting sessions they match (found in the store's ``event_subscriptions`` and claimed there, so the
+router skips them), then routed to the project's EventRouter with signal-with-start.
 
     POST /v1/events                 bearer token per project; body {kind, payload, organisation, project, id}
     POST /v1/webhooks/{source}      a configured source: GitHub (X-Hub-Signature-256) or Standard Webhooks
@@ -188,9 +189,10 @@ class _Ingress:
         # to signal, the sender's retry routes it; if it did signal, the router drops the repeated event id
         # and the sessions ignore a repeated delivery.
         try:
-            if self.cfg.direct_delivery:
-                await self.deliver_direct(store, record)
-            await self.route(record)
+            # The waits are claimed before either signal goes out, so the router skips them whichever
+            # reaches its target first: the sessions' and the router's signals go out together.
+            claimed = await self.claim_waits(store, record) if self.cfg.direct_delivery else []
+            await asyncio.gather(self.signal_sessions(record, claimed), self.route(record))
         except Exception as exc:  # Temporal unreachable: the sender retries with the same delivery id
             raise HTTPException(
                 503,
@@ -208,21 +210,25 @@ class _Ingress:
         )
         return JSONResponse(body.model_dump(mode="json"), status_code=202 if stored.created else 200)
 
-    async def deliver_direct(self, store: Any, record: EventRecord) -> None:
-        """Signal ``event_arrived`` to the waiting sessions the event matches, from the waits kept in the
-        store, each claimed for this event first (the router then skips them).
-
-        A session that has ended, or whose signal the server refuses for good, is skipped; any other failure
-        raises (503): the sender's retry finds the same claims and signals them again. When the store cannot
-        answer, the router alone delivers the event (its delivery claims the waits itself).
-        """
+    async def claim_waits(self, store: Any, record: EventRecord) -> list[Any]:
+        """The waits kept in the store that the event matches, each claimed for it (the router then skips
+        them). When the store cannot answer, none: the router alone delivers the event (its delivery
+        claims the waits itself)."""
         from agent_tools.activities.store.event_tables import claim_for_event
 
         try:
-            claimed = await claim_for_event(store, record, now=datetime.fromtimestamp(self.now(), UTC))
+            claimed: list[Any] = await claim_for_event(store, record, now=datetime.fromtimestamp(self.now(), UTC))
         except Exception as exc:
             _log.warning("event %s: waits not read from the store, the router delivers it: %s", record.event_id, exc)
-            return
+            return []
+        return claimed
+
+    async def signal_sessions(self, record: EventRecord, claimed: list[Any]) -> None:
+        """Signal ``event_arrived`` to the sessions of the claimed waits, in parallel.
+
+        A session that has ended, or whose signal the server refuses for good, is skipped; any other failure
+        raises (503): the sender's retry finds the same claims and signals them again.
+        """
         if not claimed:
             return
         client = await self.client()
