@@ -2,7 +2,7 @@
 the session's next activity (``agent_tools.events.load_event``, started when the router's signal wakes it: the
 workflow task that scheduled it, or that recorded it as a local activity, completed).
 
-    python bench/events_ingress.py --sessions 200 --concurrency 32
+    python bench/events_ingress.py --sessions 200 --concurrency 32 [--paths direct,router]
 
 Everything runs on this machine: the embedded Temporal dev server, one worker, the ingress (uvicorn on a
 127.0.0.1 socket), SQLite in a temp dir, the scripted model. Latency uses the server's timestamp of the
@@ -50,23 +50,29 @@ async def next_activity_time(handle: SessionHandle) -> datetime | None:
     return (await milestones(handle))[1]
 
 
-async def milestones(handle: SessionHandle) -> tuple[datetime | None, datetime | None]:
-    """When the router's ``event_arrived`` signal reached the session, and when its next activity was
-    scheduled (server timestamps)."""
-    signalled = None
+async def milestones(handle: SessionHandle) -> tuple[datetime | None, datetime | None, datetime | None]:
+    """When the ``event_arrived`` signal (the ingress's or the router's) reached the session, when its next
+    activity was scheduled, and when the session completed (server timestamps)."""
+    signalled = loaded = None
     async for ev in handle.workflow.fetch_history_events():
         at = ev.event_time.ToDatetime().replace(tzinfo=UTC)
         if (
             ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
             and ev.workflow_execution_signaled_event_attributes.signal_name == SIGNAL_EVENT_ARRIVED
+            and signalled is None
         ):
             signalled = at
-        if (
-            ev.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-            and ev.activity_task_scheduled_event_attributes.activity_type.name == ACTIVITY_LOAD_EVENT
-        ) or is_local_load_event(ev):
-            return signalled, at
-    return signalled, None
+        if loaded is None and (
+            (
+                ev.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                and ev.activity_task_scheduled_event_attributes.activity_type.name == ACTIVITY_LOAD_EVENT
+            )
+            or is_local_load_event(ev)
+        ):
+            loaded = at
+        if ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+            return signalled, loaded, at
+    return signalled, loaded, None
 
 
 def is_local_load_event(ev: Any) -> bool:
@@ -107,6 +113,7 @@ async def run_phase(
     http: httpx.AsyncClient,
     sessions: int,
     concurrency: int,
+    path: str,
 ) -> dict[str, Any]:
     handles = [await client.start_session(str(i), organisation="bench", project=project) for i in range(sessions)]
     await wait_subscribed(client.temporal, project, sessions)
@@ -136,14 +143,19 @@ async def run_phase(
     done = time.perf_counter() - start
     latencies = []
     to_signal = []
+    to_done = []
     for i, h in enumerate(handles):
-        signalled, t = await milestones(h)
+        signalled, t, finished = await milestones(h)
         assert t is not None, h.id
         latencies.append((t.timestamp() - sent_at[i]) * 1000)
-        if signalled is not None:  # None when the backlog check found it (no router signal needed)
+        if signalled is not None:  # None when the backlog check found it (no signal needed)
             to_signal.append((signalled.timestamp() - sent_at[i]) * 1000)
+        if finished is not None:
+            to_done.append((finished.timestamp() - sent_at[i]) * 1000)
     return {
-        "phase": project.rsplit("-", 1)[0],
+        "phase": project.rsplit("-", 2)[0],
+        "path": path,
+        "done_ms_p50": statistics.median(to_done) if to_done else float("nan"),
         "sessions": sessions,
         "concurrency": concurrency,
         "ingress_events_per_s": sessions / acked,
@@ -229,7 +241,16 @@ async def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--unloaded", type=int, default=20, help="sessions woken one at a time first")
     parser.add_argument("--rounds", type=int, default=3, help="raw / events rounds of both phases")
+    parser.add_argument(
+        "--paths",
+        default="direct,router",
+        help="delivery paths measured side by side, each through its own ingress process: direct (the ingress "
+        "signals the waiting sessions from the store's subscriptions) and router (AGENT_TOOLS_EVENTS__"
+        "DIRECT_DELIVERY=false: every delivery through the EventRouter, the path before direct delivery)",
+    )
     args = parser.parse_args()
+    paths = [p for p in args.paths.split(",") if p]
+    assert paths and set(paths) <= {"direct", "router"}, args.paths
     sys.path.insert(0, str(ROOT))  # bench.bare_waiter, the raw reference
 
     tmp = Path(tempfile.mkdtemp(prefix="events-bench-"))
@@ -251,34 +272,39 @@ async def main() -> None:
         env.client.service_client.config.target_host, namespace=env.client.namespace, plugins=[plugin]
     )
     tokens: dict[str, str] = {}
-    rounds = [{name: f"{name}-{uuid.uuid4().hex[:6]}" for name in ("unloaded", "burst")} for _ in range(args.rounds)]
+    rounds = [
+        {(name, path): f"{name}-{path}-{uuid.uuid4().hex[:6]}" for name in ("unloaded", "burst") for path in paths}
+        for _ in range(args.rounds)
+    ]
     for project in (p for projects in rounds for p in projects.values()):
         tokens[f"bench/{project}"] = f"{TOKEN}-{project}"  # one token per project, as in production
-    port = free_port()
     # The ingress runs as its own process (`agent-tools serve`), as it does in docker-compose: it opens its
-    # own Temporal client and store from the environment.
-    env_vars = {
-        **os.environ,
-        "AGENT_TOOLS_TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
-        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
-        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
-        "AGENT_TOOLS_EVENTS__TOKENS": json.dumps(tokens),
-    }
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from agent_tools.cli import main; main()",
-            "serve",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env_vars,
-    )
-    base = f"http://127.0.0.1:{port}"
-    await wait_healthy(base)
+    # own Temporal client and store from the environment. One process per delivery path.
+    servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    for path in paths:
+        port = free_port()
+        env_vars = {
+            **os.environ,
+            "AGENT_TOOLS_TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+            "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
+            "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+            "AGENT_TOOLS_EVENTS__TOKENS": json.dumps(tokens),
+            "AGENT_TOOLS_EVENTS__DIRECT_DELIVERY": "true" if path == "direct" else "false",
+        }
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from agent_tools.cli import main; main()",
+                "serve",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            env=env_vars,
+        )
+        servers[path] = (proc, f"http://127.0.0.1:{port}")
     results = []
     raw_results = []
     from temporalio.worker import Worker
@@ -289,22 +315,29 @@ async def main() -> None:
     # the SDK builds them), on the same server and in the same process.
     raw_worker = Worker(temporal, task_queue="events-raw", workflows=[BareWaiter], max_concurrent_workflow_tasks=200)
     try:
-        async with (
-            build_worker(temporal, plugin),
-            raw_worker,
-            httpx.AsyncClient(base_url=base, timeout=60) as http,
-        ):
+        for _proc, base in servers.values():
+            await wait_healthy(base)
+        async with build_worker(temporal, plugin), raw_worker:
+            https = {path: httpx.AsyncClient(base_url=base, timeout=60) for path, (_p, base) in servers.items()}
             client = AgentToolsClient(temporal, settings)
-            for projects in rounds:
+            for r, projects in enumerate(rounds):
                 for name, n, conc in (("unloaded", args.unloaded, 1), ("burst", args.sessions, args.concurrency)):
-                    project = projects[name]
-                    # Raw and ours alternate per phase, so the machine's noise falls on both.
-                    raw_results.append(await run_raw_phase(temporal, "events-raw", n, conc))
-                    results.append(await run_phase(project, f"{TOKEN}-{project}", client, http, n, conc))
+                    # Raw and ours alternate per phase, so the machine's noise falls on all; the paths swap
+                    # places every round.
+                    order = paths[r % len(paths) :] + paths[: r % len(paths)]
+                    for path in order:
+                        project = projects[(name, path)]
+                        raw_results.append(await run_raw_phase(temporal, "events-raw", n, conc))
+                        results.append(
+                            await run_phase(project, f"{TOKEN}-{project}", client, https[path], n, conc, path)
+                        )
             await client.close()
+            for http in https.values():
+                await http.aclose()
     finally:
-        server.terminate()
-        server.wait(10)
+        for proc, _base in servers.values():
+            proc.terminate()
+            proc.wait(10)
         await env.shutdown()
     for r, raw in zip(results, raw_results, strict=True):
         print(
@@ -313,26 +346,33 @@ async def main() -> None:
             f"done p50 {raw['latency_ms_p50']:.0f} ms, p95 {raw['latency_ms_p95']:.0f} ms"
         )
         print(
-            f"{r['phase']:>8}: {r['sessions']} sessions, concurrency {r['concurrency']}: "
+            f"{r['phase']:>8}: [{r['path']}] {r['sessions']} sessions, concurrency {r['concurrency']}: "
             f"ingress {r['ingress_events_per_s']:.0f} events/s, "
             f"delivered {r['delivered_events_per_s']:.0f} events/s; "
             f"POST -> next activity p50 {r['latency_ms_p50']:.0f} ms, p95 {r['latency_ms_p95']:.0f} ms, "
-            f"max {r['latency_ms_max']:.0f} ms (POST -> router's signal in the session p50 "
-            f"{r['signal_ms_p50']:.0f} ms)"
+            f"max {r['latency_ms_max']:.0f} ms (POST -> signal in the session p50 "
+            f"{r['signal_ms_p50']:.0f} ms, -> session completed p50 {r['done_ms_p50']:.0f} ms)"
         )
         print(
             f"{'':>8}  events/raw: delivered {r['delivered_events_per_s'] / raw['delivered_events_per_s']:.2f}x "
             f"(target >= 0.5x), p50 latency {r['latency_ms_p50'] / raw['latency_ms_p50']:.2f}x"
         )
     for phase in ("unloaded", "burst"):
-        pairs = [(r, raw) for r, raw in zip(results, raw_results, strict=True) if r["phase"] == phase]
-        rates = [r["delivered_events_per_s"] / raw["delivered_events_per_s"] for r, raw in pairs]
-        lat = [r["latency_ms_p50"] / raw["latency_ms_p50"] for r, raw in pairs]
-        print(
-            f"{phase:>8}, medians of {len(pairs)} rounds: events/raw delivered {statistics.median(rates):.2f}x "
-            f"(per round {' '.join(f'{x:.2f}' for x in rates)}; target >= 0.5x), p50 latency "
-            f"{statistics.median(lat):.2f}x (per round {' '.join(f'{x:.2f}' for x in lat)})"
-        )
+        for path in paths:
+            pairs = [
+                (r, raw)
+                for r, raw in zip(results, raw_results, strict=True)
+                if r["phase"] == phase and r["path"] == path
+            ]
+            rates = [r["delivered_events_per_s"] / raw["delivered_events_per_s"] for r, raw in pairs]
+            lat = [r["latency_ms_p50"] / raw["latency_ms_p50"] for r, raw in pairs]
+            sig = [r["signal_ms_p50"] for r, _ in pairs]
+            print(
+                f"{phase:>8} [{path}], medians of {len(pairs)} rounds: events/raw delivered "
+                f"{statistics.median(rates):.2f}x (per round {' '.join(f'{x:.2f}' for x in rates)}; target >= 0.5x), "
+                f"p50 latency {statistics.median(lat):.2f}x (per round {' '.join(f'{x:.2f}' for x in lat)}), "
+                f"POST -> signal p50 per round {' '.join(f'{x:.0f}' for x in sig)} ms"
+            )
 
 
 if __name__ == "__main__":

@@ -5,9 +5,9 @@ memory_recall run), on SQLite and PostgreSQL, interleaved over several repeats w
     python bench/memory_recall.py --url sqlite+aiosqlite:///x.db --memories 100000 --queries 300 --repeats 5
     python bench/memory_recall.py --keep ...                    # keep (and reuse) the loaded rows
     python bench/memory_recall.py --hybrid ...                  # also semantic recall (embeddings + RRF)
-    python bench/memory_recall.py --compare --keep --scopes 2   # PostgreSQL before revision 0005m, side by side
+    python bench/memory_recall.py --compare --keep --scopes 2   # PostgreSQL before revision 0006, side by side
 
-``--compare`` also times the PostgreSQL search as it was before revision 0005m (``LegacyEngine``) on a copy of
+``--compare`` also times the PostgreSQL search as it was before revision 0006 (``LegacyEngine``) on a copy of
 the rows in a schema at revision 0004 (``memory_recall_before``), interleaved with the current one, and prints
 each round's after/before ratio. ``--scopes N`` puts N large scopes of ``--memories`` each in the table (the
 timed one first): with the scope outside the index, a search also read the other scopes' matches.
@@ -56,7 +56,7 @@ DEFAULT_URLS = [None, "postgresql+asyncpg://postgres@127.0.0.1:5432/test"]
 
 
 class LegacyEngine(MemoryEngine):
-    """The PostgreSQL search as it was before revision 0005m (``--compare``), on a schema at 0004: one
+    """The PostgreSQL search as it was before revision 0006 (``--compare``), on a schema at 0004: one
     transaction with SET LOCAL plan_cache_mode, document frequencies counted from the word-only GIN index,
     the common-words query free to use that index. SQLite's search did not change."""
 
@@ -298,7 +298,7 @@ async def main() -> None:
     parser.add_argument(
         "--compare",
         action="store_true",
-        help="PostgreSQL: also the search before revision 0005m, on a copy of the rows in a schema at 0004",
+        help="PostgreSQL: also the search before revision 0006, on a copy of the rows in a schema at 0004",
     )
     parser.add_argument(
         "--scopes", type=int, default=1, help="large scopes of --memories each in the table (the timed one first)"

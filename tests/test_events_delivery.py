@@ -1,17 +1,38 @@
 """The router's delivery activity: every session of a batch signalled, an ended one skipped, any other
 failure the server may get over retried (the retry signals the batch again; a session ignores a repeated
-delivery), one it refuses for good skipped."""
+delivery), one it refuses for good skipped; with the store, a wait the ingress delivered to is skipped, and
+the subscribe activity keeps the wait and takes the claim it meets."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import uuid
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from agent_tools.activities.events import deliver_events
-from agent_tools.contracts.events import SIGNAL_EVENT_ARRIVED, DeliverEventsInput, EventDelivery, SessionDelivery
+from agent_tools.activities.events import deliver_events, subscribe
+from agent_tools.activities.store.db import Store
+from agent_tools.activities.store.event_tables import (
+    add_subscription,
+    claim_batch,
+    claim_for_event,
+    event_id_for,
+    get_subscription,
+    store_event,
+)
+from agent_tools.contracts.events import (
+    SIGNAL_EVENT_ARRIVED,
+    DeliverEventsInput,
+    EventDelivery,
+    EventRecord,
+    SessionDelivery,
+    SubscribeInput,
+    Subscription,
+)
+from agent_tools.settings import Settings
 
 
 class FakeHandle:
@@ -70,3 +91,140 @@ async def test_a_signal_the_server_refuses_is_skipped_not_retried_for_ever(statu
     out = await deliver_events(batch("s1", "s2"), client=client)
     assert (out.delivered, out.gone) == (1, 1)
     assert [s for s, _, _ in client.sent] == ["s2"]
+
+
+# ---- with the store's claims (the ingress's direct delivery) --------------------------------------------
+
+
+class FakeStarter(FakeClient):
+    """Also takes the subscribe activity's signal-with-start of the router."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[dict[str, Any]] = []
+
+    async def start_workflow(self, workflow: str, arg: Any, **kw: Any) -> None:
+        self.started.append({"workflow": workflow, **kw})
+
+
+def services_for(store: Store) -> Any:
+    return SimpleNamespace(settings=Settings(database_url=store.url), store=store)
+
+
+def a_wait(session: str, kind: str, match: dict[str, Any], since: datetime) -> Subscription:
+    return Subscription(
+        subscription_id=f"sub-{uuid.uuid4().hex[:8]}",
+        session_id=session,
+        kind=kind,
+        match=match,
+        since=since,
+        deadline=since + timedelta(minutes=10),
+    )
+
+
+def an_event(project: str, delivery: str, at: datetime, payload: dict[str, Any] | None = None) -> EventRecord:
+    return EventRecord(
+        event_id=event_id_for("acme", project, "api", delivery),
+        kind="ci.done",
+        organisation="acme",
+        project=project,
+        source="api",
+        delivery_id=delivery,
+        received_at=at,
+        payload=payload or {},
+    )
+
+
+async def test_the_router_skips_a_wait_the_ingress_delivered_and_signals_the_rest(store_url: str) -> None:
+    store = Store(store_url)
+    await store.create_schema()
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    t0 = datetime.now(UTC)
+    try:
+        direct, fresh = a_wait("s1", "ci", {}, t0), a_wait("s2", "ci", {}, t0)
+        await add_subscription(store, "acme", project, direct)
+        event = an_event(project, "d1", t0 + timedelta(seconds=1))
+        await store_event(store, event)
+        assert [c.session_id for c in await claim_for_event(store, event, now=t0)] == ["s1"]
+        await add_subscription(store, "acme", project, fresh)  # began after the ingress looked
+        client = FakeClient()
+        deliveries = DeliverEventsInput(
+            deliveries=[
+                SessionDelivery(
+                    session_id=sub.session_id,
+                    delivery=EventDelivery(
+                        subscription_id=sub.subscription_id, event_id=event.event_id, kind="ci.done", received_at=t0
+                    ),
+                )
+                for sub in (direct, fresh)
+            ]
+            + batch("legacy").deliveries  # a wait with no row: subscribed before the store kept waits
+        )
+        out = await deliver_events(deliveries, client=client, store=store)
+        assert (out.delivered, out.gone, out.claimed_elsewhere) == (2, 0, 1)
+        assert sorted(s for s, _, _ in client.sent) == ["legacy", "s2"]
+        # A retry of the same batch (the activity failed after some signals): the router's own claims stand.
+        again = FakeClient()
+        out = await deliver_events(deliveries, client=again, store=store)
+        assert sorted(s for s, _, _ in again.sent) == ["legacy", "s2"]
+    finally:
+        await store.close()
+
+
+async def test_subscribe_keeps_the_wait_and_takes_what_the_ingress_claimed(store_url: str) -> None:
+    store = Store(store_url)
+    await store.create_schema()
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    t0 = datetime.now(UTC)
+    try:
+        early = an_event(project, "d1", t0 + timedelta(seconds=1))
+        await store_event(store, early)
+        sub = a_wait("s1", "ci", {}, t0)
+        client = FakeStarter()
+        out = await subscribe(
+            services_for(store),
+            SubscribeInput(organisation="acme", project=project, subscription=sub),
+            client=client,
+            task_queue="q",
+        )
+        assert out.backlog is not None and out.backlog.event_id == early.event_id
+        assert client.started and client.started[0]["start_signal_args"] == [sub]  # the router has it too
+        row = await get_subscription(store, sub.subscription_id)
+        assert row is not None and row["claimed_event_id"] == early.event_id
+        # A retried subscribe of a wait the ingress had claimed for another event takes that event.
+        other = a_wait("s2", "ci", {}, t0)
+        await add_subscription(store, "acme", project, other)
+        late = an_event(project, "d2", t0 + timedelta(seconds=2))
+        await store_event(store, late)
+        await claim_batch(store, [(other.subscription_id, late.event_id)], now=t0)
+        out = await subscribe(
+            services_for(store),
+            SubscribeInput(organisation="acme", project=project, subscription=other),
+            client=client,
+            task_queue="q",
+        )
+        assert out.backlog is not None and out.backlog.event_id == late.event_id
+    finally:
+        await store.close()
+
+
+async def test_a_wait_the_store_cannot_keep_is_left_to_the_router(store_url: str) -> None:
+    store = Store(store_url)
+    await store.create_schema()
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    deep: dict[str, Any] = {"x": 1}
+    for _ in range(100):
+        deep = {"x": deep}
+    try:
+        sub = a_wait("s1", "ci", deep, datetime.now(UTC))
+        client = FakeStarter()
+        out = await subscribe(
+            services_for(store),
+            SubscribeInput(organisation="acme", project=project, subscription=sub),
+            client=client,
+            task_queue="q",
+        )
+        assert out.backlog is None and len(client.started) == 1
+        assert await get_subscription(store, sub.subscription_id) is None
+    finally:
+        await store.close()

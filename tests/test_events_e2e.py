@@ -13,14 +13,22 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
+from sqlalchemy import select
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.event_tables import count_events
+from agent_tools.activities.store.event_tables import count_events, event_subscriptions
 from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.contracts.events import SIGNAL_SUBSCRIBE, RouterView, Subscription, router_workflow_id
+from agent_tools.contracts.events import (
+    SIGNAL_EVENT_ARRIVED,
+    SIGNAL_SUBSCRIBE,
+    RouterView,
+    Subscription,
+    router_workflow_id,
+)
 from agent_tools.contracts.events.settings import EventSettings, EventSource
 from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
 from agent_tools.service.app import create_app
@@ -123,10 +131,39 @@ def final_event(result_message: str | None) -> dict[str, Any]:
     return data
 
 
-async def test_session_receives_only_the_matching_github_delivery(settings: Any, script: Any, worker_for: Any) -> None:
+def arrivals(history_events: list[Any]) -> int:
+    """How many ``event_arrived`` signals a session's history holds."""
+    return sum(
+        1
+        for ev in history_events
+        if ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+        and ev.workflow_execution_signaled_event_attributes.signal_name == SIGNAL_EVENT_ARRIVED
+    )
+
+
+async def subscription_rows(store: Store, project: str) -> list[dict[str, Any]]:
+    """The waits the store keeps for a project (acme's)."""
+    t = event_subscriptions
+    async with store.engine.connect() as conn:
+        rows = await conn.execute(select(t).where(t.c.organisation == "acme", t.c.project == project))
+        return [dict(r._mapping) for r in rows]
+
+
+# direct: the ingress signals the waiting sessions from the store's subscriptions (the default); router:
+# direct delivery switched off, every delivery through the EventRouter (the path before it).
+PATHS = pytest.mark.parametrize("direct", [True, False], ids=["direct", "router"])
+
+
+@PATHS
+async def test_session_receives_only_the_matching_github_delivery(
+    settings: Any, script: Any, worker_for: Any, direct: bool
+) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "github.check_suite", "match": {"pr": 420}, "timeout_seconds": 120})
-    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, store):
+    async with (
+        worker_for() as client,
+        ingress(settings, client.temporal, project, direct_delivery=direct) as (http, store),
+    ):
         (handle,) = await start_waiting(client, project)
         await subscribed(client, project, 1)
         assert (await handle.status()).status == SessionStatus.waiting_for_event
@@ -152,15 +189,24 @@ async def test_session_receives_only_the_matching_github_delivery(settings: Any,
         assert data["event"]["payload"] == {"action": "completed", "pr": 420, "conclusion": "success"}
         assert await count_events(store, organisation="acme", project=project) == 3
         view = await router_state(client, project)
-        assert view.delivered == 1 and view.subscriptions == []
+        # Direct: the ingress signalled the session, and the router, which matched the same wait, found it
+        # claimed and did not signal it again.
+        assert view.delivered == (0 if direct else 1) and view.subscriptions == []
+        assert arrivals([ev async for ev in handle.workflow.fetch_history_events()]) == 1
+        rows = await subscription_rows(store, project)
+        assert [r["claimed_event_id"] for r in rows] == [ok.json()["event_id"]]
 
 
+@PATHS
 async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
-    settings: Any, script: Any, worker_for: Any
+    settings: Any, script: Any, worker_for: Any, direct: bool
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "ci.build", "match": {"build": {"id": 7}}})
-    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):
+    async with (
+        worker_for() as client,
+        ingress(settings, client.temporal, project, direct_delivery=direct) as (http, _store),
+    ):
         handles = await start_waiting(client, project, 3)
         await subscribed(client, project, 3)
         body = json.dumps({"type": "build.finished", "data": {"build": {"id": 7, "ok": True}}}).encode()
@@ -177,18 +223,27 @@ async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
         results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 60)
         ids = {final_event(r.final_message)["event"]["event_id"] for r in results}
         assert ids == {resp.json()["event_id"]}
-        # The three deliveries went out from one local activity, not as one signal command per session.
-        assert (await router_state(client, project)).delivered == 3
+        for h in handles:  # once each, whoever delivered
+            assert arrivals([ev async for ev in h.workflow.fetch_history_events()]) == 1
+        # The router's deliveries (none left when the ingress signalled them all) went out from one local
+        # activity, not as one signal command per session.
+        assert (await router_state(client, project)).delivered == (0 if direct else 3)
         router = client.temporal.get_workflow_handle(router_workflow_id("acme", project))
         types = [ev.event_type async for ev in router.fetch_history_events()]
         assert EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED not in types
         assert types.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 2  # the patch marker and the activity's
 
 
-async def test_a_session_that_ended_does_not_hold_back_the_others(settings: Any, script: Any, worker_for: Any) -> None:
+@PATHS
+async def test_a_session_that_ended_does_not_hold_back_the_others(
+    settings: Any, script: Any, worker_for: Any, direct: bool
+) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "ci.done", "timeout_seconds": 120})
-    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):
+    async with (
+        worker_for() as client,
+        ingress(settings, client.temporal, project, direct_delivery=direct) as (http, _store),
+    ):
         (handle,) = await start_waiting(client, project)
         await subscribed(client, project, 1)
         # A subscription whose session no longer exists (it ended before the event came).
@@ -215,7 +270,9 @@ async def test_a_session_that_ended_does_not_hold_back_the_others(settings: Any,
             return view.subscriptions == [] and view.events_seen == 1
 
         await eventually(settled)
-        assert (await router_state(client, project)).delivered == 1  # the ended session is not counted
+        # The ended session is not counted; its wait (signalled to the router only, as a wait subscribed
+        # before the store kept waits) was the router's to deliver either way.
+        assert (await router_state(client, project)).delivered == (0 if direct else 1)
 
 
 async def test_event_posted_before_subscription_reaches_router_is_not_missed(

@@ -1,22 +1,27 @@
 """Event activities: subscribe a waiting session to its project's router, and load the event it received.
 
-``subscribe`` signals the router with signal-with-start (a workflow cannot signal-with-start; an activity
-can), then looks in the events table for a matching event stored since the wait began: the ingress stores
-an event before it signals the router, so an event the router routed before this subscription arrived is
-found here, and an event routed after it reaches the session through the router. Nothing falls in between.
+``subscribe`` keeps the wait in the store (``event_subscriptions``, where the ingress finds it and signals
+the session itself), signals the router with signal-with-start (a workflow cannot signal-with-start; an
+activity can), then looks in the events table for a matching event stored since the wait began: the ingress
+stores an event before it looks for the waits and before it signals the router, so an event stored before
+this wait's row is found here, and an event stored after it reaches the session from the ingress (or the
+router). Nothing falls in between. Whoever delivers an event to a wait first claims the wait's row, and the
+others skip it: a session is signalled once per wait, and ignores any repeated delivery anyway.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools.activities.services import Services, ServicesHolder
-from agent_tools.activities.store.event_tables import find_matching, get_event
+from agent_tools.activities.store.db import Store
+from agent_tools.activities.store.event_tables import add_subscription, claim_batch, claim_one, find_matching, get_event
 from agent_tools.activities.tool_runner import save_if_large
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.contracts.events import (
@@ -41,8 +46,16 @@ from agent_tools.contracts.events import (
 
 
 async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, task_queue: str) -> SubscribeOutput:
-    """Signal-with-start the router, then check the backlog. Idempotent: the router drops a repeated id."""
+    """Keep the wait in the store, signal-with-start the router, then check the backlog. Idempotent: the
+    store and the router keep the first of a repeated id."""
     cfg = services.settings.events
+    sub = inp.subscription
+    stored = True
+    try:
+        await add_subscription(services.store, inp.organisation, inp.project, sub)
+    except Exception as exc:  # a match the store cannot keep, a store error: the router still delivers it
+        stored = False
+        activity.logger.warning("wait %s not kept for direct delivery: %s", sub.subscription_id, exc)
     router_id = router_workflow_id(inp.organisation, inp.project, cfg.router_id_prefix)
     await client.start_workflow(
         ROUTER_WORKFLOW,
@@ -57,7 +70,6 @@ async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, tas
         start_signal_args=[inp.subscription],
         static_summary=f"event router {inp.organisation}/{inp.project}",
     )
-    sub = inp.subscription
     found = await find_matching(
         services.store,
         organisation=inp.organisation,
@@ -68,6 +80,12 @@ async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, tas
         exclude=sub.exclude_event_ids,
         limit=cfg.backlog_scan_limit,
     )
+    if found is not None and stored:
+        # The ingress may have claimed this wait for another event meanwhile (and signalled it): the wait
+        # takes that one, the same as the signal brings.
+        held = await claim_one(services.store, sub.subscription_id, found.event_id, now=datetime.now(UTC))
+        if held is not None and held != found.event_id:
+            found = await get_event(services.store, held)
     backlog = None
     if found is not None:
         backlog = EventDelivery(
@@ -89,8 +107,11 @@ _UNDELIVERABLE = frozenset({RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUM
 DELIVERY_CONCURRENCY = 64
 
 
-async def deliver_events(inp: DeliverEventsInput, *, client: Any) -> DeliverEventsOutput:
+async def deliver_events(inp: DeliverEventsInput, *, client: Any, store: Store | None = None) -> DeliverEventsOutput:
     """Signal ``event_arrived`` to every session of a routed batch, in parallel.
+
+    With a store, a wait already claimed there (the ingress or the backlog check delivered an event to it)
+    is skipped, and every other wait of the batch is claimed first (see ``claim_batch``).
 
     A session that has ended is skipped (nothing waits any more), as is one the server refuses the signal for
     (an invalid argument, a failed precondition: a retry would get the same answer); any other failure fails
@@ -111,9 +132,21 @@ async def deliver_events(inp: DeliverEventsInput, *, client: Any) -> DeliverEven
                 return False
             return True
 
-    sent = await asyncio.gather(*(one(item) for item in inp.deliveries))
+    items = inp.deliveries
+    skipped = 0
+    if store is not None and items:
+        pairs = [(i.delivery.subscription_id, i.delivery.event_id) for i in items]
+        try:
+            keep = await claim_batch(store, pairs, now=datetime.now(UTC))
+        except Exception as exc:  # the store is away: signal them all, as before the claims (a session
+            # ignores a repeated delivery), rather than hold the router until it is back
+            activity.logger.warning("claims of %d deliveries not checked: %s", len(items), exc)
+        else:
+            skipped = len(items) - sum(1 for i in items if i.delivery.subscription_id in keep)
+            items = [i for i in items if i.delivery.subscription_id in keep]
+    sent = await asyncio.gather(*(one(item) for item in items))
     delivered = sum(sent)
-    return DeliverEventsOutput(delivered=delivered, gone=len(sent) - delivered)
+    return DeliverEventsOutput(delivered=delivered, gone=len(sent) - delivered, claimed_elsewhere=skipped)
 
 
 async def load_event(services: Services, inp: LoadEventInput) -> ToolCallOutput:
@@ -154,6 +187,7 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
 
     @activity.defn(name=ACTIVITY_DELIVER_EVENTS)
     async def deliver_events_activity(inp: DeliverEventsInput) -> DeliverEventsOutput:
-        return await deliver_events(inp, client=activity.client())
+        services = await holder.get()
+        return await deliver_events(inp, client=activity.client(), store=services.store)
 
     return [subscribe_activity, load_event_activity, deliver_events_activity]

@@ -1,5 +1,6 @@
-"""Event ingress: generic JSON events and signed webhooks, stored before they are acknowledged, then routed
-to the project's EventRouter with signal-with-start.
+"""Event ingress: generic JSON events and signed webhooks, stored before they are acknowledged, delivered to
+the waiting sessions they match (found in the store's ``event_subscriptions`` and claimed there, so the
+router skips them), then routed to the project's EventRouter with signal-with-start.
 
     POST /v1/events                 bearer token per project; body {kind, payload, organisation, project, id}
     POST /v1/webhooks/{source}      a configured source: GitHub (X-Hub-Signature-256) or Standard Webhooks
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -30,12 +32,15 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools.boundaries import MAX_JSON_DEPTH, clean_json, clean_text, describe_validation_error
 from agent_tools.contracts.events import (
     KIND_PATTERN,
     ROUTER_WORKFLOW,
     SIGNAL_EVENT,
+    SIGNAL_EVENT_ARRIVED,
+    EventDelivery,
     EventRecord,
     RouterEvent,
     RouterInput,
@@ -48,6 +53,13 @@ from agent_tools.contracts.events.signatures import SignatureError, verify_githu
 from agent_tools.errors import InvalidInput
 from agent_tools.service.auth import bearer_token
 from agent_tools.settings import Settings
+
+_log = logging.getLogger(__name__)
+# Answers no retry changes (as in the router's delivery): the session has ended, or the server refuses
+# this signal itself.
+UNDELIVERABLE = frozenset({RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.FAILED_PRECONDITION})
+# Direct signals in flight at once for one event.
+DIRECT_CONCURRENCY = 64
 
 
 class EventIn(BaseModel):
@@ -174,9 +186,13 @@ class _Ingress:
         stored = await store_event(store, record, size=size)
         record = stored.record
         # Signalled on every delivery, a repeated one too: if the first attempt stored the event but failed
-        # to signal, the sender's retry routes it; if it did signal, the router drops the repeated event id.
+        # to signal, the sender's retry routes it; if it did signal, the router drops the repeated event id
+        # and the sessions ignore a repeated delivery.
         try:
-            await self.route(record)
+            # The waits are claimed before either signal goes out, so the router skips them whichever
+            # reaches its target first: the sessions' and the router's signals go out together.
+            claimed = await self.claim_waits(store, record) if self.cfg.direct_delivery else []
+            await asyncio.gather(self.signal_sessions(record, claimed), self.route(record))
         except Exception as exc:  # Temporal unreachable: the sender retries with the same delivery id
             raise HTTPException(
                 503,
@@ -193,6 +209,49 @@ class _Ingress:
             duplicate=not stored.created,
         )
         return JSONResponse(body.model_dump(mode="json"), status_code=202 if stored.created else 200)
+
+    async def claim_waits(self, store: Any, record: EventRecord) -> list[Any]:
+        """The waits kept in the store that the event matches, each claimed for it (the router then skips
+        them). When the store cannot answer, none: the router alone delivers the event (its delivery
+        claims the waits itself)."""
+        from agent_tools.activities.store.event_tables import claim_for_event
+
+        try:
+            claimed: list[Any] = await claim_for_event(store, record, now=datetime.fromtimestamp(self.now(), UTC))
+        except Exception as exc:
+            _log.warning("event %s: waits not read from the store, the router delivers it: %s", record.event_id, exc)
+            return []
+        return claimed
+
+    async def signal_sessions(self, record: EventRecord, claimed: list[Any]) -> None:
+        """Signal ``event_arrived`` to the sessions of the claimed waits, in parallel.
+
+        A session that has ended, or whose signal the server refuses for good, is skipped; any other failure
+        raises (503): the sender's retry finds the same claims and signals them again.
+        """
+        if not claimed:
+            return
+        client = await self.client()
+        delivery = {
+            "event_id": record.event_id,
+            "kind": record.kind,
+            "received_at": record.received_at,
+            "source": record.source,
+        }
+        limit = asyncio.Semaphore(DIRECT_CONCURRENCY)
+
+        async def one(subscription_id: str, session_id: str) -> None:
+            async with limit:
+                try:
+                    await client.get_workflow_handle(session_id).signal(
+                        SIGNAL_EVENT_ARRIVED, EventDelivery(subscription_id=subscription_id, **delivery)
+                    )
+                except RPCError as exc:
+                    if exc.status not in UNDELIVERABLE:
+                        raise
+                    _log.info("event %s not delivered to %s: %s", record.event_id, session_id, exc)
+
+        await asyncio.gather(*(one(c.subscription_id, c.session_id) for c in claimed))
 
     async def route(self, record: EventRecord) -> None:
         client = await self.client()

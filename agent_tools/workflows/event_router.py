@@ -13,6 +13,11 @@ A routed batch's deliveries go out from one local activity that signals the sess
 and a workflow task each (the server's confirmation wakes the workflow), and those workflow tasks, one at
 a time per workflow, were what held a burst of events back; a local activity costs one marker per batch
 and no round trip through the server.
+
+Since revision 0005 the ingress signals most waiting sessions itself, from the waits the subscribe activity
+keeps in the store, and claims each wait there; the delivery activity skips a claimed wait (and claims the
+rest), so the router delivers only what the ingress did not: a wait subscribed before the store kept
+waits, one whose row could not be written, or an event from an ingress with direct delivery off.
 """
 
 from __future__ import annotations

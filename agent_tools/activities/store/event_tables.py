@@ -9,16 +9,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, Integer, String, Table, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import JSON, Column, Connection, DateTime, Index, Integer, String, Table, delete, or_, select, update
 
 from agent_tools.activities.store.db import Store, as_utc
 from agent_tools.activities.store.tables import metadata
-from agent_tools.boundaries import clean_json
-from agent_tools.contracts.events import EventRecord, kind_matches, payload_matches
+from agent_tools.boundaries import clean_json, clean_text
+from agent_tools.contracts.events import EventRecord, Subscription, kind_matches, payload_matches
 
 events = Table(
     "events",
@@ -60,21 +59,11 @@ class StoredEvent:
     created: bool
 
 
-async def _insert_ignore(conn: AsyncConnection, row: dict[str, Any]) -> bool:
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        stmt: Any = pg_insert(events).values(row).on_conflict_do_nothing(index_elements=["event_id"])
-    else:
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        stmt = sqlite_insert(events).values(row).on_conflict_do_nothing(index_elements=["event_id"])
-    result = await conn.execute(stmt)
-    return bool(result.rowcount)
-
-
 async def store_event(store: Store, record: EventRecord, *, size: int = 0) -> StoredEvent:
-    """Insert the event unless its id exists; returns the stored row (the first one on a duplicate)."""
+    """Insert the event unless its id exists; returns the stored row (the first one on a duplicate).
+
+    One transaction through ``Store.run`` (on a SQLite file, one trip to a worker thread), as are the
+    reads below: the ingress and the woken sessions' ``load_event`` make them under a burst."""
     row = {
         "event_id": record.event_id,
         "organisation": record.organisation,
@@ -86,17 +75,22 @@ async def store_event(store: Store, record: EventRecord, *, size: int = 0) -> St
         "size": size,
         "received_at": as_utc(record.received_at),
     }
-    async with store.engine.begin() as conn:
-        if await _insert_ignore(conn, row):
+
+    def write(conn: Connection) -> StoredEvent:
+        if _insert_ignore_sync(conn, events, row, "event_id"):
             return StoredEvent(record=record, created=True)
-        stored = (await conn.execute(select(events).where(events.c.event_id == record.event_id))).one()
-    return StoredEvent(record=_record(stored), created=False)
+        stored = conn.execute(select(events).where(events.c.event_id == record.event_id)).one()
+        return StoredEvent(record=_record(stored), created=False)
+
+    return await store.run(write)
 
 
 async def get_event(store: Store, event_id: str) -> EventRecord | None:
-    async with store.engine.connect() as conn:
-        row = (await conn.execute(select(events).where(events.c.event_id == event_id))).one_or_none()
-    return _record(row) if row is not None else None
+    def read(conn: Connection) -> EventRecord | None:
+        row = conn.execute(select(events).where(events.c.event_id == event_id)).one_or_none()
+        return _record(row) if row is not None else None
+
+    return await store.run(read)
 
 
 async def count_events(store: Store, *, organisation: str, project: str) -> int:
@@ -140,11 +134,214 @@ async def find_matching(
         .order_by(events.c.received_at)
         .limit(limit)
     )
-    async with store.engine.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
+    rows = await store.run(lambda conn: conn.execute(stmt).all())
     for row in rows:
         if row.event_id in exclude or not kind_matches(kind, row.kind):
             continue
         if payload_matches(row.payload or {}, match):
             return _record(row)
     return None
+
+
+# ---- subscriptions: the ingress's direct delivery --------------------------------------------------------
+#
+# Every wait is also kept here (the subscribe activity writes it before it signals the router), so that the
+# ingress can signal the waiting sessions itself, right after it stored the event, instead of through the
+# router's history, its workflow task and its delivery activity on a worker. A row is claimed by the first
+# event delivered to it (``claimed_event_id``), by whoever delivers it: the ingress, the subscribe activity's
+# backlog check, or the router; the others skip it. The router still receives every event and every
+# subscription: it delivers what has no row (a wait subscribed before this table existed, or whose row
+# could not be written) and what nobody claimed.
+
+event_subscriptions = Table(
+    "event_subscriptions",
+    metadata,
+    Column("subscription_id", String(64), primary_key=True),
+    Column("organisation", String(100), nullable=False),
+    Column("project", String(100), nullable=False),
+    Column("session_id", String(200), nullable=False),
+    Column("kind", String(200), nullable=False),
+    Column("match", JSON, nullable=False),
+    Column("exclude_event_ids", JSON, nullable=False),
+    Column("since", DateTime(timezone=True), nullable=False),
+    Column("deadline", DateTime(timezone=True), nullable=False),
+    Column("claimed_event_id", String(64), nullable=True),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    # Who claimed it: "ingress", "backlog" or "router" (a retried router delivery re-signals its own claims).
+    Column("claimed_by", String(16), nullable=True),
+    Index("ix_event_subscriptions_scope_kind", "organisation", "project", "kind"),
+    Index("ix_event_subscriptions_deadline", "deadline"),
+)
+
+# A row outlives its deadline by this much before it is deleted: long enough that the router, which drops a
+# subscription at its deadline, can never meet a claimed row gone missing (it would deliver a second time).
+SUBSCRIPTION_RETENTION = timedelta(hours=1)
+# The ingress matches at most this many live subscriptions of one kind prefix per event.
+DIRECT_SCAN_LIMIT = 5000
+
+
+@dataclass(frozen=True)
+class ClaimedDelivery:
+    """A subscription the caller claimed for an event (or had claimed before: a retried delivery)."""
+
+    subscription_id: str
+    session_id: str
+
+
+def kind_prefixes(kind: str) -> list[str]:
+    """Every kind a wait may name to match ``kind`` (``a.b.c`` -> ``a``, ``a.b``, ``a.b.c``)."""
+    parts = kind.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def subscription_row(organisation: str, project: str, sub: Subscription) -> dict[str, Any]:
+    """The row of one wait. Raises InvalidInput for a match nested deeper than the store keeps."""
+    return {
+        "subscription_id": sub.subscription_id,
+        "organisation": organisation,
+        "project": project,
+        "session_id": sub.session_id,
+        "kind": sub.kind,
+        "match": clean_json(sub.match, max_depth=64),
+        "exclude_event_ids": [clean_text(str(e)) for e in sub.exclude_event_ids],
+        "since": as_utc(sub.since),
+        "deadline": as_utc(sub.deadline),
+        "claimed_event_id": None,
+        "claimed_at": None,
+        "claimed_by": None,
+    }
+
+
+def _insert_ignore_sync(conn: Connection, table: Table, row: dict[str, Any], key: str) -> bool:
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        stmt: Any = pg_insert(table).values(row).on_conflict_do_nothing(index_elements=[key])
+    else:
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        stmt = sqlite_insert(table).values(row).on_conflict_do_nothing(index_elements=[key])
+    return bool(conn.execute(stmt).rowcount)
+
+
+async def add_subscription(store: Store, organisation: str, project: str, sub: Subscription) -> bool:
+    """Keep a wait for the ingress (idempotent: a retried subscribe keeps the first row and its claim), and
+    delete the rows long past their deadline. True when the row is new."""
+    row = subscription_row(organisation, project, sub)
+    cutoff = as_utc(sub.since) - SUBSCRIPTION_RETENTION
+
+    def write(conn: Connection) -> bool:
+        created = _insert_ignore_sync(conn, event_subscriptions, row, "subscription_id")
+        conn.execute(delete(event_subscriptions).where(event_subscriptions.c.deadline < cutoff))
+        return created
+
+    return await store.run(write)
+
+
+def _claim(conn: Connection, ids: Sequence[str], event_id: str, now: datetime, by: str, *, own: bool) -> set[str]:
+    """Claim the unclaimed rows among ``ids`` for ``event_id``; returns the ids now claimed for it, by
+    anyone, or with ``own`` by ``by`` only (the claims of an earlier attempt included)."""
+    if not ids:
+        return set()
+    c = event_subscriptions.c
+    conn.execute(
+        update(event_subscriptions)
+        .where(c.subscription_id.in_(list(ids)), c.claimed_event_id.is_(None))
+        .values(claimed_event_id=event_id, claimed_at=as_utc(now), claimed_by=by)
+    )
+    cond = [c.subscription_id.in_(list(ids)), c.claimed_event_id == event_id]
+    if own:
+        cond.append(c.claimed_by == by)
+    return {r.subscription_id for r in conn.execute(select(c.subscription_id).where(*cond)).all()}
+
+
+async def claim_for_event(store: Store, record: EventRecord, *, now: datetime) -> list[ClaimedDelivery]:
+    """The live waits of the event's scope that it matches, claimed for it in one transaction.
+
+    A wait matches when its kind is a segment prefix of the event's, its match holds on the payload, it has
+    not received this event before, it began at or before the event was received (the subscribe activity's
+    backlog check finds the events received after a wait began: between the two, every pair is seen by at
+    least one side), its deadline has not passed, and no other event claimed it. Rows this event claimed
+    before are returned again: a retried POST re-signals them (a session ignores a repeated delivery).
+    """
+    c = event_subscriptions.c
+    received = as_utc(record.received_at)
+    stmt = (
+        select(c.subscription_id, c.session_id, c.match, c.exclude_event_ids, c.claimed_event_id)
+        .where(
+            c.organisation == record.organisation,
+            c.project == record.project,
+            c.kind.in_(kind_prefixes(record.kind)),
+            c.deadline > as_utc(now),
+            c.since <= received,
+            or_(c.claimed_event_id.is_(None), c.claimed_event_id == record.event_id),
+        )
+        .limit(DIRECT_SCAN_LIMIT)
+    )
+
+    def claim(conn: Connection) -> list[ClaimedDelivery]:
+        wanted: dict[str, str] = {}
+        for row in conn.execute(stmt).all():
+            if record.event_id in (row.exclude_event_ids or ()):
+                continue
+            if payload_matches(record.payload, row.match or {}):
+                wanted[row.subscription_id] = row.session_id
+        won = _claim(conn, list(wanted), record.event_id, now, "ingress", own=False)
+        return [ClaimedDelivery(subscription_id=s, session_id=wanted[s]) for s in wanted if s in won]
+
+    return await store.run(claim)
+
+
+async def claim_one(store: Store, subscription_id: str, event_id: str, *, now: datetime) -> str | None:
+    """Claim one wait for ``event_id`` unless another event has; returns the event that holds the claim
+    (None when the wait has no row)."""
+
+    def claim(conn: Connection) -> str | None:
+        _claim(conn, [subscription_id], event_id, now, "backlog", own=False)
+        c = event_subscriptions.c
+        held: str | None = conn.execute(
+            select(c.claimed_event_id).where(c.subscription_id == subscription_id)
+        ).scalar_one_or_none()
+        return held
+
+    return await store.run(claim)
+
+
+async def claim_batch(store: Store, pairs: Sequence[tuple[str, str]], *, now: datetime) -> set[str]:
+    """The router's side: of (subscription id, event id) pairs, the subscriptions it should still signal.
+
+    A pair is kept when its wait has no row (subscribed before this table, or its row could not be
+    written) or when the router claims it now or claimed it before (a retried delivery: it signals its own
+    claims again); a wait claimed by the ingress, by the backlog check or for another event is dropped, as
+    its delivery went out already.
+    """
+    if not pairs:
+        return set()
+
+    def claim(conn: Connection) -> set[str]:
+        c = event_subscriptions.c
+        ids = [s for s, _ in pairs]
+        known = {
+            r.subscription_id: r.claimed_event_id
+            for r in conn.execute(select(c.subscription_id, c.claimed_event_id).where(c.subscription_id.in_(ids)))
+        }
+        keep = {s for s, _ in pairs if s not in known}
+        by_event: dict[str, list[str]] = {}
+        for s, e in pairs:
+            if s in known and known[s] in (None, e):
+                by_event.setdefault(e, []).append(s)
+        for event_id, subs in by_event.items():
+            keep |= _claim(conn, subs, event_id, now, "router", own=True)
+        return keep
+
+    return await store.run(claim)
+
+
+async def get_subscription(store: Store, subscription_id: str) -> dict[str, Any] | None:
+    async with store.engine.connect() as conn:
+        row = (
+            await conn.execute(
+                select(event_subscriptions).where(event_subscriptions.c.subscription_id == subscription_id)
+            )
+        ).one_or_none()
+    return dict(row._mapping) if row is not None else None

@@ -165,6 +165,8 @@ class DeliverEventsOutput(BaseModel):
     delivered: int = 0
     # Sessions that had ended meanwhile (nothing waits any more).
     gone: int = 0
+    # Waits the ingress (or a backlog check) had delivered an event to already: not signalled again.
+    claimed_elsewhere: int = 0
 
 
 class RouterInput(BaseModel):

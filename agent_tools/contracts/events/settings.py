@@ -42,6 +42,9 @@ class EventSettings(BaseModel):
     timestamp_tolerance_seconds: int = Field(default=300, ge=1)
     router_id_prefix: str = DEFAULT_ROUTER_PREFIX
     router_max_history_events: int = Field(default=2000, ge=20)
+    # The ingress signals the waiting sessions an event matches itself (their waits are kept in the store),
+    # instead of leaving every delivery to the router; off, the router delivers every event (as before).
+    direct_delivery: bool = True
     # Rows a subscription's backlog check reads at most (events of the kind since the wait began).
     backlog_scan_limit: int = Field(default=500, ge=1)
     # Where `agent-tools events send` posts, and its bearer token.

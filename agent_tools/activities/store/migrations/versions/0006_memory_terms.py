@@ -5,8 +5,8 @@
 * ``ix_memories_search_scope``: GIN over the words and the scope key as one more lexeme, replacing the
   word-only ``ix_memories_search`` (no extension needed).
 
-Revision ID: 0005m
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-12-01
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005m"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
