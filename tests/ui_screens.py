@@ -54,7 +54,9 @@ SCRIPT = [
                         {"content": "Research food", "status": "in_progress"},
                         {"content": "Watch ticket prices", "status": "pending"}]}},
                     {"name": "createLoop", "arguments": {"prompt": "Check the ticket prices", "interval_seconds": 3600}},
-                    {"name": "wait_for_event", "arguments": {"kind": "github.check_suite", "timeout_seconds": 1}},
+                    # 5 s, not 1: the wait's timer starts after its subscribe activity, and on a loaded machine
+                    # that took over a second, so the deadline had passed and no timer showed in the timeline.
+                    {"name": "wait_for_event", "arguments": {"kind": "github.check_suite", "timeout_seconds": 5}},
                     {"name": "subAgent", "arguments": {"title": "Food research", "instruction": "Best food in Lisbon.", "mode": "sync"}},
                 ],
             },
