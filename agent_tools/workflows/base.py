@@ -108,6 +108,22 @@ PATCH_BOUNDED_INPUTS = "bounded-inputs"
 # Histories begun with this marker refuse unknown tool parameters and "yes" for a boolean (issue 14.16);
 # before it, such arguments were accepted, and recorded runs replay that way.
 PATCH_STRICT_ARGUMENTS = "strict-tool-arguments"
+# Runs begun with this one marker have the patches below without asking for them: each marker cost a cached
+# run two history events (the SDK core upserts the TemporalChangeVersion search attribute with it), and a
+# session asked five before it first waited. Asked first thing in ``AgentSession.run``; a run that has it also
+# sets its first search attributes in one command (``AgentSession._flush_attributes``).
+PATCH_LEAN_START = "lean-start"
+# What it stands for: every patch the session asked when it was added (their constants live with their code).
+LEAN_START_IMPLIES = frozenset(
+    {
+        "continue-as-new-mid-wait",
+        "approval-parked-wait",
+        "prepare-as-local-activity",
+        PATCH_BOUNDED_INPUTS,
+        PATCH_STRICT_ARGUMENTS,
+        "loop-interval-floor",
+    }
+)
 
 
 class InflightStep:
@@ -142,19 +158,31 @@ class SessionBase:
     _handover: bool = False
 
     _strict_arguments: bool | None = None
+    # Whether this run began with :data:`PATCH_LEAN_START`; set first thing in ``AgentSession.run``.
+    _lean_start: bool = False
+
+    def patched(self, patch_id: str) -> bool:
+        """``workflow.patched``, true without a marker for the patches a lean-start run stands for.
+
+        A handler that runs before ``run`` (a signal in the first activation) asks the patch itself, as it
+        always did; its replay asks in the same order.
+        """
+        if self._lean_start and patch_id in LEAN_START_IMPLIES:
+            return True
+        return workflow.patched(patch_id)
 
     @property
     def strict_arguments(self) -> bool:
         """Whether native tools refuse unknown parameters and non-boolean flags (:data:`PATCH_STRICT_ARGUMENTS`)."""
         if self._strict_arguments is None:
-            self._strict_arguments = workflow.patched(PATCH_STRICT_ARGUMENTS)
+            self._strict_arguments = self.patched(PATCH_STRICT_ARGUMENTS)
         return self._strict_arguments
 
     @property
     def bounded_inputs(self) -> bool:
         """Whether this run checks the input limits added with :data:`PATCH_BOUNDED_INPUTS`."""
         if self._bounded_inputs is None:
-            self._bounded_inputs = workflow.patched(PATCH_BOUNDED_INPUTS)
+            self._bounded_inputs = self.patched(PATCH_BOUNDED_INPUTS)
         return self._bounded_inputs
 
     request: SessionRequest
