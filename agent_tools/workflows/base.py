@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.boundaries import MAX_JSON_DEPTH, describe_validation_error, json_depth, model_problems
     from agent_tools.errors import NON_RETRYABLE_MODEL_ERRORS, NON_RETRYABLE_TOOL_ERRORS
     from agent_tools.messages import Message, ToolCall
-    from agent_tools.policy import CallPolicy
+    from agent_tools.policy import CallPolicy, ExecutionPolicy
     from agent_tools.session import ParkedCall, SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
 
 
@@ -124,6 +124,24 @@ LEAN_START_IMPLIES = frozenset(
         "loop-interval-floor",
     }
 )
+
+
+# One ExecutionPolicy object per distinct policy in a worker's process: every session of a worker decodes the
+# same policy with its config (seven call policies, about 7 KiB of pydantic objects), and a cached session
+# keeps its config for its life. Nothing assigns to a policy after it is resolved.
+_SHARED_POLICIES: dict[str, ExecutionPolicy] = {}
+_SHARED_POLICIES_MAX = 64
+
+
+def shared_policy(policy: ExecutionPolicy) -> ExecutionPolicy:
+    """The worker's one object equal to ``policy`` (``policy`` itself the first time)."""
+    key = policy.model_dump_json()
+    shared = _SHARED_POLICIES.get(key)
+    if shared is not None:
+        return shared
+    if len(_SHARED_POLICIES) < _SHARED_POLICIES_MAX:
+        _SHARED_POLICIES[key] = policy
+    return policy
 
 
 class InflightStep:

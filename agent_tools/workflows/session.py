@@ -26,6 +26,7 @@ from agent_tools.workflows.base import (
     InflightStep,
     call_options,
     failure_detail,
+    shared_policy,
 )
 from agent_tools.workflows.budget import BudgetMixin
 from agent_tools.workflows.delegation import DelegationMixin
@@ -158,6 +159,7 @@ class AgentSession(
             self._config = prepared.config
             self.state.transcript_len = prepared.transcript_len
             self.state.created_at = self.now_iso()
+        self._keep_only_what_runs_need()
         self._upsert_tree_attributes()
         self._on_start()
         c = self.config
@@ -182,6 +184,18 @@ class AgentSession(
         # Let in-flight updates (an answer being accepted, a message) finish before the run closes.
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._result()
+
+    def _keep_only_what_runs_need(self) -> None:
+        """Once the config is resolved, the run (cached for as long as the session waits) and the runs it
+        continues as keep no copy of what prepare consumed: the request's prompt, history, system prompt and
+        options went into the inbox, the transcript and the config; and the config's policy is the worker's
+        shared object. Neither changes a command."""
+        self.config.policy = shared_policy(self.config.policy)
+        r = self.request
+        # The identity fields, as the client sent them (a status query before the config reads them).
+        self.request = SessionRequest.model_construct(
+            agent=r.agent, title=r.title, parent_id=r.parent_id, root_id=r.root_id, depth=r.depth
+        )
 
     async def _prepare(self, request: SessionRequest) -> PrepareOutput:
         args = PrepareInput(session_id=workflow.info().workflow_id, request=request)
