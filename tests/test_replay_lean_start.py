@@ -123,3 +123,15 @@ def test_recorded_histories_cover_both_sides_of_it() -> None:
         ]
         (lean if PATCH_LEAN_START in ids else before).append(path.name)
     assert lean and before, (lean, before)
+
+
+def test_sessions_of_a_worker_share_one_policy_object() -> None:
+    """What a cached run keeps: equal policies decoded per session become the worker's one object."""
+    from agent_tools.policy import ExecutionPolicy
+    from agent_tools.workflows.base import shared_policy
+
+    first = shared_policy(ExecutionPolicy.model_validate_json(ExecutionPolicy().model_dump_json()))
+    again = shared_policy(ExecutionPolicy.model_validate_json(ExecutionPolicy().model_dump_json()))
+    assert again is first
+    other = ExecutionPolicy().model_copy(update={"model_step": ExecutionPolicy().tool_call})
+    assert shared_policy(other) is not first and shared_policy(other) == other
