@@ -2,6 +2,7 @@
 
     python bench/askuser_memory.py                       # 1,000 sessions, default workflow cache
     python bench/askuser_memory.py --sessions 1000 --cache 100
+    python bench/askuser_memory.py --sessions 300 --before /path/to/older/checkout   # before / after / bare
 
 Starts an embedded Temporal dev server and a worker in a subprocess (so that its RSS is the worker's
 alone), warms the worker up with one session, starts N sessions whose scripted model calls askUser, waits
@@ -11,8 +12,10 @@ session to complete, and reads the RSS again.
 Beside it, on the same server and the same worker settings (cache size, workflow task slots), N bare
 workflows that wait on a signal (the SDK's defaults, sandbox included): their KiB each is the floor a
 waiting Temporal workflow costs. Engine and bare alternate for ``--rounds`` rounds (default 3); the bench
-prints each round's KiB per waiting workflow for both, their ratio, and the medians. It is a measurement,
-not a test (it asserts only that every session got its answer).
+prints each round's KiB per waiting workflow for both, their ratio, and the medians. With ``--before`` (a
+checkout of older code, e.g. a ``git worktree``), each round runs that code's worker first, then this
+one's, then the bare one, and prints the three. It is a measurement, not a test (it asserts only that every
+session got its answer).
 """
 
 from __future__ import annotations
@@ -187,7 +190,7 @@ async def wait_count(client: Any, query: str, want: int, timeout: float) -> floa
         await asyncio.sleep(0.5)
 
 
-async def drive(env: Any, n: int, cache: int) -> dict[str, Any]:
+async def drive(env: Any, n: int, cache: int, root: Path = ROOT) -> dict[str, Any]:
     from agent_tools.client import AgentToolsClient
     from agent_tools.human_client import answer_questions
     from agent_tools.settings import Settings
@@ -200,7 +203,7 @@ async def drive(env: Any, n: int, cache: int) -> dict[str, Any]:
     task_queue = f"bench-{uuid.uuid4().hex[:8]}"
     address = env.client.service_client.config.target_host
     worker_args = ("--worker", address, task_queue, database_url, model, str(cache))
-    proc = await start_worker(worker_args, tmp / "worker-1.log")
+    proc = await start_worker(worker_args, tmp / "worker-1.log", root)
     cold = rss_kib(proc.pid)
     failed: BaseException | None = None
     try:
@@ -239,7 +242,7 @@ async def drive(env: Any, n: int, cache: int) -> dict[str, Any]:
 
         # A fresh worker while every session waits: the wait itself holds no worker memory.
         await stop_worker(proc)
-        proc = await start_worker(worker_args, tmp / "worker-2.log")
+        proc = await start_worker(worker_args, tmp / "worker-2.log", root)
         await asyncio.sleep(3.0)
         fresh_waiting = rss_kib(proc.pid)
 
@@ -247,7 +250,7 @@ async def drive(env: Any, n: int, cache: int) -> dict[str, Any]:
 
         async def answer(h: Any) -> None:
             async with sem:
-                await answer_questions(h, {QUESTION: "dayjs"})
+                await answer_once(h)
 
         await asyncio.gather(*(answer(h) for h in handles))
         answer_seconds = time.monotonic() - started
@@ -284,11 +287,35 @@ async def drive(env: Any, n: int, cache: int) -> dict[str, Any]:
             shutil.rmtree(tmp, ignore_errors=True)  # kept (with the worker logs) when the run failed
 
 
-async def start_worker(args: tuple[str, ...], log_path: Path) -> asyncio.subprocess.Process:
-    """The worker in a subprocess; it logs to a file (a pipe nobody reads would fill up and block it)."""
+async def answer_once(handle: Any) -> None:
+    """The update that answers, sent again with the same id when its RPC times out: a fresh worker replays
+    every session it is asked about, and on a loaded machine some updates outlast the client's deadline or
+    meet a workflow task that timed out (the server takes a repeated update id as the same update)."""
+    from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+    from temporalio.service import RPCError
+
+    from agent_tools.contracts.human import AnswerAccepted, parse_answer_payload
+
+    request = parse_answer_payload({QUESTION: "dayjs"})
+    update_id = f"bench-answer-{uuid.uuid4().hex}"
+    for attempt in range(10):
+        try:
+            await handle.workflow.execute_update("answer_questions", request, id=update_id, result_type=AnswerAccepted)
+            return
+        except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
+            # RPCError: "Workflow Task in failed state", a replay that outlasted its task timeout.
+            if attempt == 9:
+                raise
+            await asyncio.sleep(1.0 + attempt)
+
+
+async def start_worker(args: tuple[str, ...], log_path: Path, root: Path = ROOT) -> asyncio.subprocess.Process:
+    """The worker in a subprocess; it logs to a file (a pipe nobody reads would fill up and block it).
+    ``root`` is the checkout whose code it runs (its own copy of this script puts it first on the path)."""
+    script = root / "bench" / "askuser_memory.py"
     with log_path.open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, __file__, *args, stdout=log, stderr=log, cwd=str(ROOT)
+            sys.executable, str(script), *args, stdout=log, stderr=log, cwd=str(root)
         )
     for _ in range(600):
         if "READY" in log_path.read_text(errors="replace") or proc.returncode is not None:
@@ -323,28 +350,37 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--cache", type=int, default=1000, help="worker max_cached_workflows (SDK default 1000)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating engine / bare rounds")
+    parser.add_argument("--before", type=Path, help="a checkout of older code, run first in every round")
     args = parser.parse_args()
     if args.rounds < 1 or args.sessions < 1:
         parser.error("--rounds and --sessions must be positive")
+    if args.before is not None and not (args.before / "bench" / "askuser_memory.py").is_file():
+        parser.error(f"--before {args.before}: no bench/askuser_memory.py there")
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    asyncio.run(compare(args.sessions, args.cache, args.rounds))
+    asyncio.run(compare(args.sessions, args.cache, args.rounds, args.before))
 
 
-async def compare(n: int, cache: int, rounds: int) -> None:
+async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -> None:
     import statistics
 
     from agent_tools.devserver import start_dev_server
 
     env = await start_dev_server(ui=False)
     engine_kib: list[float] = []
+    before_kib: list[float] = []
     bare_kib: list[float] = []
     try:
         for r in range(rounds):
+            if before is not None:
+                old = await drive(env, n, cache, before.resolve())
+                before_kib.append(old["delta_kib"] / n)
             figures = await drive(env, n, cache)
             bare = await drive_bare(env, n, cache)
             engine_kib.append(figures["delta_kib"] / n)
             bare_kib.append(bare / n)
-            print(f"round {r + 1}: engine {engine_kib[-1]:.1f} KiB per waiting session, bare {bare_kib[-1]:.1f} "
+            told = f"before {before_kib[-1]:.1f} KiB (all waiting {old['worker_rss_all_waiting']}), " if before else ""
+            print(f"round {r + 1}: {told}engine {engine_kib[-1]:.1f} KiB per waiting session (all waiting "
+                  f"{figures['worker_rss_all_waiting']}), bare {bare_kib[-1]:.1f} "
                   f"KiB per waiting workflow, ratio {engine_kib[-1] / bare_kib[-1]:.2f}x", flush=True)  # fmt: skip
             if r == rounds - 1:
                 width = max(len(k) for k in figures)
@@ -359,6 +395,12 @@ async def compare(n: int, cache: int, rounds: int) -> None:
         f"target < 150), bare {b:.1f} KiB (spread {min(bare_kib):.1f}-{max(bare_kib):.1f}); ratio {e / b:.2f}x "
         f"(per round {' '.join(f'{x:.2f}' for x in ratios)})"
     )
+    if before_kib:
+        m = statistics.median(before_kib)
+        print(
+            f"before: {m:.1f} KiB per waiting session (per round {' '.join(f'{x:.1f}' for x in before_kib)}); "
+            f"engine/before per round {' '.join(f'{x / y:.2f}' for x, y in zip(engine_kib, before_kib, strict=True))}"
+        )
 
 
 if __name__ == "__main__":

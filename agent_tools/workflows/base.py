@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.boundaries import MAX_JSON_DEPTH, describe_validation_error, json_depth, model_problems
     from agent_tools.errors import NON_RETRYABLE_MODEL_ERRORS, NON_RETRYABLE_TOOL_ERRORS
     from agent_tools.messages import Message, ToolCall
-    from agent_tools.policy import CallPolicy
+    from agent_tools.policy import CallPolicy, ExecutionPolicy
     from agent_tools.session import ParkedCall, SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
 
 
@@ -108,6 +108,40 @@ PATCH_BOUNDED_INPUTS = "bounded-inputs"
 # Histories begun with this marker refuse unknown tool parameters and "yes" for a boolean (issue 14.16);
 # before it, such arguments were accepted, and recorded runs replay that way.
 PATCH_STRICT_ARGUMENTS = "strict-tool-arguments"
+# Runs begun with this one marker have the patches below without asking for them: each marker cost a cached
+# run two history events (the SDK core upserts the TemporalChangeVersion search attribute with it), and a
+# session asked five before it first waited. Asked first thing in ``AgentSession.run``; a run that has it also
+# sets its first search attributes in one command (``AgentSession._flush_attributes``).
+PATCH_LEAN_START = "lean-start"
+# What it stands for: every patch the session asked when it was added (their constants live with their code).
+LEAN_START_IMPLIES = frozenset(
+    {
+        "continue-as-new-mid-wait",
+        "approval-parked-wait",
+        "prepare-as-local-activity",
+        PATCH_BOUNDED_INPUTS,
+        PATCH_STRICT_ARGUMENTS,
+        "loop-interval-floor",
+    }
+)
+
+
+# One ExecutionPolicy object per distinct policy in a worker's process: every session of a worker decodes the
+# same policy with its config (seven call policies, about 7 KiB of pydantic objects), and a cached session
+# keeps its config for its life. Policies are frozen models, so a shared one cannot change under a session.
+_SHARED_POLICIES: dict[str, ExecutionPolicy] = {}
+_SHARED_POLICIES_MAX = 64
+
+
+def shared_policy(policy: ExecutionPolicy) -> ExecutionPolicy:
+    """The worker's one object equal to ``policy`` (``policy`` itself the first time)."""
+    key = policy.model_dump_json()
+    shared = _SHARED_POLICIES.get(key)
+    if shared is not None:
+        return shared
+    if len(_SHARED_POLICIES) < _SHARED_POLICIES_MAX:
+        _SHARED_POLICIES[key] = policy
+    return policy
 
 
 class InflightStep:
@@ -142,19 +176,31 @@ class SessionBase:
     _handover: bool = False
 
     _strict_arguments: bool | None = None
+    # Whether this run began with :data:`PATCH_LEAN_START`; set first thing in ``AgentSession.run``.
+    _lean_start: bool = False
+
+    def patched(self, patch_id: str) -> bool:
+        """``workflow.patched``, true without a marker for the patches a lean-start run stands for.
+
+        A handler that runs before ``run`` (a signal in the first activation) asks the patch itself, as it
+        always did; its replay asks in the same order.
+        """
+        if self._lean_start and patch_id in LEAN_START_IMPLIES:
+            return True
+        return workflow.patched(patch_id)
 
     @property
     def strict_arguments(self) -> bool:
         """Whether native tools refuse unknown parameters and non-boolean flags (:data:`PATCH_STRICT_ARGUMENTS`)."""
         if self._strict_arguments is None:
-            self._strict_arguments = workflow.patched(PATCH_STRICT_ARGUMENTS)
+            self._strict_arguments = self.patched(PATCH_STRICT_ARGUMENTS)
         return self._strict_arguments
 
     @property
     def bounded_inputs(self) -> bool:
         """Whether this run checks the input limits added with :data:`PATCH_BOUNDED_INPUTS`."""
         if self._bounded_inputs is None:
-            self._bounded_inputs = workflow.patched(PATCH_BOUNDED_INPUTS)
+            self._bounded_inputs = self.patched(PATCH_BOUNDED_INPUTS)
         return self._bounded_inputs
 
     request: SessionRequest

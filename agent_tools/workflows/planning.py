@@ -242,7 +242,7 @@ class PlanningMixin(SessionBase):
     async def _tool_create_loop(self, args: CreateLoopArgs, call: ToolCall) -> ToolCallOutput:
         # Histories begun before the floor was configurable replay with the 60 s they ran with.
         configured = self.config.options.loop_min_interval_seconds or DEFAULT_LOOP_FLOOR_SECONDS
-        floor = configured if workflow.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
+        floor = configured if self.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
         refusal = loop_interval_refusal(args.interval_seconds, floor)
         if refusal is not None:
             return tool_error(refusal)

@@ -20,7 +20,14 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import NondeterminismError
 
 from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED, ApprovalMixin
-from agent_tools.workflows.base import MODEL_NON_RETRYABLE, InflightStep, call_options, failure_detail
+from agent_tools.workflows.base import (
+    MODEL_NON_RETRYABLE,
+    PATCH_LEAN_START,
+    InflightStep,
+    call_options,
+    failure_detail,
+    shared_policy,
+)
 from agent_tools.workflows.budget import BudgetMixin
 from agent_tools.workflows.delegation import DelegationMixin
 from agent_tools.workflows.events import EventWaitMixin
@@ -121,6 +128,7 @@ class AgentSession(
         self._turn_task: asyncio.Task[None] | None = None
         self._last_answer: str | None = None
         self._step_position = 0
+        self._attributes_due: dict[str, SearchAttributeUpdate[Any]] | None = None
         if decoded.state is None and decoded.request.prompt and self._input_error is None:
             self.state.inbox.append(Trigger(kind="user", content=decoded.request.prompt))
 
@@ -131,9 +139,13 @@ class AgentSession(
         # Sessions begun before continue-as-new mid-wait replay without it (it adds commands mid-turn). Asked
         # first thing: a patch asked for right after the prepare local activity is not yet known on replay
         # when that activity's marker closed the previous workflow task.
-        self._mid_wait_can = workflow.patched(PATCH_MID_WAIT_CAN)
+        # Before them all, the one marker that stands for them in runs begun since (base.PATCH_LEAN_START).
+        self._lean_start = workflow.patched(PATCH_LEAN_START)
+        self._mid_wait_can = self.patched(PATCH_MID_WAIT_CAN)
         # Approval waits became parked waits after that (histories between the two hand none of them over).
-        self._approvals_park = self._mid_wait_can and workflow.patched(PATCH_APPROVAL_PARKED)
+        self._approvals_park = self._mid_wait_can and self.patched(PATCH_APPROVAL_PARKED)
+        # A lean run's first search attributes (the tree's and the first status) go in one command.
+        self._attributes_due = {} if self._lean_start else None
         if self._config is None:
             refusal = self._input_error or (request_problems(self.request) if self.bounded_inputs else None)
             if refusal is not None:
@@ -147,6 +159,7 @@ class AgentSession(
             self._config = prepared.config
             self.state.transcript_len = prepared.transcript_len
             self.state.created_at = self.now_iso()
+        self._keep_only_what_runs_need()
         self._upsert_tree_attributes()
         self._on_start()
         c = self.config
@@ -172,12 +185,24 @@ class AgentSession(
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._result()
 
+    def _keep_only_what_runs_need(self) -> None:
+        """Once the config is resolved, the run (cached for as long as the session waits) and the runs it
+        continues as keep no copy of what prepare consumed: the request's prompt, history, system prompt and
+        options went into the inbox, the transcript and the config; and the config's policy is the worker's
+        shared object. Neither changes a command."""
+        self.config.policy = shared_policy(self.config.policy)
+        r = self.request
+        # The identity fields, as the client sent them (a status query before the config reads them).
+        self.request = SessionRequest.model_construct(
+            agent=r.agent, title=r.title, parent_id=r.parent_id, root_id=r.root_id, depth=r.depth
+        )
+
     async def _prepare(self, request: SessionRequest) -> PrepareOutput:
         args = PrepareInput(session_id=workflow.info().workflow_id, request=request)
         # Before the config exists the worker's policy is not known yet: prepare runs on the defaults.
         options = call_options(ExecutionPolicy().engine)
         out: PrepareOutput
-        if workflow.patched(PATCH_LOCAL_PREPARE):
+        if self.patched(PATCH_LOCAL_PREPARE):
             # A local activity: a few milliseconds of store work that would otherwise cost a round trip
             # through the server (and three history events) before the first model step.
             out = await workflow.execute_local_activity(
@@ -206,8 +231,10 @@ class AgentSession(
             if resume is not None:
                 # The previous run continued-as-new in the middle of this turn's step: resume its waits.
                 trigger = resume.trigger
+                self._flush_attributes()
             else:
                 self.set_status(SessionStatus.idle if not self.state.inbox else SessionStatus.running)
+                self._flush_attributes()
                 await workflow.wait_condition(
                     lambda: (
                         bool(self.state.inbox)
@@ -613,10 +640,31 @@ class AgentSession(
         self.publish("status", status=status.value)
         if self.config.options.search_attributes is not False:
             # Same command as before, one more key: the tree listing reads when a session last changed state.
-            workflow.upsert_search_attributes(
+            self._upsert_attributes(
                 [sa.SESSION_STATE.value_set(status.value), sa.SESSION_UPDATED_AT.value_set(workflow.now())]
             )
         self.refresh_details()
+
+    def _upsert_attributes(self, updates: list[SearchAttributeUpdate[Any]]) -> None:
+        """Upsert now, or, before a lean run's first wait, with the others due (the last value of a key wins)."""
+        due = self._attributes_due
+        if due is None:
+            workflow.upsert_search_attributes(updates)
+            return
+        for update in updates:
+            due[update.key.name] = update
+
+    def _flush_attributes(self) -> None:
+        """The search attributes due, in one command (once per run; from then on each upsert is its own)."""
+        due, self._attributes_due = self._attributes_due, None
+        if due is None:
+            return
+        # What the run already has (set at start by the client or the parent, or carried by continue-as-new)
+        # is left out: the UI shows the same attributes either way.
+        have = workflow.info().typed_search_attributes
+        updates = [u for u in due.values() if have.get(u.key) != u.value]
+        if updates:
+            workflow.upsert_search_attributes(updates)
 
     def _upsert_tree_attributes(self) -> None:
         if self.config.options.search_attributes is False:
@@ -631,7 +679,7 @@ class AgentSession(
         ]
         if c.parent_id:
             updates.append(sa.SESSION_PARENT_ID.value_set(c.parent_id))
-        workflow.upsert_search_attributes(updates)
+        self._upsert_attributes(updates)
 
     def refresh_details(self) -> None:
         c = self.config
