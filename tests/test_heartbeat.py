@@ -151,3 +151,33 @@ async def test_sessions_and_their_continued_runs_carry_the_workflow_task_timeout
             started = history.events[0].workflow_execution_started_event_attributes
             assert started.workflow_task_timeout.ToTimedelta() == timedelta(seconds=7), run_id
         await handle.stop()
+
+
+async def test_sub_agents_get_their_parents_workflow_task_timeout(
+    worker_for: Any, script: Any, settings: Settings
+) -> None:
+    """The client starts a root with the policy's timeout; its sub-agents are started by the workflow, which
+    passes on its own (they had Temporal's default whatever the setting)."""
+    settings.model = script(
+        [
+            {"match": {"title": "Child"}, "turns": [{"say": "child done"}]},
+            {
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {"name": "subAgent", "arguments": {"title": "Child", "instruction": "x", "mode": "sync"}}
+                        ]
+                    },
+                    {"say": "parent done"},
+                ]
+            },
+        ]
+    )
+    settings.policy = settings.policy.merged({"workflow_task_timeout_seconds": 7})
+    async with worker_for(settings=settings) as client:
+        handle = await client.start_session("go", tools=["subAgent"])
+        assert (await handle.result()).final_message == "parent done"
+        for workflow_id in (handle.id, f"{handle.id}/sub-1"):
+            history = await client.temporal.get_workflow_handle(workflow_id).fetch_history()
+            started = history.events[0].workflow_execution_started_event_attributes
+            assert started.workflow_task_timeout.ToTimedelta() == timedelta(seconds=7), workflow_id

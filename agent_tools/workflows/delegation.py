@@ -229,6 +229,8 @@ class DelegationMixin(SessionBase):
                 id=child_id,
                 result_type=SessionResult,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                # The deployment's workflow task timeout (a policy setting the client starts a root with).
+                task_timeout=workflow.info().task_timeout,
                 static_summary=f"{agent}: {title}"[:200],
                 static_details=session_details(
                     agent=agent,
@@ -651,6 +653,7 @@ class DelegationMixin(SessionBase):
                 id=new_id,
                 result_type=SessionResult,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                task_timeout=workflow.info().task_timeout,
                 static_summary=f"{args.agent_name}: hand-off from {c.agent}"[:200],
             )
         except Exception as exc:
