@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
+from agent_tools.activities.store.db import Store
 from agent_tools.agents import AgentDefinition, AgentRegistry
 from agent_tools.client import AgentToolsClient
 from agent_tools.devserver import start_dev_server, start_time_skipping
@@ -123,6 +124,17 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         )
     url: str = request.getfixturevalue("postgres_database")
     return url
+
+
+@pytest_asyncio.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    """A store with its schema, on each of the two databases (see ``store_url``), closed afterwards."""
+    s = Store(store_url)
+    await s.create_schema()
+    try:
+        yield s
+    finally:
+        await s.close()
 
 
 async def skip_time(env: WorkflowEnvironment, duration: float | timedelta, *, within: float = 120.0) -> None:

@@ -135,96 +135,81 @@ def an_event(project: str, delivery: str, at: datetime, payload: dict[str, Any] 
     )
 
 
-async def test_the_router_skips_a_wait_the_ingress_delivered_and_signals_the_rest(store_url: str) -> None:
-    store = Store(store_url)
-    await store.create_schema()
+async def test_the_router_skips_a_wait_the_ingress_delivered_and_signals_the_rest(store: Store) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     t0 = datetime.now(UTC)
-    try:
-        direct, fresh = a_wait("s1", "ci", {}, t0), a_wait("s2", "ci", {}, t0)
-        await add_subscription(store, "acme", project, direct)
-        event = an_event(project, "d1", t0 + timedelta(seconds=1))
-        await store_event(store, event)
-        assert [c.session_id for c in await claim_for_event(store, event, now=t0)] == ["s1"]
-        await add_subscription(store, "acme", project, fresh)  # began after the ingress looked
-        client = FakeClient()
-        deliveries = DeliverEventsInput(
-            deliveries=[
-                SessionDelivery(
-                    session_id=sub.session_id,
-                    delivery=EventDelivery(
-                        subscription_id=sub.subscription_id, event_id=event.event_id, kind="ci.done", received_at=t0
-                    ),
-                )
-                for sub in (direct, fresh)
-            ]
-            + batch("legacy").deliveries  # a wait with no row: subscribed before the store kept waits
-        )
-        out = await deliver_events(deliveries, client=client, store=store)
-        assert (out.delivered, out.gone, out.claimed_elsewhere) == (2, 0, 1)
-        assert sorted(s for s, _, _ in client.sent) == ["legacy", "s2"]
-        # A retry of the same batch (the activity failed after some signals): the router's own claims stand.
-        again = FakeClient()
-        out = await deliver_events(deliveries, client=again, store=store)
-        assert sorted(s for s, _, _ in again.sent) == ["legacy", "s2"]
-    finally:
-        await store.close()
+    direct, fresh = a_wait("s1", "ci", {}, t0), a_wait("s2", "ci", {}, t0)
+    await add_subscription(store, "acme", project, direct)
+    event = an_event(project, "d1", t0 + timedelta(seconds=1))
+    await store_event(store, event)
+    assert [c.session_id for c in await claim_for_event(store, event, now=t0)] == ["s1"]
+    await add_subscription(store, "acme", project, fresh)  # began after the ingress looked
+    client = FakeClient()
+    deliveries = DeliverEventsInput(
+        deliveries=[
+            SessionDelivery(
+                session_id=sub.session_id,
+                delivery=EventDelivery(
+                    subscription_id=sub.subscription_id, event_id=event.event_id, kind="ci.done", received_at=t0
+                ),
+            )
+            for sub in (direct, fresh)
+        ]
+        + batch("legacy").deliveries  # a wait with no row: subscribed before the store kept waits
+    )
+    out = await deliver_events(deliveries, client=client, store=store)
+    assert (out.delivered, out.gone, out.claimed_elsewhere) == (2, 0, 1)
+    assert sorted(s for s, _, _ in client.sent) == ["legacy", "s2"]
+    # A retry of the same batch (the activity failed after some signals): the router's own claims stand.
+    again = FakeClient()
+    out = await deliver_events(deliveries, client=again, store=store)
+    assert sorted(s for s, _, _ in again.sent) == ["legacy", "s2"]
 
 
-async def test_subscribe_keeps_the_wait_and_takes_what_the_ingress_claimed(store_url: str) -> None:
-    store = Store(store_url)
-    await store.create_schema()
+async def test_subscribe_keeps_the_wait_and_takes_what_the_ingress_claimed(store: Store) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     t0 = datetime.now(UTC)
-    try:
-        early = an_event(project, "d1", t0 + timedelta(seconds=1))
-        await store_event(store, early)
-        sub = a_wait("s1", "ci", {}, t0)
-        client = FakeStarter()
-        out = await subscribe(
-            services_for(store),
-            SubscribeInput(organisation="acme", project=project, subscription=sub),
-            client=client,
-            task_queue="q",
-        )
-        assert out.backlog is not None and out.backlog.event_id == early.event_id
-        assert client.started and client.started[0]["start_signal_args"] == [sub]  # the router has it too
-        row = await get_subscription(store, sub.subscription_id)
-        assert row is not None and row["claimed_event_id"] == early.event_id
-        # A retried subscribe of a wait the ingress had claimed for another event takes that event.
-        other = a_wait("s2", "ci", {}, t0)
-        await add_subscription(store, "acme", project, other)
-        late = an_event(project, "d2", t0 + timedelta(seconds=2))
-        await store_event(store, late)
-        await claim_batch(store, [(other.subscription_id, late.event_id)], now=t0)
-        out = await subscribe(
-            services_for(store),
-            SubscribeInput(organisation="acme", project=project, subscription=other),
-            client=client,
-            task_queue="q",
-        )
-        assert out.backlog is not None and out.backlog.event_id == late.event_id
-    finally:
-        await store.close()
+    early = an_event(project, "d1", t0 + timedelta(seconds=1))
+    await store_event(store, early)
+    sub = a_wait("s1", "ci", {}, t0)
+    client = FakeStarter()
+    out = await subscribe(
+        services_for(store),
+        SubscribeInput(organisation="acme", project=project, subscription=sub),
+        client=client,
+        task_queue="q",
+    )
+    assert out.backlog is not None and out.backlog.event_id == early.event_id
+    assert client.started and client.started[0]["start_signal_args"] == [sub]  # the router has it too
+    row = await get_subscription(store, sub.subscription_id)
+    assert row is not None and row["claimed_event_id"] == early.event_id
+    # A retried subscribe of a wait the ingress had claimed for another event takes that event.
+    other = a_wait("s2", "ci", {}, t0)
+    await add_subscription(store, "acme", project, other)
+    late = an_event(project, "d2", t0 + timedelta(seconds=2))
+    await store_event(store, late)
+    await claim_batch(store, [(other.subscription_id, late.event_id)], now=t0)
+    out = await subscribe(
+        services_for(store),
+        SubscribeInput(organisation="acme", project=project, subscription=other),
+        client=client,
+        task_queue="q",
+    )
+    assert out.backlog is not None and out.backlog.event_id == late.event_id
 
 
-async def test_a_wait_the_store_cannot_keep_is_left_to_the_router(store_url: str) -> None:
-    store = Store(store_url)
-    await store.create_schema()
+async def test_a_wait_the_store_cannot_keep_is_left_to_the_router(store: Store) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     deep: dict[str, Any] = {"x": 1}
     for _ in range(100):
         deep = {"x": deep}
-    try:
-        sub = a_wait("s1", "ci", deep, datetime.now(UTC))
-        client = FakeStarter()
-        out = await subscribe(
-            services_for(store),
-            SubscribeInput(organisation="acme", project=project, subscription=sub),
-            client=client,
-            task_queue="q",
-        )
-        assert out.backlog is None and len(client.started) == 1
-        assert await get_subscription(store, sub.subscription_id) is None
-    finally:
-        await store.close()
+    sub = a_wait("s1", "ci", deep, datetime.now(UTC))
+    client = FakeStarter()
+    out = await subscribe(
+        services_for(store),
+        SubscribeInput(organisation="acme", project=project, subscription=sub),
+        client=client,
+        task_queue="q",
+    )
+    assert out.backlog is None and len(client.started) == 1
+    assert await get_subscription(store, sub.subscription_id) is None

@@ -39,34 +39,29 @@ def record(project: str, delivery: str, kind: str, payload: dict[str, object], a
     )
 
 
-async def test_store_is_idempotent_and_backlog_matches(store_url: str) -> None:
-    store = Store(store_url)
-    await store.create_schema()
+async def test_store_is_idempotent_and_backlog_matches(store: Store) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     t0 = datetime.now(UTC).replace(microsecond=0)
-    try:
-        first = await store_event(store, record(project, "d1", "github.check_suite.completed", {"pr": 420}, t0))
-        again = await store_event(store, record(project, "d1", "github.check_suite.completed", {"pr": 1}, t0))
-        assert first.created and not again.created
-        assert again.record.payload == {"pr": 420}  # the first delivery wins
-        assert await count_events(store, organisation="acme", project=project) == 1
-        # "_" in a kind is not a LIKE wildcard: github.checkXsuite must not be a candidate.
-        await store_event(store, record(project, "d2", "github.checkXsuite", {"pr": 420}, t0 + timedelta(seconds=1)))
-        await store_event(store, record(project, "d3", "github.check_suite", {"pr": 421}, t0 + timedelta(seconds=2)))
-        await store_event(store, record(project, "d4", "github.check_suite", {"pr": 420}, t0 + timedelta(seconds=3)))
-        kw = {"organisation": "acme", "project": project, "kind": "github.check_suite", "match": {"pr": 420}}
-        found = await find_matching(store, since=t0, **kw)  # type: ignore[arg-type]
-        assert found is not None and found.delivery_id == "d1"
-        assert found.received_at == t0
-        found = await find_matching(store, since=t0, exclude=[first.record.event_id], **kw)  # type: ignore[arg-type]
-        assert found is not None and found.delivery_id == "d4"
-        assert await find_matching(store, since=t0 + timedelta(seconds=4), **kw) is None  # type: ignore[arg-type]
-        other = {**kw, "project": "elsewhere"}
-        assert await find_matching(store, since=t0, **other) is None  # type: ignore[arg-type]
-        loaded = await get_event(store, first.record.event_id)
-        assert loaded is not None and loaded.kind == "github.check_suite.completed"
-    finally:
-        await store.close()
+    first = await store_event(store, record(project, "d1", "github.check_suite.completed", {"pr": 420}, t0))
+    again = await store_event(store, record(project, "d1", "github.check_suite.completed", {"pr": 1}, t0))
+    assert first.created and not again.created
+    assert again.record.payload == {"pr": 420}  # the first delivery wins
+    assert await count_events(store, organisation="acme", project=project) == 1
+    # "_" in a kind is not a LIKE wildcard: github.checkXsuite must not be a candidate.
+    await store_event(store, record(project, "d2", "github.checkXsuite", {"pr": 420}, t0 + timedelta(seconds=1)))
+    await store_event(store, record(project, "d3", "github.check_suite", {"pr": 421}, t0 + timedelta(seconds=2)))
+    await store_event(store, record(project, "d4", "github.check_suite", {"pr": 420}, t0 + timedelta(seconds=3)))
+    kw = {"organisation": "acme", "project": project, "kind": "github.check_suite", "match": {"pr": 420}}
+    found = await find_matching(store, since=t0, **kw)  # type: ignore[arg-type]
+    assert found is not None and found.delivery_id == "d1"
+    assert found.received_at == t0
+    found = await find_matching(store, since=t0, exclude=[first.record.event_id], **kw)  # type: ignore[arg-type]
+    assert found is not None and found.delivery_id == "d4"
+    assert await find_matching(store, since=t0 + timedelta(seconds=4), **kw) is None  # type: ignore[arg-type]
+    other = {**kw, "project": "elsewhere"}
+    assert await find_matching(store, since=t0, **other) is None  # type: ignore[arg-type]
+    loaded = await get_event(store, first.record.event_id)
+    assert loaded is not None and loaded.kind == "github.check_suite.completed"
 
 
 def wait(
@@ -83,73 +78,63 @@ def wait(
     )
 
 
-async def test_the_ingress_claims_the_waits_an_event_matches_once(store_url: str) -> None:
-    store = Store(store_url)
-    await store.create_schema()
+async def test_the_ingress_claims_the_waits_an_event_matches_once(store: Store) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     t0 = datetime.now(UTC).replace(microsecond=0)
     event = record(project, "d1", "github.check_suite.completed", {"pr": 420}, t0 + timedelta(seconds=5))
-    try:
-        await store_event(store, event)
-        waits = [
-            wait(project, "s-prefix", "github", {}, t0),
-            wait(project, "s-kind", "github.check_suite", {"pr": 420}, t0),
-            wait(project, "s-exact", "github.check_suite.completed", {}, t0),
-            wait(project, "s-other-pr", "github.check_suite", {"pr": 421}, t0),
-            wait(project, "s-segment", "github.check", {}, t0),  # not a segment prefix
-            wait(project, "s-later", "github", {}, t0 + timedelta(seconds=6)),  # began after the event
-            wait(project, "s-seen", "github", {}, t0, exclude_event_ids=[event.event_id]),
-            wait(project, "s-expired", "github", {}, t0 - timedelta(minutes=20)),
-        ]
-        for sub in waits:
-            assert await add_subscription(store, "acme", project, sub)
-        assert not await add_subscription(store, "acme", project, waits[0])  # a retried subscribe
-        elsewhere = wait("elsewhere", "s-elsewhere", "github", {}, t0)
-        await add_subscription(store, "acme", "elsewhere", elsewhere)
-        now = t0 + timedelta(seconds=6)
-        claimed = await claim_for_event(store, event, now=now)
-        assert sorted(c.session_id for c in claimed) == ["s-exact", "s-kind", "s-prefix"]
-        # A retried POST of the same event finds the same claims (and signals them again: a session ignores
-        # a repeated delivery); another event finds them taken.
-        again = await claim_for_event(store, event, now=now)
-        assert sorted(c.session_id for c in again) == ["s-exact", "s-kind", "s-prefix"]
-        second = record(project, "d2", "github.check_suite.completed", {"pr": 420}, t0 + timedelta(seconds=7))
-        # (s-seen had received only the first event before.)
-        assert sorted(c.session_id for c in await claim_for_event(store, second, now=now)) == ["s-later", "s-seen"]
-        # The router: a claimed wait is dropped, an unclaimed one claimed, one without a row kept.
-        keep = await claim_batch(
-            store,
-            [
-                (waits[1].subscription_id, second.event_id),  # claimed by the first event
-                (waits[1].subscription_id.replace("s-kind", "s-other-pr"), second.event_id),
-                ("sub-without-row", second.event_id),
-            ],
-            now=now,
-        )
-        assert keep == {waits[3].subscription_id, "sub-without-row"}
-        # The backlog check: the claim it meets, or its own.
-        assert await claim_one(store, waits[0].subscription_id, second.event_id, now=now) == event.event_id
-        assert await claim_one(store, waits[4].subscription_id, second.event_id, now=now) == second.event_id
-        assert await claim_one(store, "sub-without-row", second.event_id, now=now) is None
-        row = await get_subscription(store, waits[1].subscription_id)
-        assert row is not None and row["claimed_event_id"] == event.event_id
-    finally:
-        await store.close()
+    await store_event(store, event)
+    waits = [
+        wait(project, "s-prefix", "github", {}, t0),
+        wait(project, "s-kind", "github.check_suite", {"pr": 420}, t0),
+        wait(project, "s-exact", "github.check_suite.completed", {}, t0),
+        wait(project, "s-other-pr", "github.check_suite", {"pr": 421}, t0),
+        wait(project, "s-segment", "github.check", {}, t0),  # not a segment prefix
+        wait(project, "s-later", "github", {}, t0 + timedelta(seconds=6)),  # began after the event
+        wait(project, "s-seen", "github", {}, t0, exclude_event_ids=[event.event_id]),
+        wait(project, "s-expired", "github", {}, t0 - timedelta(minutes=20)),
+    ]
+    for sub in waits:
+        assert await add_subscription(store, "acme", project, sub)
+    assert not await add_subscription(store, "acme", project, waits[0])  # a retried subscribe
+    elsewhere = wait("elsewhere", "s-elsewhere", "github", {}, t0)
+    await add_subscription(store, "acme", "elsewhere", elsewhere)
+    now = t0 + timedelta(seconds=6)
+    claimed = await claim_for_event(store, event, now=now)
+    assert sorted(c.session_id for c in claimed) == ["s-exact", "s-kind", "s-prefix"]
+    # A retried POST of the same event finds the same claims (and signals them again: a session ignores
+    # a repeated delivery); another event finds them taken.
+    again = await claim_for_event(store, event, now=now)
+    assert sorted(c.session_id for c in again) == ["s-exact", "s-kind", "s-prefix"]
+    second = record(project, "d2", "github.check_suite.completed", {"pr": 420}, t0 + timedelta(seconds=7))
+    # (s-seen had received only the first event before.)
+    assert sorted(c.session_id for c in await claim_for_event(store, second, now=now)) == ["s-later", "s-seen"]
+    # The router: a claimed wait is dropped, an unclaimed one claimed, one without a row kept.
+    keep = await claim_batch(
+        store,
+        [
+            (waits[1].subscription_id, second.event_id),  # claimed by the first event
+            (waits[1].subscription_id.replace("s-kind", "s-other-pr"), second.event_id),
+            ("sub-without-row", second.event_id),
+        ],
+        now=now,
+    )
+    assert keep == {waits[3].subscription_id, "sub-without-row"}
+    # The backlog check: the claim it meets, or its own.
+    assert await claim_one(store, waits[0].subscription_id, second.event_id, now=now) == event.event_id
+    assert await claim_one(store, waits[4].subscription_id, second.event_id, now=now) == second.event_id
+    assert await claim_one(store, "sub-without-row", second.event_id, now=now) is None
+    row = await get_subscription(store, waits[1].subscription_id)
+    assert row is not None and row["claimed_event_id"] == event.event_id
 
 
-async def test_rows_long_past_their_deadline_are_deleted(store_url: str) -> None:
-    store = Store(store_url)
-    await store.create_schema()
+async def test_rows_long_past_their_deadline_are_deleted(store: Store) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     t0 = datetime.now(UTC).replace(microsecond=0)
-    try:
-        old = wait(project, "s-old", "ci", {}, t0 - timedelta(hours=3))
-        await add_subscription(store, "acme", project, old)
-        await add_subscription(store, "acme", project, wait(project, "s-new", "ci", {}, t0))
-        assert await get_subscription(store, old.subscription_id) is None
-        assert await get_subscription(store, f"sub-{project}-s-new") is not None
-    finally:
-        await store.close()
+    old = wait(project, "s-old", "ci", {}, t0 - timedelta(hours=3))
+    await add_subscription(store, "acme", project, old)
+    await add_subscription(store, "acme", project, wait(project, "s-new", "ci", {}, t0))
+    assert await get_subscription(store, old.subscription_id) is None
+    assert await get_subscription(store, f"sub-{project}-s-new") is not None
 
 
 def _deep(levels: int) -> dict[str, object]:
@@ -170,36 +155,26 @@ def _deep(levels: int) -> dict[str, object]:
     ],
 )
 async def test_hostile_matches_are_kept_and_matched_like_the_router(
-    label: str, match: dict[str, object], store_url: str
+    label: str, match: dict[str, object], store: Store
 ) -> None:
-    store = Store(store_url)
-    await store.create_schema()
     project = f"p-{uuid.uuid4().hex[:8]}"
     t0 = datetime.now(UTC).replace(microsecond=0)
-    try:
-        sub = wait(project, "s1", "ci", match, t0)
-        await add_subscription(store, "acme", project, sub)
-        row = await get_subscription(store, sub.subscription_id)
-        assert row is not None, label
-        # What the ingress stores of a payload is cleaned the same way: a payload equal to the match, as the
-        # ingress keeps it, is matched.
-        payload = clean_json(match, max_depth=64)
-        event = record(project, "d1", "ci.done", payload, t0 + timedelta(seconds=1))
-        stored = await store_event(store, event)
-        claimed = await claim_for_event(store, stored.record, now=t0 + timedelta(seconds=1))
-        assert [c.session_id for c in claimed] == ["s1"], label
-    finally:
-        await store.close()
+    sub = wait(project, "s1", "ci", match, t0)
+    await add_subscription(store, "acme", project, sub)
+    row = await get_subscription(store, sub.subscription_id)
+    assert row is not None, label
+    # What the ingress stores of a payload is cleaned the same way: a payload equal to the match, as the
+    # ingress keeps it, is matched.
+    payload = clean_json(match, max_depth=64)
+    event = record(project, "d1", "ci.done", payload, t0 + timedelta(seconds=1))
+    stored = await store_event(store, event)
+    claimed = await claim_for_event(store, stored.record, now=t0 + timedelta(seconds=1))
+    assert [c.session_id for c in claimed] == ["s1"], label
 
 
-async def test_a_match_the_store_cannot_keep_is_refused_and_left_to_the_router(store_url: str) -> None:
-    store = Store(store_url)
-    await store.create_schema()
+async def test_a_match_the_store_cannot_keep_is_refused_and_left_to_the_router(store: Store) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     t0 = datetime.now(UTC)
-    try:
-        with pytest.raises(InvalidInput):
-            await add_subscription(store, "acme", project, wait(project, "s1", "ci", _deep(100), t0))
-        assert await get_subscription(store, f"sub-{project}-s1") is None
-    finally:
-        await store.close()
+    with pytest.raises(InvalidInput):
+        await add_subscription(store, "acme", project, wait(project, "s1", "ci", _deep(100), t0))
+    assert await get_subscription(store, f"sub-{project}-s1") is None

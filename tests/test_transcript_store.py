@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from sqlalchemy import Connection, text
 
 from agent_tools.activities.store.db import Store
@@ -18,16 +16,6 @@ from agent_tools.activities.store.tables import sessions
 from agent_tools.activities.store.transcripts import TranscriptStore
 from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
 from agent_tools.session import SessionConfig
-
-
-@pytest_asyncio.fixture
-async def store(store_url: str) -> AsyncIterator[Store]:
-    s = Store(store_url)
-    await s.create_schema()
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def _answer(text_: str, call: str | None = None) -> Message:
