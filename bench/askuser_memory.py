@@ -235,10 +235,17 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT) -> dict[str, An
         waiting = rss_kib(proc.pid)
         # A loaded worker must not be taken for dead: model steps run again after a heartbeat timeout.
         retried = 0
+        why: dict[str, int] = {}
         for h in handles[:100]:
             for e in (await h.workflow.fetch_history()).events:
                 attrs = e.activity_task_started_event_attributes
-                retried += e.HasField("activity_task_started_event_attributes") and attrs.attempt > 1
+                if e.HasField("activity_task_started_event_attributes") and attrs.attempt > 1:
+                    retried += 1
+                    # The attempt's start names the failure before it (a heartbeat timeout, an error).
+                    reason = attrs.last_failure.message[:80] or "?"
+                    why[reason] = why.get(reason, 0) + 1
+        if why:
+            print(f"  retried attempts, by the failure before them: {why}", flush=True)
 
         # A fresh worker while every session waits: the wait itself holds no worker memory.
         await stop_worker(proc)
