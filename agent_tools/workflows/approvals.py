@@ -21,7 +21,13 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from agent_tools.workflows.base import SessionBase, call_options, read_signal, signal_rejection, tool_error
+from agent_tools.workflows.base import (
+    SessionBase,
+    local_call_options,
+    read_signal,
+    signal_rejection,
+    tool_error,
+)
 
 with workflow.unsafe.imports_passed_through():
     from agent_tools.activity_io import ToolCallOutput
@@ -211,7 +217,6 @@ class ApprovalMixin(SessionBase):
         return None, approval_id
 
     async def _record_decision(self, decided: DecidedApproval, preview: str) -> bool:
-        options = call_options(self.config.policy.engine)
         try:
             # A local activity: one small store write, which would otherwise cost a round trip through the
             # server (and three history events) between the decision and the call.
@@ -221,8 +226,7 @@ class ApprovalMixin(SessionBase):
                     session_id=self.config.session_id, arguments_preview=preview, **decided.model_dump()
                 ),
                 summary=f"record approval {decided.outcome}: {decided.tool}",
-                start_to_close_timeout=options["start_to_close_timeout"],
-                retry_policy=options["retry_policy"],
+                **local_call_options(self.config.policy.engine),
             )
         except ActivityError:
             workflow.logger.exception("approval %s could not be recorded", decided.approval_id)

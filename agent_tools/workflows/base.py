@@ -97,6 +97,13 @@ def call_options(policy: CallPolicy, non_retryable: Sequence[str] = TOOL_NON_RET
     }
 
 
+def local_call_options(policy: CallPolicy) -> dict[str, typing.Any]:
+    """``execute_local_activity`` keyword arguments for a call of this kind: a local activity has no
+    heartbeat timeout, so only the start-to-close timeout and the retry policy of :func:`call_options`."""
+    options = call_options(policy)
+    return {"start_to_close_timeout": options["start_to_close_timeout"], "retry_policy": options["retry_policy"]}
+
+
 def tool_error(text: str) -> ToolCallOutput:
     """An error result for the model (a tool that refused or failed; the turn goes on)."""
     return ToolCallOutput(content=text, is_error=True)

@@ -14,7 +14,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from agent_tools.workflows.base import SessionBase, call_options, failure_detail
+from agent_tools.workflows.base import SessionBase, call_options, failure_detail, local_call_options
 from agent_tools.workflows.native import native_tool
 
 with workflow.unsafe.imports_passed_through():
@@ -162,7 +162,7 @@ class EventWaitMixin(SessionBase):
             match=wait.match,
             waited_seconds=waited,
         )
-        options = call_options(self.config.policy.engine)
+        engine = self.config.policy.engine
         try:
             loaded: ToolCallOutput
             if workflow.patched(PATCH_LOAD_EVENT_LOCAL):
@@ -174,12 +174,15 @@ class EventWaitMixin(SessionBase):
                     load,
                     result_type=ToolCallOutput,
                     summary=f"event {delivery.kind}",
-                    start_to_close_timeout=options["start_to_close_timeout"],
-                    retry_policy=options["retry_policy"],
+                    **local_call_options(engine),
                 )
             else:  # histories recorded before the patch
                 loaded = await workflow.execute_activity(
-                    ACTIVITY_LOAD_EVENT, load, result_type=ToolCallOutput, summary=f"event {delivery.kind}", **options
+                    ACTIVITY_LOAD_EVENT,
+                    load,
+                    result_type=ToolCallOutput,
+                    summary=f"event {delivery.kind}",
+                    **call_options(engine),
                 )
             return loaded
         except ActivityError as exc:

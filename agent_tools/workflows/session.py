@@ -26,6 +26,7 @@ from agent_tools.workflows.base import (
     InflightStep,
     call_options,
     failure_detail,
+    local_call_options,
     shared_policy,
 )
 from agent_tools.workflows.budget import BudgetMixin
@@ -200,27 +201,15 @@ class AgentSession(
     async def _prepare(self, request: SessionRequest) -> PrepareOutput:
         args = PrepareInput(session_id=workflow.info().workflow_id, request=request)
         # Before the config exists the worker's policy is not known yet: prepare runs on the defaults.
-        options = call_options(ExecutionPolicy().engine)
+        options = local_call_options(ExecutionPolicy().engine)
         out: PrepareOutput
         if self.patched(PATCH_LOCAL_PREPARE):
             # A local activity: a few milliseconds of store work that would otherwise cost a round trip
             # through the server (and three history events) before the first model step.
-            out = await workflow.execute_local_activity(
-                ACTIVITY_PREPARE,
-                args,
-                result_type=PrepareOutput,
-                start_to_close_timeout=options["start_to_close_timeout"],
-                retry_policy=options["retry_policy"],
-            )
+            out = await workflow.execute_local_activity(ACTIVITY_PREPARE, args, result_type=PrepareOutput, **options)
         else:
             # Sessions started before the patch replay their prepare as the activity it was.
-            out = await workflow.execute_activity(
-                ACTIVITY_PREPARE,
-                args,
-                result_type=PrepareOutput,
-                start_to_close_timeout=options["start_to_close_timeout"],
-                retry_policy=options["retry_policy"],
-            )
+            out = await workflow.execute_activity(ACTIVITY_PREPARE, args, result_type=PrepareOutput, **options)
         return out
 
     async def _loop(self) -> None:
