@@ -119,6 +119,27 @@ async def deliver_events(inp: DeliverEventsInput, *, client: Any, store: Store |
     whose retry signals the whole batch again: a session takes the first delivery for a wait and ignores a
     repeated one, so a retry never delivers an event twice.
     """
+    items = inp.deliveries
+    skipped = 0
+    if store is not None and items:
+        pairs = [(i.delivery.subscription_id, i.delivery.event_id) for i in items]
+        try:
+            keep = await claim_batch(store, pairs, now=datetime.now(UTC))
+        except Exception as exc:  # the store is away: signal them all, as before the claims (a session
+            # ignores a repeated delivery), rather than hold the router until it is back
+            activity.logger.warning("claims of %d deliveries not checked: %s", len(items), exc)
+        else:
+            skipped = len(items) - sum(1 for i in items if i.delivery.subscription_id in keep)
+            items = [i for i in items if i.delivery.subscription_id in keep]
+    sent = await signal_sessions(client, items)
+    delivered = sum(sent)
+    return DeliverEventsOutput(delivered=delivered, gone=len(sent) - delivered, claimed_elsewhere=skipped)
+
+
+async def signal_sessions(client: Any, items: list[SessionDelivery]) -> list[bool]:
+    """Signal ``event_arrived`` to each session, at most ``DELIVERY_CONCURRENCY`` at once: the router's
+    delivery and the ingress's direct one. False where the session is gone or the server refuses the
+    signal for good (logged and skipped); any other failure raises."""
     limit = asyncio.Semaphore(DELIVERY_CONCURRENCY)
 
     async def one(item: SessionDelivery) -> bool:
@@ -132,21 +153,7 @@ async def deliver_events(inp: DeliverEventsInput, *, client: Any, store: Store |
                 return False
             return True
 
-    items = inp.deliveries
-    skipped = 0
-    if store is not None and items:
-        pairs = [(i.delivery.subscription_id, i.delivery.event_id) for i in items]
-        try:
-            keep = await claim_batch(store, pairs, now=datetime.now(UTC))
-        except Exception as exc:  # the store is away: signal them all, as before the claims (a session
-            # ignores a repeated delivery), rather than hold the router until it is back
-            activity.logger.warning("claims of %d deliveries not checked: %s", len(items), exc)
-        else:
-            skipped = len(items) - sum(1 for i in items if i.delivery.subscription_id in keep)
-            items = [i for i in items if i.delivery.subscription_id in keep]
-    sent = await asyncio.gather(*(one(item) for item in items))
-    delivered = sum(sent)
-    return DeliverEventsOutput(delivered=delivered, gone=len(sent) - delivered, claimed_elsewhere=skipped)
+    return list(await asyncio.gather(*(one(item) for item in items)))
 
 
 async def load_event(services: Services, inp: LoadEventInput) -> ToolCallOutput:

@@ -32,18 +32,17 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
-from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools.boundaries import MAX_JSON_DEPTH, clean_json, clean_text, describe_validation_error
 from agent_tools.contracts.events import (
     KIND_PATTERN,
     ROUTER_WORKFLOW,
     SIGNAL_EVENT,
-    SIGNAL_EVENT_ARRIVED,
     EventDelivery,
     EventRecord,
     RouterEvent,
     RouterInput,
+    SessionDelivery,
     github_kind,
     router_workflow_id,
     valid_kind,
@@ -55,11 +54,6 @@ from agent_tools.service.auth import bearer_token
 from agent_tools.settings import Settings
 
 _log = logging.getLogger(__name__)
-# Answers no retry changes (as in the router's delivery): the session has ended, or the server refuses
-# this signal itself.
-UNDELIVERABLE = frozenset({RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.FAILED_PRECONDITION})
-# Direct signals in flight at once for one event.
-DIRECT_CONCURRENCY = 64
 
 
 class EventIn(BaseModel):
@@ -224,34 +218,31 @@ class _Ingress:
         return claimed
 
     async def signal_sessions(self, record: EventRecord, claimed: list[Any]) -> None:
-        """Signal ``event_arrived`` to the sessions of the claimed waits, in parallel.
+        """Signal ``event_arrived`` to the sessions of the claimed waits, in parallel, as the router's
+        delivery does (``signal_sessions``).
 
         A session that has ended, or whose signal the server refuses for good, is skipped; any other failure
         raises (503): the sender's retry finds the same claims and signals them again.
         """
         if not claimed:
             return
+        from agent_tools.activities.events import signal_sessions
+
         client = await self.client()
-        delivery = {
-            "event_id": record.event_id,
-            "kind": record.kind,
-            "received_at": record.received_at,
-            "source": record.source,
-        }
-        limit = asyncio.Semaphore(DIRECT_CONCURRENCY)
-
-        async def one(subscription_id: str, session_id: str) -> None:
-            async with limit:
-                try:
-                    await client.get_workflow_handle(session_id).signal(
-                        SIGNAL_EVENT_ARRIVED, EventDelivery(subscription_id=subscription_id, **delivery)
-                    )
-                except RPCError as exc:
-                    if exc.status not in UNDELIVERABLE:
-                        raise
-                    _log.info("event %s not delivered to %s: %s", record.event_id, session_id, exc)
-
-        await asyncio.gather(*(one(c.subscription_id, c.session_id) for c in claimed))
+        items = [
+            SessionDelivery(
+                session_id=c.session_id,
+                delivery=EventDelivery(
+                    subscription_id=c.subscription_id,
+                    event_id=record.event_id,
+                    kind=record.kind,
+                    received_at=record.received_at,
+                    source=record.source,
+                ),
+            )
+            for c in claimed
+        ]
+        await signal_sessions(client, items)
 
     async def route(self, record: EventRecord) -> None:
         client = await self.client()
