@@ -242,13 +242,16 @@ def upsert_rows(
     *,
     keys: Sequence[str],
     update: Sequence[str] | None = None,
-) -> None:
-    """:func:`upsert` on a synchronous connection (inside :meth:`Store.run`)."""
+) -> int:
+    """:func:`upsert` on a synchronous connection (inside :meth:`Store.run`). Returns the rows written: for
+    one row without ``update``, 1 when it was new and 0 when its key existed."""
     if not rows:
-        return
+        return 0
     stmt = _upsert_statement(conn.dialect.name, table, tuple(keys), tuple(update) if update else None)
+    if len(rows) == 1:  # one row as one execution, so that the driver's count is the row's
+        return int(conn.execute(stmt, dict(rows[0])).rowcount)
     # Rows go as parameters of one cached statement (executemany), so SQLAlchemy compiles it once.
-    conn.execute(stmt, [dict(r) for r in rows])
+    return int(conn.execute(stmt, [dict(r) for r in rows]).rowcount)
 
 
 @functools.cache

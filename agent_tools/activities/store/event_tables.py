@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import JSON, Column, Connection, DateTime, Index, Integer, String, Table, delete, or_, select, update
 
-from agent_tools.activities.store.db import Store, as_utc
+from agent_tools.activities.store.db import Store, as_utc, upsert_rows
 from agent_tools.activities.store.tables import metadata
 from agent_tools.boundaries import clean_json, clean_text
 from agent_tools.contracts.events import EventRecord, Subscription, kind_matches, payload_matches
@@ -77,7 +77,7 @@ async def store_event(store: Store, record: EventRecord, *, size: int = 0) -> St
     }
 
     def write(conn: Connection) -> StoredEvent:
-        if _insert_ignore_sync(conn, events, row, "event_id"):
+        if upsert_rows(conn, events, [row], keys=["event_id"]):
             return StoredEvent(record=record, created=True)
         stored = conn.execute(select(events).where(events.c.event_id == record.event_id)).one()
         return StoredEvent(record=_record(stored), created=False)
@@ -212,18 +212,6 @@ def subscription_row(organisation: str, project: str, sub: Subscription) -> dict
     }
 
 
-def _insert_ignore_sync(conn: Connection, table: Table, row: dict[str, Any], key: str) -> bool:
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        stmt: Any = pg_insert(table).values(row).on_conflict_do_nothing(index_elements=[key])
-    else:
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        stmt = sqlite_insert(table).values(row).on_conflict_do_nothing(index_elements=[key])
-    return bool(conn.execute(stmt).rowcount)
-
-
 async def add_subscription(store: Store, organisation: str, project: str, sub: Subscription) -> bool:
     """Keep a wait for the ingress (idempotent: a retried subscribe keeps the first row and its claim), and
     delete the rows long past their deadline. True when the row is new."""
@@ -231,7 +219,7 @@ async def add_subscription(store: Store, organisation: str, project: str, sub: S
     cutoff = as_utc(sub.since) - SUBSCRIPTION_RETENTION
 
     def write(conn: Connection) -> bool:
-        created = _insert_ignore_sync(conn, event_subscriptions, row, "subscription_id")
+        created = bool(upsert_rows(conn, event_subscriptions, [row], keys=["subscription_id"]))
         conn.execute(delete(event_subscriptions).where(event_subscriptions.c.deadline < cutoff))
         return created
 
