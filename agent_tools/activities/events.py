@@ -88,13 +88,7 @@ async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, tas
             found = await get_event(services.store, held)
     backlog = None
     if found is not None:
-        backlog = EventDelivery(
-            subscription_id=sub.subscription_id,
-            event_id=found.event_id,
-            kind=found.kind,
-            received_at=found.received_at,
-            source=found.source,
-        )
+        backlog = EventDelivery.of(found, sub.subscription_id)
     return SubscribeOutput(router_id=router_id, backlog=backlog)
 
 

@@ -230,16 +230,7 @@ class _Ingress:
 
         client = await self.client()
         items = [
-            SessionDelivery(
-                session_id=c.session_id,
-                delivery=EventDelivery(
-                    subscription_id=c.subscription_id,
-                    event_id=record.event_id,
-                    kind=record.kind,
-                    received_at=record.received_at,
-                    source=record.source,
-                ),
-            )
+            SessionDelivery(session_id=c.session_id, delivery=EventDelivery.of(record, c.subscription_id))
             for c in claimed
         ]
         await signal_sessions(client, items)

@@ -149,18 +149,7 @@ class EventRouter:
             keep: list[Subscription] = []
             for sub in self.state.subscriptions:
                 if subscription_matches(sub, event.kind, event.payload, event.event_id):
-                    deliveries.append(
-                        (
-                            sub.session_id,
-                            EventDelivery(
-                                subscription_id=sub.subscription_id,
-                                event_id=event.event_id,
-                                kind=event.kind,
-                                received_at=event.received_at,
-                                source=event.source,
-                            ),
-                        )
-                    )
+                    deliveries.append((sub.session_id, EventDelivery.of(event, sub.subscription_id)))
                 else:
                     keep.append(sub)
             self.state.subscriptions = keep

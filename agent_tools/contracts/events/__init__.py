@@ -147,6 +147,17 @@ class EventDelivery(BaseModel):
     received_at: datetime
     source: str = ""
 
+    @classmethod
+    def of(cls, event: EventRecord | RouterEvent, subscription_id: str) -> EventDelivery:
+        """The delivery of ``event`` to one wait (the router's, the ingress's and the backlog check's)."""
+        return cls(
+            subscription_id=subscription_id,
+            event_id=event.event_id,
+            kind=event.kind,
+            received_at=event.received_at,
+            source=event.source,
+        )
+
 
 class SessionDelivery(BaseModel):
     """One ``event_arrived`` signal the router owes a session."""
