@@ -401,4 +401,3 @@ class StatusView(BaseModel):
     error: str | None = None
     # The session the conversation continues in after hand_off_to_agent.
     handed_off_to: str | None = None
-

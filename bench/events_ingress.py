@@ -10,7 +10,11 @@ ActivityTaskScheduled event minus the client's clock before the POST (same host,
 
 Before each phase, the same number of bare workflows waiting on a signal are signalled directly on the
 same server (a worker on its own queue in the same process): the raw Temporal figure the events path is
-compared with (issue 18.5: delivered events/s >= 0.5x raw signals), printed with the ratio.
+compared with (issue 18.5: delivered events/s >= 0.5x raw signals), printed with the ratio. Two rates
+for the events: "reached", events per second of the burst until the last session's next activity started
+(the issue's measure: the event is in the session's code), and "sessions done", until every woken session
+finished the turn it woke for (a model step and the session's completion after it: work a bare workflow does
+not have).
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ async def next_activity_time(handle: SessionHandle) -> datetime | None:
 
 async def milestones(handle: SessionHandle) -> tuple[datetime | None, datetime | None, datetime | None]:
     """When the ``event_arrived`` signal (the ingress's or the router's) reached the session, when its next
-    activity was scheduled, and when the session completed (server timestamps)."""
+    activity was scheduled (``load_event``, or the model step when the event rode in the delivery), and when
+    the session completed (server timestamps)."""
     signalled = loaded = None
     async for ev in handle.workflow.fetch_history_events():
         at = ev.event_time.ToDatetime().replace(tzinfo=UTC)
@@ -62,12 +67,13 @@ async def milestones(handle: SessionHandle) -> tuple[datetime | None, datetime |
             and signalled is None
         ):
             signalled = at
+        scheduled = ev.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         if loaded is None and (
-            (
-                ev.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-                and ev.activity_task_scheduled_event_attributes.activity_type.name == ACTIVITY_LOAD_EVENT
-            )
+            (scheduled and ev.activity_task_scheduled_event_attributes.activity_type.name == ACTIVITY_LOAD_EVENT)
             or is_local_load_event(ev)
+            # An event that rode in its delivery (patch inline-event) needs no load: the next model step is
+            # the session's next activity.
+            or (scheduled and signalled is not None)
         ):
             loaded = at
         if ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
@@ -131,6 +137,7 @@ async def run_phase(
             resp.raise_for_status()
 
     start = time.perf_counter()
+    start_wall = time.time()
     if concurrency == 1:
         for i in range(sessions):  # one at a time, each waking its session before the next: unloaded latency
             await post(i)
@@ -144,9 +151,11 @@ async def run_phase(
     latencies = []
     to_signal = []
     to_done = []
+    reached_last = start_wall
     for i, h in enumerate(handles):
         signalled, t, finished = await milestones(h)
         assert t is not None, h.id
+        reached_last = max(reached_last, t.timestamp())
         latencies.append((t.timestamp() - sent_at[i]) * 1000)
         if signalled is not None:  # None when the backlog check found it (no signal needed)
             to_signal.append((signalled.timestamp() - sent_at[i]) * 1000)
@@ -160,6 +169,9 @@ async def run_phase(
         "concurrency": concurrency,
         "ingress_events_per_s": sessions / acked,
         "delivered_events_per_s": sessions / done,
+        # The issue's measure: events that reached their sessions (each session's next activity started) per
+        # second of the burst; "delivered" above also waits for every woken session to finish its turn.
+        "reached_events_per_s": sessions / max(reached_last - start_wall, 1e-6),
         "latency_ms_p50": statistics.median(latencies),
         "latency_ms_p95": pct(latencies, 95),
         "latency_ms_max": max(latencies),
@@ -348,14 +360,15 @@ async def main() -> None:
         print(
             f"{r['phase']:>8}: [{r['path']}] {r['sessions']} sessions, concurrency {r['concurrency']}: "
             f"ingress {r['ingress_events_per_s']:.0f} events/s, "
-            f"delivered {r['delivered_events_per_s']:.0f} events/s; "
+            f"reached {r['reached_events_per_s']:.0f} events/s (sessions done {r['delivered_events_per_s']:.0f}/s); "
             f"POST -> next activity p50 {r['latency_ms_p50']:.0f} ms, p95 {r['latency_ms_p95']:.0f} ms, "
             f"max {r['latency_ms_max']:.0f} ms (POST -> signal in the session p50 "
             f"{r['signal_ms_p50']:.0f} ms, -> session completed p50 {r['done_ms_p50']:.0f} ms)"
         )
         print(
-            f"{'':>8}  events/raw: delivered {r['delivered_events_per_s'] / raw['delivered_events_per_s']:.2f}x "
-            f"(target >= 0.5x), p50 latency {r['latency_ms_p50'] / raw['latency_ms_p50']:.2f}x"
+            f"{'':>8}  events/raw: reached {r['reached_events_per_s'] / raw['delivered_events_per_s']:.2f}x "
+            f"(target >= 0.5x; sessions done {r['delivered_events_per_s'] / raw['delivered_events_per_s']:.2f}x), "
+            f"p50 latency {r['latency_ms_p50'] / raw['latency_ms_p50']:.2f}x"
         )
     for phase in ("unloaded", "burst"):
         for path in paths:
@@ -364,12 +377,14 @@ async def main() -> None:
                 for r, raw in zip(results, raw_results, strict=True)
                 if r["phase"] == phase and r["path"] == path
             ]
-            rates = [r["delivered_events_per_s"] / raw["delivered_events_per_s"] for r, raw in pairs]
+            rates = [r["reached_events_per_s"] / raw["delivered_events_per_s"] for r, raw in pairs]
+            done = [r["delivered_events_per_s"] / raw["delivered_events_per_s"] for r, raw in pairs]
             lat = [r["latency_ms_p50"] / raw["latency_ms_p50"] for r, raw in pairs]
             sig = [r["signal_ms_p50"] for r, _ in pairs]
             print(
-                f"{phase:>8} [{path}], medians of {len(pairs)} rounds: events/raw delivered "
+                f"{phase:>8} [{path}], medians of {len(pairs)} rounds: events/raw reached "
                 f"{statistics.median(rates):.2f}x (per round {' '.join(f'{x:.2f}' for x in rates)}; target >= 0.5x), "
+                f"sessions done {statistics.median(done):.2f}x (per round {' '.join(f'{x:.2f}' for x in done)}), "
                 f"p50 latency {statistics.median(lat):.2f}x (per round {' '.join(f'{x:.2f}' for x in lat)}), "
                 f"POST -> signal p50 per round {' '.join(f'{x:.0f}' for x in sig)} ms"
             )

@@ -23,6 +23,7 @@ from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.event_tables import count_events, event_subscriptions
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.events import (
+    ACTIVITY_LOAD_EVENT,
     SIGNAL_EVENT_ARRIVED,
     SIGNAL_SUBSCRIBE,
     RouterView,
@@ -141,6 +142,22 @@ def arrivals(history_events: list[Any]) -> int:
     )
 
 
+def loads(history_events: list[Any]) -> int:
+    """How many times a session read an event from the store (``load_event``, local or not)."""
+    return sum(
+        1
+        for ev in history_events
+        if (
+            ev.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and ev.activity_task_scheduled_event_attributes.activity_type.name == ACTIVITY_LOAD_EVENT
+        )
+        or (
+            ev.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+            and ACTIVITY_LOAD_EVENT.encode() in ev.marker_recorded_event_attributes.SerializeToString()
+        )
+    )
+
+
 async def subscription_rows(store: Store, project: str) -> list[dict[str, Any]]:
     """The waits the store keeps for a project (acme's)."""
     t = event_subscriptions
@@ -192,7 +209,11 @@ async def test_session_receives_only_the_matching_github_delivery(
         # Direct: the ingress signalled the session, and the router, which matched the same wait, found it
         # claimed and did not signal it again.
         assert view.delivered == (0 if direct else 1) and view.subscriptions == []
-        assert arrivals([ev async for ev in handle.workflow.fetch_history_events()]) == 1
+        history = [ev async for ev in handle.workflow.fetch_history_events()]
+        assert arrivals(history) == 1
+        # The ingress's delivery carried the (small) event, so the session rendered it without reading the
+        # store; the router's names it only, and the session loads it.
+        assert loads(history) == (0 if direct else 1)
         rows = await subscription_rows(store, project)
         assert [r["claimed_event_id"] for r in rows] == [ok.json()["event_id"]]
 
@@ -327,6 +348,7 @@ async def test_large_event_is_saved_as_an_artifact_and_the_model_gets_a_pointer(
         # The payload went to the artifact store, not through the session's history. (The marker cannot occur
         # by chance, unlike a short id that a random request id may contain.)
         assert "commit-0049" not in history.to_json()
+        assert loads(list(history.events)) == 1  # too large to ride in the delivery: read from the store
 
 
 async def test_event_stored_while_temporal_is_unreachable_is_routed_by_the_retry(

@@ -39,8 +39,7 @@ from agent_tools.contracts.events import (
     SessionDelivery,
     SubscribeInput,
     SubscribeOutput,
-    WaitForEventResult,
-    render_result,
+    received_result,
     router_workflow_id,
 )
 
@@ -154,16 +153,7 @@ async def load_event(services: Services, inp: LoadEventInput) -> ToolCallOutput:
     """Render the wait's result from the stored event; a large one is saved as an artifact (a pointer
     goes to the model), exactly like an activity tool's result."""
     record = await get_event(services.store, inp.delivery.event_id)
-    result = WaitForEventResult(
-        status="received",
-        kind=inp.kind,
-        match=inp.match,
-        waited_seconds=round(inp.waited_seconds, 3),
-        event=record,
-        message=None if record else f"event {inp.delivery.event_id} matched but is no longer in the store",
-    )
-    content = render_result(result)
-    data = {"event_id": inp.delivery.event_id, "event_kind": inp.delivery.kind, "status": "received"}
+    content, data = received_result(inp, record)
     return await save_if_large(
         services,
         ToolCallOutput(content=content, data=data),

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_tools.contracts.events import (
         ACTIVITY_LOAD_EVENT,
         ACTIVITY_SUBSCRIBE,
+        PATCH_INLINE_EVENT,
         PATCH_LOAD_EVENT_LOCAL,
         SIGNAL_EVENT_ARRIVED,
         EventDelivery,
@@ -33,11 +34,13 @@ with workflow.unsafe.imports_passed_through():
         Subscription,
         WaitForEventArgs,
         WaitForEventResult,
+        received_result,
         render_result,
         timeout_message,
     )
     from agent_tools.messages import ToolCall
     from agent_tools.session import ParkedCall, SessionStatus
+    from agent_tools.spill import should_spill
 
 
 class EventWaitMixin(SessionBase):
@@ -163,6 +166,14 @@ class EventWaitMixin(SessionBase):
             waited_seconds=waited,
         )
         engine = self.config.policy.engine
+        carried = delivery.inline_event()
+        if carried is not None:
+            content, data = received_result(load, carried)
+            # Rendered here when it needs no artifact (a spilled result is written by load_event). Asked only
+            # for a delivery that carries its event, so the other deliveries record no marker; a history
+            # whose worker loaded a carried event anyway (one from before this) replays that load.
+            if not should_spill(content, ref.spill_threshold, exempt=False) and workflow.patched(PATCH_INLINE_EVENT):
+                return ToolCallOutput(content=content, data=data)
         try:
             loaded: ToolCallOutput
             if workflow.patched(PATCH_LOAD_EVENT_LOCAL):

@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field, field_validator
 
+from agent_tools.boundaries import MAX_JSON_DEPTH, clean_text, json_depth
 from agent_tools.catalog.spec import ToolSpec
 
 DEFAULT_TIMEOUT_SECONDS = 900
@@ -49,6 +50,13 @@ ACTIVITY_DELIVER_EVENTS = "agent_tools.events.deliver"
 PATCH_ROUTER_BATCHED_DELIVERY = "router-batched-delivery"
 # A session reads the event it received in a local activity instead of a regular one.
 PATCH_LOAD_EVENT_LOCAL = "load-event-local"
+# Marks histories whose session rendered an event that rode in its delivery (no load_event in between).
+PATCH_INLINE_EVENT = "inline-event"
+# An event whose stored record is at most this many characters of JSON rides in the ingress's delivery
+# (and the backlog check's): the woken session renders its result itself, without the store read that
+# otherwise runs between the event's arrival and the next model step. A larger one never enters the
+# session's history; the router, which holds no stored record, always leaves the event in the store.
+INLINE_EVENT_CHARS = 4_000
 DEFAULT_ROUTER_PREFIX = "agent-tools-event-router"
 
 
@@ -146,17 +154,29 @@ class EventDelivery(BaseModel):
     kind: str
     received_at: datetime
     source: str = ""
+    # The stored event itself, when it is small (INLINE_EVENT_CHARS) and the sender holds it.
+    event: EventRecord | None = None
 
     @classmethod
     def of(cls, event: EventRecord | RouterEvent, subscription_id: str) -> EventDelivery:
         """The delivery of ``event`` to one wait (the router's, the ingress's and the backlog check's)."""
+        inline = isinstance(event, EventRecord) and len(event.model_dump_json()) <= INLINE_EVENT_CHARS
         return cls(
             subscription_id=subscription_id,
             event_id=event.event_id,
             kind=event.kind,
             received_at=event.received_at,
             source=event.source,
+            event=event if inline else None,
         )
+
+    def inline_event(self) -> EventRecord | None:
+        """The event that rode in this delivery, if it is the one the delivery names and as shallow as the
+        ingress accepts (a raw client's signal may carry anything: the session then reads the store)."""
+        event = self.event
+        if event is None or event.event_id != self.event_id or json_depth(event.payload) > MAX_JSON_DEPTH:
+            return None
+        return event
 
 
 class SessionDelivery(BaseModel):
@@ -372,6 +392,23 @@ def timeout_message(kind: str, seconds: float) -> str:
 
 def render_result(result: WaitForEventResult) -> str:
     return json.dumps(result.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+
+
+def received_result(load: LoadEventInput, record: EventRecord | None) -> tuple[str, dict[str, Any]]:
+    """The wait's result for the event it received, read from the store (``load_event``) or carried by the
+    delivery (the session itself): the tool result's content and its data."""
+    result = WaitForEventResult(
+        status="received",
+        kind=load.kind,
+        match=load.match,
+        waited_seconds=round(load.waited_seconds, 3),
+        event=record,
+        message=None if record else f"event {load.delivery.event_id} matched but is no longer in the store",
+    )
+    data = {"event_id": load.delivery.event_id, "event_kind": load.delivery.kind, "status": "received"}
+    # clean_text: a carried event never passed the ingress's cleaning when a raw client signalled it, and a
+    # lone surrogate in the content would fail the encoding of every later payload of the session.
+    return clean_text(render_result(result)), data
 
 
 WaitForEventResult.model_rebuild()
