@@ -3,6 +3,7 @@
     python bench/askuser_memory.py                       # 1,000 sessions, default workflow cache
     python bench/askuser_memory.py --sessions 1000 --cache 100
     python bench/askuser_memory.py --sessions 300 --before /path/to/older/checkout   # before / after / bare
+    python bench/askuser_memory.py --sessions 150 --profile   # where the sessions' Python memory went
 
 Starts an embedded Temporal dev server and a worker in a subprocess (so that its RSS is the worker's
 alone), warms the worker up with one session, starts N sessions whose scripted model calls askUser, waits
@@ -14,8 +15,15 @@ workflows that wait on a signal (the SDK's defaults, sandbox included): their Ki
 waiting Temporal workflow costs. Engine and bare alternate for ``--rounds`` rounds (default 3); the bench
 prints each round's KiB per waiting workflow for both, their ratio, and the medians. With ``--before`` (a
 checkout of older code, e.g. a ``git worktree``), each round runs that code's worker first, then this
-one's, then the bare one, and prints the three. It is a measurement, not a test (it asserts only that every
-session got its answer).
+one's, then the bare one, and prints the three. It also prints the figure after ``malloc_trim``: a full
+collection, then glibc returns its free pages, so what is left is what the waiting sessions hold rather than
+the heap the work before the wait freed but kept mapped. It is a measurement, not a test (it asserts only
+that every session got its answer).
+
+``--profile`` runs the engine once with ``tracemalloc`` in the worker and prints the Python allocations the
+waiting sessions hold, by line, by file and by traceback. tracemalloc sees Python's heap only; for the rest
+(the SDK core's Rust state, protobuf arenas, pydantic-core) run a worker under memray with native traces
+(its leaked-allocations view); the design notes give both for issue 18.
 """
 
 from __future__ import annotations
@@ -171,9 +179,58 @@ async def run_worker(address: str, task_queue: str, database_url: str, model: st
     worker = build_worker(client, plugin, max_cached_workflows=cache, max_concurrent_workflow_tasks=200)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    if profile := os.environ.get(PROFILE_ENV):
+        install_profiler(Path(profile))
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, collect_and_trim)
     async with worker:
         print("READY", flush=True)
         await stop.wait()
+
+
+PROFILE_ENV = "AGENT_TOOLS_BENCH_PROFILE"
+
+
+def collect_and_trim() -> None:
+    """SIGUSR2: a full collection, then glibc hands its free pages back to the system. RSS after it is what
+    the waiting sessions hold; before it, also the heap the work before the wait left freed but mapped."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def install_profiler(out: Path) -> None:
+    """``--profile``: Python allocations of the waiting sessions, by the line that made them. The first
+    SIGUSR1 takes the baseline snapshot, the second writes the growth since then to ``out``. tracemalloc sees
+    only Python's heap: what RSS grew by beyond its total is the SDK's Rust core (history, state machines)."""
+    import tracemalloc
+
+    snapshots: list[tracemalloc.Snapshot] = []
+
+    def take() -> None:
+        if not tracemalloc.is_tracing():
+            # Started here, after the warm-up, and with few frames: tracing every allocation slows workflow
+            # tasks past their timeout when it runs from the start with deep tracebacks.
+            tracemalloc.start(8)
+        keep = (tracemalloc.Filter(False, tracemalloc.__file__),)
+        snapshots.append(tracemalloc.take_snapshot().filter_traces(keep))
+        if len(snapshots) < 2:
+            return
+        lines = []
+        for group in ("lineno", "filename"):
+            diff = snapshots[-1].compare_to(snapshots[0], group)
+            total = sum(d.size_diff for d in diff)
+            lines.append(f"-- by {group}: {total / 1024:.0f} KiB grown in all")
+            lines += [f"{d.size_diff / 1024:9.1f} KiB {d.count_diff:8d} blocks  {d.traceback}" for d in diff[:40]]
+        diff = snapshots[-1].compare_to(snapshots[0], "traceback")
+        lines.append("-- the 12 largest by traceback")
+        for d in diff[:12]:
+            lines.append(f"{d.size_diff / 1024:9.1f} KiB {d.count_diff:8d} blocks")
+            lines += [f"      {frame}" for frame in d.traceback.format()]
+        out.write_text("\n".join(lines) + "\n")
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, take)
 
 
 # ---- driver --------------------------------------------------------------------------------------------
@@ -190,7 +247,7 @@ async def wait_count(client: Any, query: str, want: int, timeout: float) -> floa
         await asyncio.sleep(0.5)
 
 
-async def drive(env: Any, n: int, cache: int, root: Path = ROOT) -> dict[str, Any]:
+async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool = False) -> dict[str, Any]:
     from agent_tools.client import AgentToolsClient
     from agent_tools.human_client import answer_questions
     from agent_tools.settings import Settings
@@ -203,7 +260,10 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT) -> dict[str, An
     task_queue = f"bench-{uuid.uuid4().hex[:8]}"
     address = env.client.service_client.config.target_host
     worker_args = ("--worker", address, task_queue, database_url, model, str(cache))
-    proc = await start_worker(worker_args, tmp / "worker-1.log", root)
+    profile_path = tmp / "profile.txt"
+    proc = await start_worker(
+        worker_args, tmp / "worker-1.log", root, {PROFILE_ENV: str(profile_path)} if profile else {}
+    )
     cold = rss_kib(proc.pid)
     failed: BaseException | None = None
     try:
@@ -218,6 +278,12 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT) -> dict[str, An
         await warm.result()
         await asyncio.sleep(1.0)
         baseline = rss_kib(proc.pid)
+        proc.send_signal(signal.SIGUSR2)
+        await asyncio.sleep(1.0)
+        baseline_trimmed = rss_kib(proc.pid)
+        if profile:
+            proc.send_signal(signal.SIGUSR1)
+            await asyncio.sleep(3.0)
 
         started = time.monotonic()
         sem = asyncio.Semaphore(100)
@@ -226,13 +292,31 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT) -> dict[str, An
             async with sem:
                 return await client.start_session(f"bench {i}")
 
-        handles = await asyncio.gather(*(start(i) for i in range(n)))
-        start_seconds = time.monotonic() - started
         waiting_query = f"{base_query} AND SessionState = 'waiting_for_user'"
+        if profile:
+            # Traced allocations make a workflow task several times slower: ten at a time, each ten waiting
+            # before the next start, keeps them within their timeout.
+            handles = []
+            for first in range(0, n, 10):
+                handles += await asyncio.gather(*(start(i) for i in range(first, min(n, first + 10))))
+                await wait_count(client, waiting_query, len(handles), 600)
+        else:
+            handles = await asyncio.gather(*(start(i) for i in range(n)))
+        start_seconds = time.monotonic() - started
         await wait_count(client, waiting_query, n, 600)
         all_waiting_seconds = time.monotonic() - started
         await asyncio.sleep(2.0)
         waiting = rss_kib(proc.pid)
+        proc.send_signal(signal.SIGUSR2)
+        await asyncio.sleep(2.0)
+        trimmed = rss_kib(proc.pid)
+        if profile:
+            proc.send_signal(signal.SIGUSR1)
+            for _ in range(600):
+                if profile_path.exists():
+                    break
+                await asyncio.sleep(0.5)
+            print(profile_path.read_text(), flush=True)
         # A loaded worker must not be taken for dead: model steps run again after a heartbeat timeout.
         retried = 0
         why: dict[str, int] = {}
@@ -275,6 +359,7 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT) -> dict[str, An
             "worker_rss_all_waiting": mib(waiting),
             "delta_while_waiting": mib(waiting - baseline),
             "per_waiting_session_kib": round((waiting - baseline) / n, 1),
+            "per_waiting_session_kib_after_malloc_trim": round((trimmed - baseline_trimmed) / n, 1),
             "delta_kib": waiting - baseline,
             "fresh_worker_rss_while_all_wait": mib(fresh_waiting),
             "fresh_worker_rss_after_answering_all": mib(after),
@@ -316,13 +401,15 @@ async def answer_once(handle: Any) -> None:
             await asyncio.sleep(1.0 + attempt)
 
 
-async def start_worker(args: tuple[str, ...], log_path: Path, root: Path = ROOT) -> asyncio.subprocess.Process:
+async def start_worker(
+    args: tuple[str, ...], log_path: Path, root: Path = ROOT, env: dict[str, str] | None = None
+) -> asyncio.subprocess.Process:
     """The worker in a subprocess; it logs to a file (a pipe nobody reads would fill up and block it).
     ``root`` is the checkout whose code it runs (its own copy of this script puts it first on the path)."""
     script = root / "bench" / "askuser_memory.py"
     with log_path.open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(script), *args, stdout=log, stderr=log, cwd=str(root)
+            sys.executable, str(script), *args, stdout=log, stderr=log, cwd=str(root), env={**os.environ, **(env or {})}
         )
     for _ in range(600):
         if "READY" in log_path.read_text(errors="replace") or proc.returncode is not None:
@@ -358,13 +445,33 @@ def main() -> None:
     parser.add_argument("--cache", type=int, default=1000, help="worker max_cached_workflows (SDK default 1000)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating engine / bare rounds")
     parser.add_argument("--before", type=Path, help="a checkout of older code, run first in every round")
+    parser.add_argument(
+        "--profile", action="store_true",
+        help="instead: one engine run under tracemalloc, printing where the waiting sessions' Python memory went",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.rounds < 1 or args.sessions < 1:
         parser.error("--rounds and --sessions must be positive")
     if args.before is not None and not (args.before / "bench" / "askuser_memory.py").is_file():
         parser.error(f"--before {args.before}: no bench/askuser_memory.py there")
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    if args.profile:
+        asyncio.run(profile_once(args.sessions, args.cache))
+        return
     asyncio.run(compare(args.sessions, args.cache, args.rounds, args.before))
+
+
+async def profile_once(n: int, cache: int) -> None:
+    from agent_tools.devserver import start_dev_server
+
+    env = await start_dev_server(ui=False)
+    try:
+        figures = await drive(env, n, cache, profile=True)
+        print(
+            f"RSS grew {figures['delta_kib']} KiB for {n} waiting sessions ({figures['per_waiting_session_kib']} KiB each)"
+        )
+    finally:
+        await env.shutdown()
 
 
 async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -> None:
@@ -376,6 +483,8 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -
     engine_kib: list[float] = []
     before_kib: list[float] = []
     bare_kib: list[float] = []
+    trimmed_kib: list[float] = []
+    before_trimmed_kib: list[float] = []
     try:
         for r in range(rounds):
             if before is not None:
@@ -384,6 +493,9 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -
             figures = await drive(env, n, cache)
             bare = await drive_bare(env, n, cache)
             engine_kib.append(figures["delta_kib"] / n)
+            trimmed_kib.append(figures["per_waiting_session_kib_after_malloc_trim"])
+            if before is not None:
+                before_trimmed_kib.append(old["per_waiting_session_kib_after_malloc_trim"])
             bare_kib.append(bare / n)
             told = f"before {before_kib[-1]:.1f} KiB (all waiting {old['worker_rss_all_waiting']}), " if before else ""
             print(f"round {r + 1}: {told}engine {engine_kib[-1]:.1f} KiB per waiting session (all waiting "
@@ -402,6 +514,12 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -
         f"target < 150), bare {b:.1f} KiB (spread {min(bare_kib):.1f}-{max(bare_kib):.1f}); ratio {e / b:.2f}x "
         f"(per round {' '.join(f'{x:.2f}' for x in ratios)})"
     )
+    print(
+        f"after malloc_trim (what the waiting sessions hold, without the freed heap the work left mapped): engine "
+        f"{statistics.median(trimmed_kib):.1f} KiB (per round {' '.join(f'{x:.1f}' for x in trimmed_kib)})"
+        + (f", before {statistics.median(before_trimmed_kib):.1f} KiB (per round "
+           f"{' '.join(f'{x:.1f}' for x in before_trimmed_kib)})" if before_trimmed_kib else "")
+    )  # fmt: skip
     if before_kib:
         m = statistics.median(before_kib)
         print(
