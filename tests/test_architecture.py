@@ -319,8 +319,8 @@ for c in sorted(ours, key=lambda c: (c.__module__, c.__qualname__)):
 def test_every_model_is_complete_once_its_module_is_imported() -> None:
     """A model whose annotations name a class its module defines later stays incomplete: pydantic then builds
     its validator again for every ``TypeAdapter`` of it, and the SDK's payload converter (one per workflow
-    instance, each with its own adapter cache) did that for every cached session (SessionInput: 22 ms and
-    about 150 KiB each). Checked in a fresh interpreter: a later use in this process could have completed it."""
+    instance, each with its own adapter cache) did that for every session it ran (SessionInput: 22 ms each,
+    and 20-25 KiB of every cached one). Checked in a fresh interpreter: a later use in this process could have completed it."""
     import subprocess
     import sys
 
