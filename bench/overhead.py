@@ -9,7 +9,9 @@ A "turn" here is one model step that calls a tool (plus the final answer step). 
 in its own process on a fresh task queue; worker CPU comes from /proc (utime+stime), RSS is the worker's
 peak (VmHWM) after the measured sessions and its RSS after one warm-up session; start-up is the time
 from spawning the worker process to the answer of a one-step session that was already waiting on its
-queue. Each configuration runs engine, bare, engine, bare... (``--rounds`` of each, a fresh worker
+queue, with a new store (the engine's first start creates its schema); restart is the same with a second
+worker process once the first has stopped, which finds its store (a deployed worker's usual start; the
+bare loop has no store, so its two are alike). Each configuration runs engine, bare, engine, bare... (``--rounds`` of each, a fresh worker
 every time) and prints the median of every figure, the engine/bare ratio of the medians, and each
 round's own ratio: on a shared machine one pair of runs can differ by a fifth either way, and the
 per-round ratios show how far.
@@ -206,11 +208,24 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
         assert len(scheduled) == 2 * turns + 1, (mode, scheduled)
     proc.terminate()
     proc.wait(timeout=20)
+    # A restart: the same measure with a worker that finds its store (a deployed worker's usual start; the
+    # first start above also created the store's schema, which a store needs once).
+    waiting = await start(-3, first, 1)
+    spawned = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--worker", mode, "--address", address, "--task-queue", task_queue, "--db", db],
+        stdout=subprocess.DEVNULL, cwd=ROOT,
+    )  # fmt: skip
+    await waiting.result()
+    restart = time.perf_counter() - spawned
+    proc.terminate()
+    proc.wait(timeout=20)
     return {
         "latency_s": statistics.mean(r[0] for r in results),
         "throughput": sessions / wall,
         "cpu_per_session_ms": 1000 * cpu / sessions,
         "startup_s": startup,
+        "restart_s": restart,
         "rss_warm_mb": rss_warm,
         "rss_mb": rss,
         "history_kb": statistics.mean(hist) / 1024,
@@ -275,6 +290,7 @@ def print_row(
         ("throughput", "throughput sessions/s"),
         ("cpu_per_session_ms", "worker CPU/session ms"),
         ("startup_s", "start-up to 1st answer s"),
+        ("restart_s", "restart to 1st answer s"),
         ("rss_warm_mb", "RSS after warm-up MB"),
         ("rss_mb", "worker peak RSS MB"),
         ("history_kb", "history KB/session"),
