@@ -137,24 +137,38 @@ async def store(store_url: str) -> AsyncIterator[Store]:
         await s.close()
 
 
-async def skip_time(env: WorkflowEnvironment, duration: float | timedelta, *, within: float = 120.0) -> None:
-    """``env.sleep`` that survives its own RPC deadline. The test server moves its clock only while nothing
+async def skip_time(
+    env: WorkflowEnvironment, duration: float | timedelta, *, within: float = 120.0, still: float = 10.0
+) -> None:
+    """``env.sleep`` that survives its own RPC failing. The test server moves its clock only while nothing
     holds it (a workflow task in flight does), and the client gives any call 30 s: on a loaded machine the
-    call can run out while the server still moves towards the target (seen once in CI, an hour's sleep
-    among 47). The server's sleep goes on after the client gave up, so this waits for its clock to arrive."""
+    call can run out while the server still moves towards the target ("Timeout expired", seen once in CI, an
+    hour's sleep among 47), and once the call's HTTP/2 stream broke instead ("h2 protocol error", the same
+    test, another CI run). So after a failed call this waits for the server's clock to reach the target; if
+    the clock stands still for ``still`` seconds (the server's sleep ended with the call), it sleeps again for what is
+    left, until ``within`` seconds have passed."""
     seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
     target = await env.get_current_time() + timedelta(seconds=seconds)
-    try:
-        await env.sleep(seconds)
-        return
-    except RPCError as err:
-        if "Timeout expired" not in err.message:
-            raise
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
-    while await env.get_current_time() < target:
-        assert loop.time() < deadline, f"the test server's clock did not reach {target} within {within} s"
-        await asyncio.sleep(0.2)
+    failures: list[str] = []
+    while True:
+        now = await env.get_current_time()
+        if now >= target:
+            return
+        try:
+            await env.sleep((target - now).total_seconds())
+            return
+        except RPCError as err:
+            failures.append(err.message[:200])
+        still_since, last = loop.time(), await env.get_current_time()
+        while last < target and loop.time() - still_since < still:
+            assert loop.time() < deadline, f"the clock did not reach {target} within {within} s: {failures}"
+            await asyncio.sleep(0.2)
+            current = await env.get_current_time()
+            if current != last:
+                still_since, last = loop.time(), current
+        assert loop.time() < deadline, f"the clock did not reach {target} within {within} s: {failures}"
 
 
 @asynccontextmanager
