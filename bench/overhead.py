@@ -171,17 +171,20 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
         await handle.result()
         return time.perf_counter() - t0, handle.id
 
-    # Start-up: a one-step session waits on the queue, then the worker process starts; the time until that
-    # session's answer covers the interpreter, the imports, the worker's set-up (store, sandbox probe) and
-    # its first workflow run, all a fresh worker pays before it serves.
-    waiting = await start(-2, first, 1)
-    spawned = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--worker", mode, "--address", address, "--task-queue", task_queue, "--db", db],
-        stdout=subprocess.DEVNULL, cwd=ROOT,
-    )  # fmt: skip
-    await waiting.result()
-    startup = time.perf_counter() - spawned
+    async def spawn_worker(i: int) -> tuple[subprocess.Popen[bytes], float]:
+        """Start-up: a one-step session waits on the queue, then the worker process starts; the time until
+        that session's answer covers the interpreter, the imports, the worker's set-up (store, sandbox
+        probe) and its first workflow run, all a fresh worker pays before it serves."""
+        waiting = await start(i, first, 1)
+        spawned = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker", mode, "--address", address, "--task-queue", task_queue, "--db", db],
+            stdout=subprocess.DEVNULL, cwd=ROOT,
+        )  # fmt: skip
+        await waiting.result()
+        return proc, time.perf_counter() - spawned
+
+    proc, startup = await spawn_worker(-2)
     # Warm up once so that imports and connection set-up are not billed to the measured sessions.
     await one(-1)
     rss_warm = proc_rss_mb(proc.pid)
@@ -210,14 +213,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     proc.wait(timeout=20)
     # A restart: the same measure with a worker that finds its store (a deployed worker's usual start; the
     # first start above also created the store's schema, which a store needs once).
-    waiting = await start(-3, first, 1)
-    spawned = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--worker", mode, "--address", address, "--task-queue", task_queue, "--db", db],
-        stdout=subprocess.DEVNULL, cwd=ROOT,
-    )  # fmt: skip
-    await waiting.result()
-    restart = time.perf_counter() - spawned
+    proc, restart = await spawn_worker(-3)
     proc.terminate()
     proc.wait(timeout=20)
     return {
