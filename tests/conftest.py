@@ -145,17 +145,15 @@ async def skip_time(
     call can run out while the server still moves towards the target ("Timeout expired", seen once in CI, an
     hour's sleep among 47), and once the call's HTTP/2 stream broke instead ("h2 protocol error", the same
     test, another CI run). So after a failed call this waits for the server's clock to reach the target; if
-    the clock stands still for ``still`` seconds (the server's sleep ended with the call), it sleeps again for what is
-    left, until ``within`` seconds have passed."""
+    the clock stands still for ``still`` seconds (the server's sleep ended with the call), it sleeps again for
+    what is left, until ``within`` seconds have passed."""
     seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
     target = await env.get_current_time() + timedelta(seconds=seconds)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     failures: list[str] = []
-    while True:
-        now = await env.get_current_time()
-        if now >= target:
-            return
+    while (now := await env.get_current_time()) < target:
+        assert loop.time() < deadline, f"the clock did not reach {target} within {within} s: {failures}"
         try:
             await env.sleep((target - now).total_seconds())
             return
@@ -168,7 +166,6 @@ async def skip_time(
             current = await env.get_current_time()
             if current != last:
                 still_since, last = loop.time(), current
-        assert loop.time() < deadline, f"the clock did not reach {target} within {within} s: {failures}"
 
 
 @asynccontextmanager
