@@ -229,10 +229,8 @@ class _Ingress:
         from agent_tools.activities.events import signal_sessions
 
         client = await self.client()
-        items = [
-            SessionDelivery(session_id=c.session_id, delivery=EventDelivery.of(record, c.subscription_id))
-            for c in claimed
-        ]
+        deliveries = EventDelivery.to_waits(record, [c.subscription_id for c in claimed])
+        items = [SessionDelivery(session_id=c.session_id, delivery=d) for c, d in zip(claimed, deliveries, strict=True)]
         await signal_sessions(client, items)
 
     async def route(self, record: EventRecord) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -159,16 +159,25 @@ class EventDelivery(BaseModel):
 
     @classmethod
     def of(cls, event: EventRecord | RouterEvent, subscription_id: str) -> EventDelivery:
-        """The delivery of ``event`` to one wait (the router's, the ingress's and the backlog check's)."""
+        """The delivery of ``event`` to one wait (the router's and the backlog check's)."""
+        return cls.to_waits(event, [subscription_id])[0]
+
+    @classmethod
+    def to_waits(cls, event: EventRecord | RouterEvent, subscription_ids: Sequence[str]) -> list[EventDelivery]:
+        """The deliveries of ``event`` to each wait (the ingress's to every wait it claimed): the event is
+        measured for carrying once, not once per wait."""
         inline = isinstance(event, EventRecord) and len(event.model_dump_json()) <= INLINE_EVENT_CHARS
-        return cls(
-            subscription_id=subscription_id,
-            event_id=event.event_id,
-            kind=event.kind,
-            received_at=event.received_at,
-            source=event.source,
-            event=event if inline else None,
-        )
+        return [
+            cls(
+                subscription_id=subscription_id,
+                event_id=event.event_id,
+                kind=event.kind,
+                received_at=event.received_at,
+                source=event.source,
+                event=event if inline else None,
+            )
+            for subscription_id in subscription_ids
+        ]
 
     def inline_event(self) -> EventRecord | None:
         """The event that rode in this delivery, if it is the one the delivery names and as shallow as the
