@@ -24,6 +24,11 @@ from agent_tools.settings import Settings
 STATE_DIR = Path(".agent-tools")
 
 
+def server_log_file(log_file: Path) -> Path:
+    """Where the embedded dev server writes, beside the process's own log file."""
+    return log_file.with_name("temporal.log")
+
+
 def log_to_file(path: Path) -> None:
     """Send this process's logs to ``path`` instead of the terminal: Python's (the worker's, tracebacks of
     failed activities included), warnings, and the Temporal core's, which otherwise prints its own
@@ -81,7 +86,7 @@ async def embedded(
         db_file = str(STATE_DIR / "temporal.db")
     # With the process's logs in a file, the server's go next to them: its banner repeated what the line
     # printed below says, and its log lines would land in the middle of the session's output.
-    server_log = None if log_file is None else log_file.with_name("temporal.log")
+    server_log = None if log_file is None else server_log_file(log_file)
     env = await start_dev_server(ui=ui, port=port, ui_port=ui_port, db_filename=db_file, output=server_log)
     try:
         target = env.client.service_client.config.target_host

@@ -398,13 +398,14 @@ async def _run(run: _Run) -> int:
         client = await AgentToolsClient.connect(settings)
         return await run_and_follow(client, prompt, yes=yes, chat=chat, **fields)
     from agent_tools.embedded import embedded as start_embedded
+    from agent_tools.embedded import server_log_file
 
     async with start_embedded(
         settings, port=ports[0], ui_port=ports[1], log_file=log_file(), exit_on_cancel=True
     ) as client:
         ours = client.settings
         typer.secho(f"embedded Temporal dev server at {ours.temporal_address}, UI {ours.temporal_ui_url}", dim=True)
-        typer.secho(f"worker logs: {log_file()}, the server's: {log_file().with_name('temporal.log')}", dim=True)
+        typer.secho(f"worker logs: {log_file()}, the server's: {server_log_file(log_file())}", dim=True)
         code = await run_and_follow(client, prompt, yes=yes, chat=chat, embedded=True, **fields)
         if keep_open:
             typer.echo(other_terminals(ours))
