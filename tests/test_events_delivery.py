@@ -30,6 +30,7 @@ from agent_tools.contracts.events import (
     EventRecord,
     SessionDelivery,
     SubscribeInput,
+    SubscribeOutput,
     Subscription,
 )
 from agent_tools.settings import Settings
@@ -111,6 +112,12 @@ def services_for(store: Store) -> Any:
     return SimpleNamespace(settings=Settings(database_url=store.url), store=store)
 
 
+async def subscribe_wait(store: Store, project: str, sub: Subscription, client: FakeStarter) -> SubscribeOutput:
+    """The subscribe activity's work for one wait of acme's ``project``."""
+    inp = SubscribeInput(organisation="acme", project=project, subscription=sub)
+    return await subscribe(services_for(store), inp, client=client, task_queue="q")
+
+
 def a_wait(session: str, kind: str, match: dict[str, Any], since: datetime) -> Subscription:
     return Subscription(
         subscription_id=f"sub-{uuid.uuid4().hex[:8]}",
@@ -173,12 +180,7 @@ async def test_subscribe_keeps_the_wait_and_takes_what_the_ingress_claimed(store
     await store_event(store, early)
     sub = a_wait("s1", "ci", {}, t0)
     client = FakeStarter()
-    out = await subscribe(
-        services_for(store),
-        SubscribeInput(organisation="acme", project=project, subscription=sub),
-        client=client,
-        task_queue="q",
-    )
+    out = await subscribe_wait(store, project, sub, client)
     assert out.backlog is not None and out.backlog.event_id == early.event_id
     assert client.started and client.started[0]["start_signal_args"] == [sub]  # the router has it too
     row = await get_subscription(store, sub.subscription_id)
@@ -189,12 +191,7 @@ async def test_subscribe_keeps_the_wait_and_takes_what_the_ingress_claimed(store
     late = an_event(project, "d2", t0 + timedelta(seconds=2))
     await store_event(store, late)
     await claim_batch(store, [(other.subscription_id, late.event_id)], now=t0)
-    out = await subscribe(
-        services_for(store),
-        SubscribeInput(organisation="acme", project=project, subscription=other),
-        client=client,
-        task_queue="q",
-    )
+    out = await subscribe_wait(store, project, other, client)
     assert out.backlog is not None and out.backlog.event_id == late.event_id
 
 
@@ -205,11 +202,6 @@ async def test_a_wait_the_store_cannot_keep_is_left_to_the_router(store: Store) 
         deep = {"x": deep}
     sub = a_wait("s1", "ci", deep, datetime.now(UTC))
     client = FakeStarter()
-    out = await subscribe(
-        services_for(store),
-        SubscribeInput(organisation="acme", project=project, subscription=sub),
-        client=client,
-        task_queue="q",
-    )
+    out = await subscribe_wait(store, project, sub, client)
     assert out.backlog is None and len(client.started) == 1
     assert await get_subscription(store, sub.subscription_id) is None
