@@ -84,7 +84,7 @@ async def test_event_deliveries_a_raw_client_may_send(settings: Any, script: Any
         # has no such event) and says so.
         cases = {
             "deep": _event("e-2", _deep(100)),
-            "huge": _event("e-2", json.dumps({"log": "x" * 300_000})),
+            "huge": _event("e-2", json.dumps({"log": "x" * 1_000_000})),
             "other id": _event("e-other", '{"ok": true}'),
         }
         for label, event in cases.items():
