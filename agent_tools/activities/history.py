@@ -35,9 +35,8 @@ async def _all_words(ctx: BuiltinContext, words: list[str], role: str | None, li
     stmt = select(transcript).where(transcript.c.session_id == ctx.session.session_id, and_(*conds))
     if role:
         stmt = stmt.where(transcript.c.role == role)
-    stmt = stmt.order_by(transcript.c.seq.desc()).limit(limit)
-    async with ctx.services.store.engine.connect() as conn:
-        return list((await conn.execute(stmt)).all())
+    ordered = stmt.order_by(transcript.c.seq.desc()).limit(limit)
+    return list(await ctx.services.store.run(lambda conn: conn.execute(ordered).all()))
 
 
 async def search_conversation_history(

@@ -38,14 +38,12 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import TSQUERY
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from agent_tools.activities.context import BuiltinContext, ToolImpl
 from agent_tools.activities.embeddings import Embedder, EmbeddingsUnavailable, VectorIndex
 from agent_tools.activities.services import ContextHook, Services
-from agent_tools.activities.store.db import Store, upsert
+from agent_tools.activities.store.db import Store, upsert_rows
 from agent_tools.activities.store.memory_tables import SCOPED_SEARCH, memories
 from agent_tools.activity_io import SessionRef
 from agent_tools.boundaries import clean_text
@@ -272,11 +270,12 @@ class MemoryEngine:
         now = _now()
         digest = scoring.content_hash(content)
         c = memories.c
-        async with self.store.engine.begin() as conn:
-            await self._purge(conn, scope, now)
-            row = await self._by_hash(conn, scope, digest)
+
+        def write(conn: Connection) -> tuple[str, Memory]:
+            self._purge(conn, scope, now)
+            row = self._by_hash(conn, scope, digest)
             if row is None:
-                await upsert(
+                upsert_rows(
                     conn,
                     memories,
                     [
@@ -304,14 +303,14 @@ class MemoryEngine:
                     ],
                     keys=["scope_key", "content_hash"],
                 )
-                row = await self._by_hash(conn, scope, digest)
+                row = self._by_hash(conn, scope, digest)
                 assert row is not None
                 return ("created" if row.created_by_call == call_key else "existing"), Memory.of(row)
             if row.created_by_call == call_key:
                 return "created", Memory.of(row)  # a retry of the call that saved it
             if not self._is_live(row, now):
                 # Deleted or expired: saving it again brings it back as a new memory.
-                await conn.execute(
+                conn.execute(
                     update(memories)
                     .where(c.seq == row.seq)
                     .values(
@@ -328,13 +327,13 @@ class MemoryEngine:
                         **vector,
                     )
                 )
-                return "created", Memory.of(await self._by_hash(conn, scope, digest))
+                return "created", Memory.of(self._by_hash(conn, scope, digest))
             if row.last_call != call_key:
                 # Saved again: it matters, so count the use, refresh it and promote it when it has earned it.
                 uses = int(row.uses) + 1
                 new_tier = "long_term" if tier == "long_term" or uses >= self.policy.promote_after_uses else row.tier
                 merged = [t for t in (row.tags or "").split("|") if t] + tags
-                await conn.execute(
+                conn.execute(
                     update(memories)
                     .where(c.seq == row.seq)
                     .values(
@@ -348,8 +347,10 @@ class MemoryEngine:
                         **{k: v for k, v in vector.items() if v is not None},
                     )
                 )
-                row = await self._by_hash(conn, scope, digest)
+                row = self._by_hash(conn, scope, digest)
             return "existing", Memory.of(row)
+
+        return await self.store.run(write)
 
     async def update(
         self,
@@ -365,42 +366,48 @@ class MemoryEngine:
         content = clean_text(content) if content is not None else None
         # Embedded before the transaction (no HTTP call inside it); only written when the text changes.
         vector = await self._embed(content) if content is not None else {}
-        async with self.store.engine.begin() as conn:
-            row = (await conn.execute(select(memories).where(scope.where(), c.memory_id == memory_id))).first()
+        cleaned_tags = [clean_text(t) for t in tags] if tags is not None else None
+
+        def write(conn: Connection) -> Memory:
+            row = conn.execute(select(memories).where(scope.where(), c.memory_id == memory_id)).first()
             if row is None or not self._is_live(row, now):
                 raise ToolFailure(f"No memory {memory_id!r} for this agent and user (it may have been deleted).")
             values: dict[str, Any] = {"updated_at": now, "last_used_at": now}
-            tags = [clean_text(t) for t in tags] if tags is not None else None
             if content is not None and content != row.content:
                 digest = scoring.content_hash(content)
-                other = await self._by_hash(conn, scope, digest)
+                other = self._by_hash(conn, scope, digest)
                 if other is not None and other.seq != row.seq:
                     if self._is_live(other, now):
                         raise ToolFailure(
                             f"Memory {other.memory_id!r} already holds this fact; delete {memory_id!r} instead."
                         )
-                    await conn.execute(delete(memories).where(c.seq == other.seq))
+                    conn.execute(delete(memories).where(c.seq == other.seq))
                 values.update(content=content, content_hash=digest, **vector)
-            if tags is not None:
-                values["tags"] = _tags_text(tags)
+            if cleaned_tags is not None:
+                values["tags"] = _tags_text(cleaned_tags)
             if tier is not None:
                 values["tier"] = tier
-            await conn.execute(update(memories).where(c.seq == row.seq).values(**values))
-            fresh = (await conn.execute(select(memories).where(c.seq == row.seq))).one()
+            conn.execute(update(memories).where(c.seq == row.seq).values(**values))
+            fresh = conn.execute(select(memories).where(c.seq == row.seq)).one()
             return Memory.of(fresh)
+
+        return await self.store.run(write)
 
     async def delete(self, scope: Scope, memory_id: str) -> bool:
         """Soft delete; True also when it was already deleted (a retried delete answers the same)."""
         c = memories.c
-        async with self.store.engine.begin() as conn:
-            row = (await conn.execute(select(memories).where(scope.where(), c.memory_id == memory_id))).first()
+
+        def write(conn: Connection) -> bool:
+            row = conn.execute(select(memories).where(scope.where(), c.memory_id == memory_id)).first()
             if row is None:
                 return False
             if row.deleted_at is None:
-                await conn.execute(update(memories).where(c.seq == row.seq).values(deleted_at=_now()))
+                conn.execute(update(memories).where(c.seq == row.seq).values(deleted_at=_now()))
             return True
 
-    async def _purge(self, conn: AsyncConnection, scope: Scope, now: datetime) -> None:
+        return await self.store.run(write)
+
+    def _purge(self, conn: Connection, scope: Scope, now: datetime) -> None:
         """Retention: drop rows deleted long ago and rows past their tier's time to live, in this scope."""
         c = memories.c
         gone = or_(
@@ -412,11 +419,11 @@ class MemoryEngine:
                 gone,
                 and_(c.tier == "long_term", c.last_used_at < now - timedelta(days=self.policy.long_term_ttl_days)),
             )
-        await conn.execute(delete(memories).where(scope.where(), gone))
+        conn.execute(delete(memories).where(scope.where(), gone))
 
-    async def _by_hash(self, conn: AsyncConnection, scope: Scope, digest: str) -> Any:
+    def _by_hash(self, conn: Connection, scope: Scope, digest: str) -> Any:
         stmt = select(memories).where(scope.where(), memories.c.content_hash == digest)
-        return (await conn.execute(stmt)).first()
+        return conn.execute(stmt).first()
 
     # ---- reads --------------------------------------------------------------------------------------
 
@@ -670,6 +677,10 @@ class MemoryEngine:
     def _pg_candidates(
         self, conn: Connection, scope: Scope, use: list[str], ranked: bool, want: int, tier: str | None, now: datetime
     ) -> list[Any]:
+        # Imported here: the PostgreSQL dialect package is 0.14 s of a worker's start-up, which a worker on
+        # SQLite never needs.
+        from sqlalchemy.dialects.postgresql import TSQUERY
+
         c = memories.c
         query = func.to_tsquery("english", scoring.tsquery(use))
         if ranked:

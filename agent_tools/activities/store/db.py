@@ -7,25 +7,31 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, event, make_url, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.pool import NullPool
 
 from agent_tools.activities.store.tables import metadata
 from agent_tools.errors import StoreNotReady
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 T = TypeVar("T")
 
 
 class Store:
-    """One database: an async engine plus schema management, and :meth:`run` for whole transactions."""
+    """One database and schema management, with :meth:`run` for whole transactions.
+
+    A SQLite file is served by a synchronous engine whose transactions run whole in a worker thread; other
+    databases (PostgreSQL, an in-memory SQLite) by an async engine. The async engine is made on first use:
+    ``sqlalchemy.ext.asyncio`` imports SQLAlchemy's ORM (8 MiB of a worker's memory, a tenth of its start-up),
+    which a worker on a SQLite file then never loads.
+    """
 
     def __init__(self, url: str, *, engine: AsyncEngine | None = None) -> None:
         self.url = url
-        self.engine = engine or _make_engine(url)
-        # A SQLite file also gets a synchronous engine whose transactions run whole in one worker thread.
+        self._engine = engine
         # aiosqlite hands every cursor, statement and commit to its thread and back (seven trips for a
         # model step's write); one trip per transaction measured as a third of the CPU.
         self._sync: Engine | None = None
@@ -34,11 +40,19 @@ class Store:
             self._sync = _make_sync_sqlite_engine(url)
             self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-tools-sqlite")
 
+    @property
+    def engine(self) -> AsyncEngine:
+        """The async engine (made on first use). Store code goes through :meth:`run`; this is for what needs a
+        driver's own async connection (PostgreSQL's autocommit reads, Alembic's online migrations)."""
+        if self._engine is None:
+            self._engine = _make_engine(self.url)
+        return self._engine
+
     async def run(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn`` with a synchronous connection inside one transaction and return what it returns.
 
-        The hot paths (a model step's write, a transcript read) use this: on a SQLite file the transaction
-        runs in one worker thread; on other databases ``fn`` runs on the async engine (``run_sync``).
+        Every read and write of the store goes through here: on a SQLite file the transaction runs in one
+        worker thread; on other databases ``fn`` runs on the async engine (``run_sync``).
         """
         if self._sync is not None:
             assert self._threads is not None
@@ -53,7 +67,7 @@ class Store:
 
     @property
     def dialect(self) -> str:
-        return self.engine.dialect.name
+        return self._sync.dialect.name if self._sync is not None else self.engine.dialect.name
 
     async def create_schema(self) -> str:
         """Create the schema, or migrate it to the newest revision (see :mod:`agent_tools.activities.store.migrations`).
@@ -95,8 +109,7 @@ class Store:
         """
         from agent_tools.activities.store.migrations import HEAD, current_revision
 
-        async with self.engine.connect() as conn:
-            revision = await conn.run_sync(current_revision)
+        revision = await self.run(current_revision)
         if revision != HEAD:
             state = "has no schema yet" if revision is None else f"is at revision {revision}, this version needs {HEAD}"
             raise StoreNotReady(
@@ -125,12 +138,15 @@ class Store:
         return store
 
     async def drop_schema(self) -> None:
-        async with self.engine.begin() as conn:
-            await conn.run_sync(load_metadata().drop_all)
-            await conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+        def drop(conn: Connection) -> None:
+            load_metadata().drop_all(conn)
+            conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+
+        await self.run(drop)
 
     async def close(self) -> None:
-        await self.engine.dispose()
+        if self._engine is not None:
+            await self._engine.dispose()
         sync, threads = self._sync, self._threads
         if sync is not None or threads is not None:
             # Closing the file's connections and joining the threads blocks: not on the event loop.
@@ -150,6 +166,9 @@ def _safe_url(url: str) -> str:
 
 
 def _make_engine(url: str) -> AsyncEngine:
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
     if url.startswith("sqlite"):
         # WAL lets readers (client, CLI) and the worker share the file; the timeout rides out writer bursts.
         # Pooled connections: opening one per query costs more than the query (PRAGMAs, file open).
@@ -219,22 +238,6 @@ def create_all_tables(conn: Connection) -> None:
         memory_tables.create_sqlite_extras(conn)
 
 
-async def upsert(
-    conn: AsyncConnection,
-    table: Table,
-    rows: Sequence[Mapping[str, Any]],
-    *,
-    keys: Sequence[str],
-    update: Sequence[str] | None = None,
-) -> None:
-    """Insert rows; on a key conflict update ``update`` columns, or do nothing when it is None.
-
-    Activities retry; every write that a retry may repeat goes through here so that it stays idempotent.
-    """
-    if rows:
-        await conn.run_sync(upsert_rows, table, rows, keys=keys, update=update)
-
-
 def upsert_rows(
     conn: Connection,
     table: Table,
@@ -243,8 +246,11 @@ def upsert_rows(
     keys: Sequence[str],
     update: Sequence[str] | None = None,
 ) -> int:
-    """:func:`upsert` on a synchronous connection (inside :meth:`Store.run`). Returns the rows written: for
-    one row without ``update``, 1 when it was new and 0 when its key existed."""
+    """Insert rows; on a key conflict update ``update`` columns, or do nothing when it is None. Returns the
+    rows written: for one row without ``update``, 1 when it was new and 0 when its key existed.
+
+    Activities retry; every write that a retry may repeat goes through here so that it stays idempotent.
+    """
     if not rows:
         return 0
     stmt = _upsert_statement(conn.dialect.name, table, tuple(keys), tuple(update) if update else None)

@@ -96,13 +96,12 @@ async def get_event(store: Store, event_id: str) -> EventRecord | None:
 async def count_events(store: Store, *, organisation: str, project: str) -> int:
     from sqlalchemy import func
 
-    async with store.engine.connect() as conn:
-        value = await conn.scalar(
-            select(func.count())
-            .select_from(events)
-            .where(events.c.organisation == organisation, events.c.project == project)
-        )
-    return int(value or 0)
+    stmt = (
+        select(func.count())
+        .select_from(events)
+        .where(events.c.organisation == organisation, events.c.project == project)
+    )
+    return int(await store.run(lambda conn: conn.execute(stmt).scalar_one()))
 
 
 def _like_prefix(prefix: str) -> str:
@@ -326,10 +325,6 @@ async def claim_batch(store: Store, pairs: Sequence[tuple[str, str]], *, now: da
 
 
 async def get_subscription(store: Store, subscription_id: str) -> dict[str, Any] | None:
-    async with store.engine.connect() as conn:
-        row = (
-            await conn.execute(
-                select(event_subscriptions).where(event_subscriptions.c.subscription_id == subscription_id)
-            )
-        ).one_or_none()
+    stmt = select(event_subscriptions).where(event_subscriptions.c.subscription_id == subscription_id)
+    row = await store.run(lambda conn: conn.execute(stmt).one_or_none())
     return dict(row._mapping) if row is not None else None

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from agent_tools.activities.store.db import Store, upsert, upsert_rows
+from agent_tools.activities.store.db import Store, upsert_rows
 from agent_tools.activities.store.tables import artifacts, sessions, transcript, usage
 from agent_tools.boundaries import clean_json, clean_text
 from agent_tools.errors import AgentToolsError
@@ -136,14 +136,10 @@ class TranscriptStore:
         otherwise existing rows win, which makes re-sending the same new messages harmless.
         """
         rows = [_message_row(session_id, start + i, m) for i, m in enumerate(messages)]
-        async with self.store.engine.begin() as conn:
-            await upsert(
-                conn,
-                transcript,
-                rows,
-                keys=["session_id", "seq"],
-                update=_MESSAGE_UPDATE if replace else None,
-            )
+        update = _MESSAGE_UPDATE if replace else None
+        await self.store.run(
+            lambda conn: upsert_rows(conn, transcript, rows, keys=["session_id", "seq"], update=update)
+        )
         return start + len(messages)
 
     async def prefix(self, session_id: str, start: int, *, last_answer: str | None = None) -> list[Message]:
@@ -210,14 +206,8 @@ class TranscriptStore:
 
     async def record_usage(self, *, call_key: str, session_id: str, root_id: str, model: str, used: Usage) -> None:
         """One model call's usage row (keyed, so a retried call overwrites it)."""
-        async with self.store.engine.begin() as conn:
-            await upsert(
-                conn,
-                usage,
-                [_usage_row(call_key, session_id, root_id, model, used)],
-                keys=["call_key"],
-                update=_USAGE_UPDATE,
-            )
+        row = _usage_row(call_key, session_id, root_id, model, used)
+        await self.store.run(lambda conn: upsert_rows(conn, usage, [row], keys=["call_key"], update=_USAGE_UPDATE))
 
     async def load(self, session_id: str, *, upto: int | None = None) -> list[Message]:
         stmt = select(transcript).where(transcript.c.session_id == session_id)
@@ -234,14 +224,12 @@ class TranscriptStore:
             .order_by(transcript.c.seq)
             .limit(limit)
         )
-        async with self.store.engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+        rows = await self.store.run(lambda conn: conn.execute(stmt).all())
         return [StoredMessage(r.seq, _row_to_message(r), r.created_at) for r in rows]
 
     async def count(self, session_id: str) -> int:
         stmt = select(func.count()).select_from(transcript).where(transcript.c.session_id == session_id)
-        async with self.store.engine.connect() as conn:
-            return int((await conn.execute(stmt)).scalar_one())
+        return int(await self.store.run(lambda conn: conn.execute(stmt).scalar_one()))
 
     async def search(
         self, session_id: str, query: str, *, role: str | None = None, limit: int = 20
@@ -253,14 +241,13 @@ class TranscriptStore:
         )
         if role:
             stmt = stmt.where(transcript.c.role == role)
-        stmt = stmt.order_by(transcript.c.seq.desc()).limit(limit)
-        async with self.store.engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+        ordered = stmt.order_by(transcript.c.seq.desc()).limit(limit)
+        rows = await self.store.run(lambda conn: conn.execute(ordered).all())
         return [StoredMessage(r.seq, _row_to_message(r), r.created_at) for r in rows]
 
     async def session_row(self, session_id: str) -> Any | None:
-        async with self.store.engine.connect() as conn:
-            return (await conn.execute(select(sessions).where(sessions.c.session_id == session_id))).first()
+        stmt = select(sessions).where(sessions.c.session_id == session_id)
+        return await self.store.run(lambda conn: conn.execute(stmt).first())
 
     # ---- usage --------------------------------------------------------------------------------------
 
@@ -272,8 +259,7 @@ class TranscriptStore:
             stmt = stmt.where(usage.c.session_id == session_id)
         if root_id is not None:
             stmt = stmt.where(usage.c.root_id == root_id)
-        async with self.store.engine.connect() as conn:
-            n, i, o, c = (await conn.execute(stmt)).one()
+        n, i, o, c = await self.store.run(lambda conn: conn.execute(stmt).one())
         return Usage(calls=int(n or 0), input_tokens=int(i or 0), output_tokens=int(o or 0), cost_usd=float(c or 0))
 
     # ---- artifacts ----------------------------------------------------------------------------------
@@ -291,9 +277,8 @@ class TranscriptStore:
             "is_json": int(is_json),
             "created_at": _now(),
         }
-        async with self.store.engine.begin() as conn:
-            await upsert(conn, artifacts, [row], keys=["ref"])
+        await self.store.run(lambda conn: upsert_rows(conn, artifacts, [row], keys=["ref"]))
 
     async def load_artifact(self, ref: str) -> Any | None:
-        async with self.store.engine.connect() as conn:
-            return (await conn.execute(select(artifacts).where(artifacts.c.ref == ref))).first()
+        stmt = select(artifacts).where(artifacts.c.ref == ref)
+        return await self.store.run(lambda conn: conn.execute(stmt).first())

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, delete, select
 
-from agent_tools.activities.store.db import Store, upsert
+from agent_tools.activities.store.db import Store, upsert_rows
 from agent_tools.activities.store.web_tables import web_cache
 
 SWEEP_EVERY_S = 60.0
@@ -35,12 +35,8 @@ class WebCache:
         if self.store is None:
             return None
         key = cache_key(kind, subject, extra)
-        async with self.store.engine.connect() as conn:
-            row = (
-                await conn.execute(
-                    select(web_cache.c.value).where(web_cache.c.key == key, web_cache.c.expires_at > self.clock())
-                )
-            ).first()
+        stmt = select(web_cache.c.value).where(web_cache.c.key == key, web_cache.c.expires_at > self.clock())
+        row = await self.store.run(lambda conn: conn.execute(stmt).first())
         if row is None:
             return None
         value: dict[str, Any] = json.loads(row[0])
@@ -65,14 +61,18 @@ class WebCache:
             "created_at": now,
             "expires_at": now + ttl_s,
         }
-        async with self.store.engine.begin() as conn:
-            await upsert(conn, web_cache, [row], keys=["key"], update=["value", "created_at", "expires_at", "subject"])
-            if now - self._last_sweep > SWEEP_EVERY_S:
-                self._last_sweep = now
-                await conn.execute(delete(web_cache).where(web_cache.c.expires_at <= now))
+        sweep = now - self._last_sweep > SWEEP_EVERY_S
+        if sweep:
+            self._last_sweep = now
+
+        def write(conn: Connection) -> None:
+            upsert_rows(conn, web_cache, [row], keys=["key"], update=["value", "created_at", "expires_at", "subject"])
+            if sweep:
+                conn.execute(delete(web_cache).where(web_cache.c.expires_at <= now))
+
+        await self.store.run(write)
 
     async def count(self) -> int:
         if self.store is None:
             return 0
-        async with self.store.engine.connect() as conn:
-            return len((await conn.execute(select(web_cache.c.key))).all())
+        return len(await self.store.run(lambda conn: conn.execute(select(web_cache.c.key)).all()))
