@@ -148,3 +148,17 @@ async def test_nul_bytes_and_lone_surrogates_never_reach_the_store(store: Store)
     (loaded,) = (await t.load(sid))[1:]
     assert loaded.content == "a\ufffdb\ufffdc"
     assert (loaded.tool_call_id, loaded.name) == ("c\ufffd", "n\ufffd")
+
+
+async def test_a_closed_store_used_again_opens_what_it_needs(store_url: str) -> None:
+    """Like an engine after ``dispose()``: a client's transcript store read after the client closed it
+    still answers (a SQLite file's worker threads are made again), on both databases."""
+    s = Store(store_url)
+    await s.create_schema()
+    t = TranscriptStore(s)
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    await _open(t, sid)
+    await s.close()
+    assert [m.content for m in await t.load(sid)] == ["be brief"]
+    assert await t.count(sid) == 1
+    await s.close()

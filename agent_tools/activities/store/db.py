@@ -38,7 +38,6 @@ class Store:
         self._threads: ThreadPoolExecutor | None = None
         if engine is None and _is_sqlite_file(url):
             self._sync = _make_sync_sqlite_engine(url)
-            self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-tools-sqlite")
 
     @property
     def engine(self) -> AsyncEngine:
@@ -55,10 +54,16 @@ class Store:
         worker thread; on other databases ``fn`` runs on the async engine (``run_sync``).
         """
         if self._sync is not None:
-            assert self._threads is not None
-            return await asyncio.get_running_loop().run_in_executor(self._threads, self._in_thread, fn)
+            return await asyncio.get_running_loop().run_in_executor(self._executor(), self._in_thread, fn)
         async with self.engine.begin() as conn:
             return await conn.run_sync(fn)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        # Made on first use, and again after close(): like an engine after dispose(), a closed store that
+        # is used again opens what it needs (a client's transcript store read after the client closed).
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-tools-sqlite")
+        return self._threads
 
     def _in_thread(self, fn: Callable[[Connection], T]) -> T:
         assert self._sync is not None
@@ -80,8 +85,7 @@ class Store:
             # SQLite has no advisory lock: processes starting together on a new file take a lock file
             # beside it, so one creates the tables and the others then find them ("table sessions already
             # exists" otherwise).
-            assert self._threads is not None
-            return await asyncio.get_running_loop().run_in_executor(self._threads, self._create_schema_locked)
+            return await asyncio.get_running_loop().run_in_executor(self._executor(), self._create_schema_locked)
         async with self.engine.begin() as conn:
             done: str = await conn.run_sync(migrate, create_all_tables)
         return done
@@ -148,6 +152,7 @@ class Store:
         if self._engine is not None:
             await self._engine.dispose()
         sync, threads = self._sync, self._threads
+        self._threads = None
         if sync is not None or threads is not None:
             # Closing the file's connections and joining the threads blocks: not on the event loop.
             await asyncio.to_thread(_close_sync, sync, threads)
