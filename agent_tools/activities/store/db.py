@@ -25,13 +25,14 @@ class Store:
 
     A SQLite file is served by a synchronous engine whose transactions run whole in a worker thread; other
     databases (PostgreSQL, an in-memory SQLite) by an async engine. The async engine is made on first use:
-    ``sqlalchemy.ext.asyncio`` imports SQLAlchemy's ORM (8 MiB of a worker's memory, a tenth of its start-up),
-    which a worker on a SQLite file then never loads.
+    ``sqlalchemy.ext.asyncio`` imports SQLAlchemy's ORM, and with aiosqlite it took 5.6 MB of a worker's RSS
+    (``bench/overhead.py``), which a worker on a SQLite file then never loads.
     """
 
     def __init__(self, url: str, *, engine: AsyncEngine | None = None) -> None:
         self.url = url
         self._engine = engine
+        # A SQLite file gets a synchronous engine whose transactions run whole in a worker thread:
         # aiosqlite hands every cursor, statement and commit to its thread and back (seven trips for a
         # model step's write); one trip per transaction measured as a third of the CPU.
         self._sync: Engine | None = None
@@ -42,7 +43,7 @@ class Store:
     @property
     def engine(self) -> AsyncEngine:
         """The async engine (made on first use). Store code goes through :meth:`run`; this is for what needs a
-        driver's own async connection (PostgreSQL's autocommit reads, Alembic's online migrations)."""
+        driver's own async connection (PostgreSQL's autocommit search, the benches' bulk loads)."""
         if self._engine is None:
             self._engine = _make_engine(self.url)
         return self._engine
@@ -86,9 +87,7 @@ class Store:
             # beside it, so one creates the tables and the others then find them ("table sessions already
             # exists" otherwise).
             return await asyncio.get_running_loop().run_in_executor(self._executor(), self._create_schema_locked)
-        async with self.engine.begin() as conn:
-            done: str = await conn.run_sync(migrate, create_all_tables)
-        return done
+        return await self.run(lambda conn: migrate(conn, create_all_tables))
 
     def _create_schema_locked(self) -> str:
         import fcntl
