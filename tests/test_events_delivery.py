@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools.activities.events import deliver_events, subscribe
@@ -108,14 +109,18 @@ class FakeStarter(FakeClient):
         self.started.append({"workflow": workflow, **kw})
 
 
-def services_for(store: Store) -> Any:
-    return SimpleNamespace(settings=Settings(database_url=store.url), store=store)
+def services_for(store: Store, *, direct: bool = True) -> Any:
+    settings = Settings(database_url=store.url)
+    settings.events.direct_delivery = direct
+    return SimpleNamespace(settings=settings, store=store)
 
 
-async def subscribe_wait(store: Store, project: str, sub: Subscription, client: FakeStarter) -> SubscribeOutput:
+async def subscribe_wait(
+    store: Store, project: str, sub: Subscription, client: FakeStarter, *, direct: bool = True
+) -> SubscribeOutput:
     """The subscribe activity's work for one wait of acme's ``project``."""
     inp = SubscribeInput(organisation="acme", project=project, subscription=sub)
-    return await subscribe(services_for(store), inp, client=client, task_queue="q")
+    return await subscribe(services_for(store, direct=direct), inp, client=client, task_queue="q")
 
 
 def a_wait(session: str, kind: str, match: dict[str, Any], since: datetime) -> Subscription:
@@ -182,7 +187,7 @@ async def test_subscribe_keeps_the_wait_and_takes_what_the_ingress_claimed(store
     client = FakeStarter()
     out = await subscribe_wait(store, project, sub, client)
     assert out.backlog is not None and out.backlog.event_id == early.event_id
-    assert client.started and client.started[0]["start_signal_args"] == [sub]  # the router has it too
+    assert client.started == []  # the ingress delivers from the row: no router is started or signalled
     row = await get_subscription(store, sub.subscription_id)
     assert row is not None and row["claimed_event_id"] == early.event_id
     # A retried subscribe of a wait the ingress had claimed for another event takes that event.
@@ -193,15 +198,67 @@ async def test_subscribe_keeps_the_wait_and_takes_what_the_ingress_claimed(store
     await claim_batch(store, [(other.subscription_id, late.event_id)], now=t0)
     out = await subscribe_wait(store, project, other, client)
     assert out.backlog is not None and out.backlog.event_id == late.event_id
+    # With direct delivery off the router has the wait too (signal-with-start), and the row is kept as well.
+    routed = a_wait("s3", "ci", {}, t0)
+    out = await subscribe_wait(store, project, routed, client, direct=False)
+    assert [s["start_signal_args"] for s in client.started] == [[routed]]
+    assert await get_subscription(store, routed.subscription_id) is not None
 
 
-async def test_a_wait_the_store_cannot_keep_is_left_to_the_router(store: Store) -> None:
+async def test_a_store_error_fails_the_subscribe_so_that_it_is_retried(store: Store) -> None:
+    """No router takes a wait the store did not keep: the activity fails (Temporal retries it), and nothing
+    is signalled meanwhile."""
+    broken = SimpleNamespace(url=store.url, dialect=store.dialect)
+
+    async def unavailable(fn: Any) -> Any:
+        raise ConnectionError("the database went away")
+
+    broken.run = unavailable
+    client = FakeStarter()
+    inp = SubscribeInput(organisation="acme", project="p", subscription=a_wait("s1", "ci", {}, datetime.now(UTC)))
+    services = SimpleNamespace(settings=Settings(database_url=store.url), store=broken)
+    with pytest.raises(ConnectionError):
+        await subscribe(services, inp, client=client, task_queue="q")
+    assert client.started == []
+
+
+async def test_a_wait_the_store_cannot_keep_is_refused_with_the_reason(store: Store) -> None:
+    """A match nested deeper than the store keeps: the model is told (not retried), where the router used
+    to take such a wait alone."""
     project = f"p-{uuid.uuid4().hex[:8]}"
     deep: dict[str, Any] = {"x": 1}
     for _ in range(100):
         deep = {"x": deep}
     sub = a_wait("s1", "ci", deep, datetime.now(UTC))
     client = FakeStarter()
-    out = await subscribe_wait(store, project, sub, client)
-    assert out.backlog is None and len(client.started) == 1
-    assert await get_subscription(store, sub.subscription_id) is None
+    with pytest.raises(ApplicationError) as refused:
+        await subscribe_wait(store, project, sub, client)
+    assert refused.value.non_retryable and "nested deeper than 64 levels" in str(refused.value)
+    assert client.started == [] and await get_subscription(store, sub.subscription_id) is None
+
+
+async def test_the_ingress_finds_every_matching_wait_past_one_page(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No router delivers what the ingress's scan leaves out any more: the scan goes page by page until it
+    has every live wait of the kind, and a retried POST gets the same claims back."""
+    from agent_tools.activities.store import event_tables
+
+    monkeypatch.setattr(event_tables, "DIRECT_SCAN_LIMIT", 3)
+    monkeypatch.setattr(event_tables, "_CLAIM_CHUNK", 2)
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    t0 = datetime.now(UTC)
+    waits = [a_wait(f"s{i}", "ci", {"n": 1} if i % 3 else {"n": 2}, t0) for i in range(10)]
+    for sub in waits:
+        await add_subscription(store, "acme", project, sub)
+    event = an_event(project, "d1", t0 + timedelta(seconds=1), payload={"n": 1})
+    await store_event(store, event)
+    want = sorted(s.session_id for i, s in enumerate(waits) if i % 3)
+    claimed = await claim_for_event(store, event, now=t0)
+    assert sorted(c.session_id for c in claimed) == want and len(want) == 6
+    again = await claim_for_event(store, event, now=t0)
+    assert sorted(c.session_id for c in again) == want
+    # Another event finds the waits this one claimed taken, and the others still open.
+    other = an_event(project, "d2", t0 + timedelta(seconds=2), payload={"n": 2})
+    await store_event(store, other)
+    assert sorted(c.session_id for c in await claim_for_event(store, other, now=t0)) == ["s0", "s3", "s6", "s9"]

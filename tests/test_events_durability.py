@@ -86,11 +86,12 @@ async def test_router_continues_as_new_and_keeps_subscriptions(
     settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings.events.router_max_history_events = 20
+    settings.events.direct_delivery = False  # the router's path: the waits and the events go to it
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "tick", "match": {"n": 999}, "timeout_seconds": 120})
     async with (
         worker_for() as client,
-        ingress(settings, client.temporal, project, router_max_history_events=20) as (
+        ingress(settings, client.temporal, project, router_max_history_events=20, direct_delivery=False) as (
             http,
             _store,
         ),
@@ -121,9 +122,10 @@ async def test_histories_of_a_wait_and_of_the_router_replay(settings: Any, scrip
 
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "tick", "match": {"n": 3}, "timeout_seconds": 120})
+    settings.events.direct_delivery = False  # the router's path, so that the router has a history
     async with (
         worker_for() as client,
-        ingress(settings, client.temporal, project, router_max_history_events=20) as (
+        ingress(settings, client.temporal, project, router_max_history_events=20, direct_delivery=False) as (
             http,
             _store,
         ),
@@ -232,7 +234,11 @@ async def test_router_drops_expired_subscriptions_and_keeps_routing(
             ]
         )
     )
-    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):
+    settings.events.direct_delivery = False  # the router's path: its subscriptions are what is dropped
+    async with (
+        worker_for() as client,
+        ingress(settings, client.temporal, project, direct_delivery=False) as (http, _store),
+    ):
         short = await client.start_session("short wait", organisation="acme", project=project)
         assert final_event((await asyncio.wait_for(short.result(), 60)).final_message)["status"] == "timeout"
 
@@ -300,7 +306,10 @@ async def test_router_continues_as_new_before_large_payloads_fill_its_history(se
     from agent_tools.contracts.events import RouterInput
 
     project = f"p-{uuid.uuid4().hex[:8]}"
-    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):
+    async with (
+        worker_for() as client,
+        ingress(settings, client.temporal, project, direct_delivery=False) as (http, _store),  # routes every event
+    ):
         router = await client.temporal.start_workflow(
             "EventRouter",
             RouterInput(organisation="acme", project=project, max_history_bytes=100_000),

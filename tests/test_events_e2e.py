@@ -20,7 +20,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.event_tables import count_events, event_subscriptions
+from agent_tools.activities.store.event_tables import add_subscription, count_events, event_subscriptions
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.events import (
     ACTIVITY_LOAD_EVENT,
@@ -32,6 +32,7 @@ from agent_tools.contracts.events import (
 )
 from agent_tools.contracts.events.settings import EventSettings, EventSource
 from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
+from agent_tools.errors import StoreNotReady
 from agent_tools.service.app import create_app
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
@@ -101,14 +102,51 @@ async def router_state(client: AgentToolsClient, project: str) -> RouterView:
     return view
 
 
-async def subscribed(client: AgentToolsClient, project: str, count: int) -> None:
+async def subscribed(client: AgentToolsClient, project: str, count: int, *, router: bool | None = None) -> None:
+    """Until ``count`` open waits of acme's ``project`` are in place: kept in the store (where the ingress
+    finds them), and, when the worker subscribes with the router too (``direct_delivery`` off), in the
+    router."""
+    from sqlalchemy import func, select
+
+    c = event_subscriptions.c
+    # Waits still open: a delivered one keeps its row (claimed) until an hour past its deadline.
+    stmt = select(func.count()).where(c.organisation == "acme", c.project == project, c.claimed_event_id.is_(None))
+    with_router = not client.settings.events.direct_delivery if router is None else router
+
     async def check() -> bool:
+        try:  # the worker creates the store as its first activity starts
+            store = (await client.transcripts()).store
+            kept = int(await store.run(lambda conn: conn.execute(stmt).scalar_one()))
+        except StoreNotReady:
+            return False
+        if kept < count:
+            return False
+        if not with_router:
+            return True
         try:
             return len((await router_state(client, project)).subscriptions) >= count
         except Exception:
             return False
 
     await eventually(check)
+
+
+async def router_started(client: AgentToolsClient, project: str) -> bool:
+    """Whether acme's ``project`` has a router at all (with direct delivery nothing starts one)."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    try:
+        await client.temporal.get_workflow_handle(router_workflow_id("acme", project)).describe()
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return True
+
+
+def router_path(settings: Settings, direct: bool) -> None:
+    """The worker's side of a path: with ``direct`` off its waits subscribe with the router too."""
+    settings.events = settings.events.model_copy(update={"direct_delivery": direct})
 
 
 def wait_script(script: Any, arguments: dict[str, Any]) -> str:
@@ -177,6 +215,7 @@ async def test_session_receives_only_the_matching_github_delivery(
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "github.check_suite", "match": {"pr": 420}, "timeout_seconds": 120})
+    router_path(settings, direct)
     async with (
         worker_for() as client,
         ingress(settings, client.temporal, project, direct_delivery=direct) as (http, store),
@@ -205,15 +244,18 @@ async def test_session_receives_only_the_matching_github_delivery(
         assert data["event"]["event_id"] == ok.json()["event_id"]
         assert data["event"]["payload"] == {"action": "completed", "pr": 420, "conclusion": "success"}
         assert await count_events(store, organisation="acme", project=project) == 3
-        view = await router_state(client, project)
-        # Direct: the ingress signalled the session, and the router, which matched the same wait, found it
-        # claimed and did not signal it again.
-        assert view.delivered == (0 if direct else 1) and view.subscriptions == []
+        if direct:
+            # The ingress signalled the session; neither the wait nor the events went to a router.
+            assert not await router_started(client, project)
+        else:
+            # The router matched the same wait, found it claimed by the ingress and did not signal it again.
+            view = await router_state(client, project)
+            assert view.delivered == 0 and view.subscriptions == [] and view.events_seen == 3
         history = [ev async for ev in handle.workflow.fetch_history_events()]
         assert arrivals(history) == 1
         # The ingress's delivery carried the (small) event, so the session rendered it without reading the
-        # store; the router's names it only, and the session loads it.
-        assert loads(history) == (0 if direct else 1)
+        # store (on either path: the ingress claims the wait before the router looks).
+        assert loads(history) == 0
         rows = await subscription_rows(store, project)
         assert [r["claimed_event_id"] for r in rows] == [ok.json()["event_id"]]
 
@@ -224,6 +266,7 @@ async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "ci.build", "match": {"build": {"id": 7}}})
+    router_path(settings, direct)
     async with (
         worker_for() as client,
         ingress(settings, client.temporal, project, direct_delivery=direct) as (http, _store),
@@ -246,13 +289,14 @@ async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
         assert ids == {resp.json()["event_id"]}
         for h in handles:  # once each, whoever delivered
             assert arrivals([ev async for ev in h.workflow.fetch_history_events()]) == 1
-        # The router's deliveries (none left when the ingress signalled them all) went out from one local
-        # activity, not as one signal command per session.
-        assert (await router_state(client, project)).delivered == (0 if direct else 3)
+        if direct:
+            assert not await router_started(client, project)
+            return
+        # The ingress signalled them all, so the router found every wait claimed and signalled none.
+        assert (await router_state(client, project)).delivered == 0
         router = client.temporal.get_workflow_handle(router_workflow_id("acme", project))
         types = [ev.event_type async for ev in router.fetch_history_events()]
         assert EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED not in types
-        assert types.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 2  # the patch marker and the activity's
 
 
 @PATHS
@@ -261,6 +305,7 @@ async def test_a_session_that_ended_does_not_hold_back_the_others(
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "ci.done", "timeout_seconds": 120})
+    router_path(settings, direct)
     async with (
         worker_for() as client,
         ingress(settings, client.temporal, project, direct_delivery=direct) as (http, _store),
@@ -276,9 +321,20 @@ async def test_a_session_that_ended_does_not_hold_back_the_others(
             since=now,
             deadline=now + timedelta(minutes=5),
         )
-        router = client.temporal.get_workflow_handle(router_workflow_id("acme", project))
-        await router.signal(SIGNAL_SUBSCRIBE, gone)
-        await subscribed(client, project, 2)
+        if direct:
+            # Kept in the store, where the ingress claims it and finds the session gone.
+            await add_subscription((await client.transcripts()).store, "acme", project, gone)
+            await subscribed(client, project, 2)
+        else:
+            # The router's alone, as a wait subscribed before the store kept waits.
+            router = client.temporal.get_workflow_handle(router_workflow_id("acme", project))
+            await router.signal(SIGNAL_SUBSCRIBE, gone)
+            await subscribed(client, project, 1)
+
+            async def both() -> bool:
+                return len((await router_state(client, project)).subscriptions) == 2
+
+            await eventually(both)
         resp = await http.post(
             "/v1/events", json={"kind": "ci.done", "payload": {}}, headers={"Authorization": f"Bearer {TOKEN}"}
         )
@@ -286,14 +342,20 @@ async def test_a_session_that_ended_does_not_hold_back_the_others(
         result = await asyncio.wait_for(handle.result(), 60)
         assert final_event(result.final_message)["event"]["event_id"] == resp.json()["event_id"]
 
+        if direct:
+            rows = {r["subscription_id"]: r for r in await subscription_rows(_store, project)}
+            assert rows["sub-gone"]["claimed_event_id"] == resp.json()["event_id"]
+            assert not await router_started(client, project)
+            return
+
         async def settled() -> bool:
             view = await router_state(client, project)
             return view.subscriptions == [] and view.events_seen == 1
 
         await eventually(settled)
-        # The ended session is not counted; its wait (signalled to the router only, as a wait subscribed
-        # before the store kept waits) was the router's to deliver either way.
-        assert (await router_state(client, project)).delivered == (0 if direct else 1)
+        # The ended session is not counted: the router delivered to nobody (the live wait was the
+        # ingress's, claimed before the router looked).
+        assert (await router_state(client, project)).delivered == 0
 
 
 async def test_event_posted_before_subscription_reaches_router_is_not_missed(
@@ -377,3 +439,36 @@ async def test_event_stored_while_temporal_is_unreachable_is_routed_by_the_retry
             result = await asyncio.wait_for(handle.result(), 60)
             assert final_event(result.final_message)["event"]["event_id"] == retried.json()["event_id"]
             assert await count_events(store, organisation="acme", project=project) == 1
+
+
+async def test_event_whose_waits_could_not_be_read_is_delivered_by_the_retry(
+    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """503 when the store cannot answer the look-up of the waits (the event is stored; no router would
+    deliver it instead); the sender's retry with the same delivery id delivers it, once."""
+    from agent_tools.activities.store import event_tables
+
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    settings.model = wait_script(script, {"kind": "ci", "timeout_seconds": 60})
+    body = {"kind": "ci.done", "payload": {"n": 1}, "id": "claim-1"}
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    claim_for_event = event_tables.claim_for_event
+
+    async def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("the database went away")
+
+    async with worker_for() as client, ingress(settings, client.temporal, project) as (http, store):
+        (handle,) = await start_waiting(client, project)
+        await subscribed(client, project, 1)
+        monkeypatch.setattr(event_tables, "claim_for_event", unavailable)
+        failed = await http.post("/v1/events", json=body, headers=auth)
+        assert failed.status_code == 503 and "retry with the same delivery id" in failed.json()["detail"]
+        assert await count_events(store, organisation="acme", project=project) == 1
+        assert (await handle.status()).status == SessionStatus.waiting_for_event
+        monkeypatch.setattr(event_tables, "claim_for_event", claim_for_event)
+        retried = await http.post("/v1/events", json=body, headers=auth)
+        assert retried.status_code == 200 and retried.json()["duplicate"] is True
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert final_event(result.final_message)["event"]["event_id"] == retried.json()["event_id"]
+        assert arrivals([ev async for ev in handle.workflow.fetch_history_events()]) == 1
+        assert not await router_started(client, project)

@@ -31,7 +31,8 @@ async def test_forged_replayed_and_oversized_deliveries_are_refused_and_nothing_
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with (
         worker_for() as client,
-        ingress(settings, client.temporal, project, max_body_bytes=4096) as (http, store),
+        # Also through the router, whose count of events seen shows what was routed (and what was not).
+        ingress(settings, client.temporal, project, max_body_bytes=4096, direct_delivery=False) as (http, store),
     ):
 
         async def stored() -> int:
@@ -257,6 +258,8 @@ async def test_serve_command_runs_the_ingress_with_its_own_client_and_store(
         "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
         "AGENT_TOOLS_DATABASE_URL": settings.database_url,
         "AGENT_TOOLS_EVENTS__TOKENS": json.dumps({f"acme/{project}": TOKEN}),
+        # Through the router as well: its count of events seen shows that this process's client signalled.
+        "AGENT_TOOLS_EVENTS__DIRECT_DELIVERY": "false",
     }
     proc = subprocess.Popen(
         [sys.executable, "-c", "from agent_tools.cli import main; main()", "serve", "--port", str(port)],

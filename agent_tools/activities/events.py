@@ -1,12 +1,15 @@
-"""Event activities: subscribe a waiting session to its project's router, and load the event it received.
+"""Event activities: keep a waiting session's wait where the ingress finds it, and load the event it received.
 
 ``subscribe`` keeps the wait in the store (``event_subscriptions``, where the ingress finds it and signals
-the session itself), signals the router with signal-with-start (a workflow cannot signal-with-start; an
-activity can), then looks in the events table for a matching event stored since the wait began: the ingress
-stores an event before it looks for the waits and before it signals the router, so an event stored before
-this wait's row is found here, and an event stored after it reaches the session from the ingress (or the
-router). Nothing falls in between. Whoever delivers an event to a wait first claims the wait's row, and the
-others skip it: a session is signalled once per wait, and ignores any repeated delivery anyway.
+the session itself), then looks in the events table for a matching event stored since the wait began: the
+ingress stores an event before it looks for the waits, so an event stored before this wait's row is found
+here, and an event stored after it reaches the session from the ingress. Nothing falls in between. Whoever
+delivers an event to a wait first claims the wait's row, and the others skip it: a session is signalled once
+per wait, and ignores any repeated delivery anyway.
+
+The wait must be kept: a store error fails the activity (retried), and a match the store cannot keep is
+refused with the reason. The project's router is signalled too (signal-with-start: a workflow cannot, an
+activity can) only with ``direct_delivery`` off, the path before the ingress delivered on its own.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools.activities.services import Services, ServicesHolder
@@ -42,33 +46,40 @@ from agent_tools.contracts.events import (
     received_result,
     router_workflow_id,
 )
+from agent_tools.errors import InvalidInput
 
 
 async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, task_queue: str) -> SubscribeOutput:
-    """Keep the wait in the store, signal-with-start the router, then check the backlog. Idempotent: the
-    store and the router keep the first of a repeated id."""
+    """Keep the wait in the store (and with ``direct_delivery`` off, signal-with-start the router), then
+    check the backlog. Idempotent: the store and the router keep the first of a repeated id.
+
+    Raises:
+        ApplicationError: (not retryable) the store cannot keep this wait's match; a store error raises as
+            it is, and the activity is retried.
+    """
     cfg = services.settings.events
     sub = inp.subscription
-    stored = True
     try:
         await add_subscription(services.store, inp.organisation, inp.project, sub)
-    except Exception as exc:  # a match the store cannot keep, a store error: the router still delivers it
-        stored = False
-        activity.logger.warning("wait %s not kept for direct delivery: %s", sub.subscription_id, exc)
+    except InvalidInput as exc:
+        # Before the ingress delivered on its own the router took such a wait; nothing delivers it now, so
+        # the model is told, and can wait on a simpler match.
+        raise ApplicationError(f"the wait cannot be kept: {exc}", type="InvalidInput", non_retryable=True) from exc
     router_id = router_workflow_id(inp.organisation, inp.project, cfg.router_id_prefix)
-    await client.start_workflow(
-        ROUTER_WORKFLOW,
-        RouterInput(
-            organisation=inp.organisation,
-            project=inp.project,
-            max_history_events=cfg.router_max_history_events,
-        ),
-        id=router_id,
-        task_queue=task_queue,
-        start_signal=SIGNAL_SUBSCRIBE,
-        start_signal_args=[inp.subscription],
-        static_summary=f"event router {inp.organisation}/{inp.project}",
-    )
+    if not cfg.direct_delivery:
+        await client.start_workflow(
+            ROUTER_WORKFLOW,
+            RouterInput(
+                organisation=inp.organisation,
+                project=inp.project,
+                max_history_events=cfg.router_max_history_events,
+            ),
+            id=router_id,
+            task_queue=task_queue,
+            start_signal=SIGNAL_SUBSCRIBE,
+            start_signal_args=[inp.subscription],
+            static_summary=f"event router {inp.organisation}/{inp.project}",
+        )
     found = await find_matching(
         services.store,
         organisation=inp.organisation,
@@ -79,7 +90,7 @@ async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, tas
         exclude=sub.exclude_event_ids,
         limit=cfg.backlog_scan_limit,
     )
-    if found is not None and stored:
+    if found is not None:
         # The ingress may have claimed this wait for another event meanwhile (and signalled it): the wait
         # takes that one, the same as the signal brings.
         held = await claim_one(services.store, sub.subscription_id, found.event_id, now=datetime.now(UTC))

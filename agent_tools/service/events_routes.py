@@ -1,14 +1,15 @@
-"""Event ingress: generic JSON events and signed webhooks, stored before they are acknowledged, delivered to
-the waiting sessions they match (found in the store's ``event_subscriptions`` and claimed there, so the
-router skips them), then routed to the project's EventRouter with signal-with-start.
+"""Event ingress: generic JSON events and signed webhooks, stored before they are acknowledged, then delivered
+to the waiting sessions they match (found in the store's ``event_subscriptions`` and claimed there). With
+``direct_delivery`` off, each event is also routed to the project's EventRouter with signal-with-start (the
+path before the ingress delivered on its own: the router skips the waits claimed here).
 
     POST /v1/events                 bearer token per project; body {kind, payload, organisation, project, id}
     POST /v1/webhooks/{source}      a configured source: GitHub (X-Hub-Signature-256) or Standard Webhooks
 
-Responses: 202 for a new event, 200 for a repeated delivery id (stored once; the router drops the repeat); 400 malformed
+Responses: 202 for a new event, 200 for a repeated delivery id (stored once; delivered again, which a session ignores); 400 malformed
 JSON or headers, 401 a bad token or signature or a timestamp outside the window, 403 a token of another
 project, 404 an unknown source, 413 a body over the limit, 422 a body of the wrong shape, 503 stored but not
-routed (retry with the same delivery id).
+delivered (retry with the same delivery id).
 
 The service is a composition root like ``worker.py``: it opens the SQL store (``agent_tools.activities.store``) and a
 Temporal client itself unless the app state provides them (``create_app(settings, temporal_client=...,
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -52,8 +52,6 @@ from agent_tools.contracts.events.signatures import SignatureError, verify_githu
 from agent_tools.errors import InvalidInput
 from agent_tools.service.auth import bearer_token
 from agent_tools.settings import Settings
-
-_log = logging.getLogger(__name__)
 
 
 class EventIn(BaseModel):
@@ -164,7 +162,7 @@ class _Ingress:
 
         ``identity`` is what makes two deliveries the same event (the delivery id when omitted).
         """
-        from agent_tools.activities.store.event_tables import event_id_for, store_event
+        from agent_tools.activities.store.event_tables import claim_for_event, event_id_for, store_event
 
         record = EventRecord(
             event_id=event_id_for(organisation, project, source, identity or delivery_id),
@@ -179,18 +177,21 @@ class _Ingress:
         store = await self.store()
         stored = await store_event(store, record, size=size)
         record = stored.record
-        # Signalled on every delivery, a repeated one too: if the first attempt stored the event but failed
-        # to signal, the sender's retry routes it; if it did signal, the router drops the repeated event id
-        # and the sessions ignore a repeated delivery.
+        # Delivered on every delivery, a repeated one too: if the first attempt stored the event but failed
+        # to claim or signal, the sender's retry finds the same claims and signals them; if it did signal, the
+        # sessions ignore a repeated delivery (and the router, when it is signalled, a repeated event id).
         try:
-            # The waits are claimed before either signal goes out, so the router skips them whichever
-            # reaches its target first: the sessions' and the router's signals go out together.
-            claimed = await self.claim_waits(store, record) if self.cfg.direct_delivery else []
-            await asyncio.gather(self.signal_sessions(record, claimed), self.route(record))
-        except Exception as exc:  # Temporal unreachable: the sender retries with the same delivery id
+            # The waits are claimed before any signal goes out, so the router (with direct_delivery off)
+            # skips them whichever signal reaches its target first.
+            claimed = await claim_for_event(store, record, now=datetime.fromtimestamp(self.now(), UTC))
+            signals = [self.signal_sessions(record, claimed)]
+            if not self.cfg.direct_delivery:
+                signals.append(self.route(record))
+            await asyncio.gather(*signals)
+        except Exception as exc:  # the store or Temporal unreachable: the sender retries, same delivery id
             raise HTTPException(
                 503,
-                f"event {record.event_id} stored but not routed ({type(exc).__name__}: {exc}); "
+                f"event {record.event_id} stored but not delivered ({type(exc).__name__}: {exc}); "
                 "retry with the same delivery id",
             ) from exc
         body = EventAccepted(
@@ -203,19 +204,6 @@ class _Ingress:
             duplicate=not stored.created,
         )
         return JSONResponse(body.model_dump(mode="json"), status_code=202 if stored.created else 200)
-
-    async def claim_waits(self, store: Any, record: EventRecord) -> list[Any]:
-        """The waits kept in the store that the event matches, each claimed for it (the router then skips
-        them). When the store cannot answer, none: the router alone delivers the event (its delivery
-        claims the waits itself)."""
-        from agent_tools.activities.store.event_tables import claim_for_event
-
-        try:
-            claimed: list[Any] = await claim_for_event(store, record, now=datetime.fromtimestamp(self.now(), UTC))
-        except Exception as exc:
-            _log.warning("event %s: waits not read from the store, the router delivers it: %s", record.event_id, exc)
-            return []
-        return claimed
 
     async def signal_sessions(self, record: EventRecord, claimed: list[Any]) -> None:
         """Signal ``event_arrived`` to the sessions of the claimed waits, in parallel, as the router's

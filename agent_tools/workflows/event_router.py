@@ -14,10 +14,11 @@ and a workflow task each (the server's confirmation wakes the workflow), and tho
 a time per workflow, were what held a burst of events back; a local activity costs one marker per batch
 and no round trip through the server.
 
-Since revision 0005 the ingress signals most waiting sessions itself, from the waits the subscribe activity
+Since revision 0005 the ingress signals the waiting sessions itself, from the waits the subscribe activity
 keeps in the store, and claims each wait there; the delivery activity skips a claimed wait (and claims the
-rest), so the router delivers only what the ingress did not: a wait subscribed before the store kept
-waits, one whose row could not be written, or an event from an ingress with direct delivery off.
+rest). With ``direct_delivery`` on (the default) nothing signals the router at all: it serves deployments
+that turn direct delivery off (the waits and the events then reach it too, and it delivers what the ingress
+did not: a wait subscribed before the store kept waits), and replays its recorded histories.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""wait_for_event inside the session: subscribe to the project's router, then wait on a durable timer.
+"""wait_for_event inside the session: keep the wait where the ingress finds it, then wait on a durable timer.
 
-The wait costs no polling: a durable timer (``workflow.wait_condition(..., timeout=)``) races the router's
-``event_arrived`` signal. Only small references cross into the session's history; the event itself is read
+The wait costs no polling: a durable timer (``workflow.wait_condition(..., timeout=)``) races the
+``event_arrived`` signal (the ingress's, or with direct delivery off the project router's). Only small references cross into the session's history; the event itself is read
 by the session's next activity (``load_event``, a local activity since patch ``load-event-local``), which
 also saves a large payload as an artifact.
 """
@@ -113,8 +113,9 @@ class EventWaitMixin(SessionBase):
         return await self._await_event(wait, args.timeout_seconds, self.parked_call(call, "wait_for_event", sub_id))
 
     async def _resume_wait_for_event(self, parked: ParkedCall, call: ToolCall) -> ToolCallOutput:
-        """The wait_for_event call of a step the previous run continued-as-new in: the router's subscription
-        is still in place (it signals the workflow id, so this run), and the carried wait keeps its deadline."""
+        """The wait_for_event call of a step the previous run continued-as-new in: the wait's row (and a
+        router's subscription) is still in place (a delivery signals the workflow id, so this run), and the
+        carried wait keeps its deadline."""
         wait = self.state.events.waits.get(parked.ref)
         if wait is None:
             return ToolCallOutput(content="wait_for_event: the wait was lost across continue-as-new", is_error=True)

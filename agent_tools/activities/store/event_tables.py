@@ -175,8 +175,9 @@ event_subscriptions = Table(
 # A row outlives its deadline by this much before it is deleted: long enough that the router, which drops a
 # subscription at its deadline, can never meet a claimed row gone missing (it would deliver a second time).
 SUBSCRIPTION_RETENTION = timedelta(hours=1)
-# The ingress matches at most this many live subscriptions of one kind prefix per event.
+# The ingress reads the live subscriptions an event may match this many at a time.
 DIRECT_SCAN_LIMIT = 5000
+_CLAIM_CHUNK = 1000
 
 
 @dataclass(frozen=True)
@@ -253,27 +254,38 @@ async def claim_for_event(store: Store, record: EventRecord, *, now: datetime) -
     """
     c = event_subscriptions.c
     received = as_utc(record.received_at)
-    stmt = (
-        select(c.subscription_id, c.session_id, c.match, c.exclude_event_ids, c.claimed_event_id)
-        .where(
-            c.organisation == record.organisation,
-            c.project == record.project,
-            c.kind.in_(kind_prefixes(record.kind)),
-            c.deadline > as_utc(now),
-            c.since <= received,
-            or_(c.claimed_event_id.is_(None), c.claimed_event_id == record.event_id),
-        )
-        .limit(DIRECT_SCAN_LIMIT)
-    )
+    live = [
+        c.organisation == record.organisation,
+        c.project == record.project,
+        c.kind.in_(kind_prefixes(record.kind)),
+        c.deadline > as_utc(now),
+        c.since <= received,
+        or_(c.claimed_event_id.is_(None), c.claimed_event_id == record.event_id),
+    ]
+    columns = (c.subscription_id, c.session_id, c.match, c.exclude_event_ids)
 
     def claim(conn: Connection) -> list[ClaimedDelivery]:
         wanted: dict[str, str] = {}
-        for row in conn.execute(stmt).all():
-            if record.event_id in (row.exclude_event_ids or ()):
-                continue
-            if payload_matches(record.payload, row.match or {}):
-                wanted[row.subscription_id] = row.session_id
-        won = _claim(conn, list(wanted), record.event_id, now, "ingress", own=False)
+        after: str | None = None
+        # Page by page in key order: every matching wait is found, however many wait on one kind (no router
+        # delivers the rest any more), and a page's rows stay bounded.
+        while True:
+            page = select(*columns).where(*live).order_by(c.subscription_id).limit(DIRECT_SCAN_LIMIT)
+            if after is not None:
+                page = page.where(c.subscription_id > after)
+            rows = conn.execute(page).all()
+            for row in rows:
+                if record.event_id in (row.exclude_event_ids or ()):
+                    continue
+                if payload_matches(record.payload, row.match or {}):
+                    wanted[row.subscription_id] = row.session_id
+            if len(rows) < DIRECT_SCAN_LIMIT:
+                break
+            after = rows[-1].subscription_id
+        ids = list(wanted)
+        won: set[str] = set()
+        for at in range(0, len(ids), _CLAIM_CHUNK):  # bound parameters per statement (SQLite's limit)
+            won |= _claim(conn, ids[at : at + _CLAIM_CHUNK], record.event_id, now, "ingress", own=False)
         return [ClaimedDelivery(subscription_id=s, session_id=wanted[s]) for s in wanted if s in won]
 
     return await store.run(claim)

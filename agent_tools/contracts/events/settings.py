@@ -42,8 +42,11 @@ class EventSettings(BaseModel):
     timestamp_tolerance_seconds: int = Field(default=300, ge=1)
     router_id_prefix: str = DEFAULT_ROUTER_PREFIX
     router_max_history_events: int = Field(default=2000, ge=20)
-    # The ingress signals the waiting sessions an event matches itself (their waits are kept in the store),
-    # instead of leaving every delivery to the router; off, the router delivers every event (as before).
+    # The ingress signals the waiting sessions an event matches itself (their waits are kept in the store)
+    # and nothing else: no router is signalled. Off (the path before), the waits are also subscribed with the
+    # project's EventRouter and every event is routed through it too; the ingress still delivers what it
+    # finds, and the router what has no row (waits subscribed by a worker before revision 0005). Workers and
+    # the ingress read it each from their own environment; any mix of the two delivers every event.
     direct_delivery: bool = True
     # Rows a subscription's backlog check reads at most (events of the kind since the wait began).
     backlog_scan_limit: int = Field(default=500, ge=1)
