@@ -39,7 +39,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.contracts.events import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED, RouterView, router_workflow_id
+from agent_tools.contracts.events import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED
 from agent_tools.devserver import start_dev_server
 from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
@@ -99,12 +99,20 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-async def wait_subscribed(client: Client, project: str, count: int, timeout: float = 120) -> None:
-    handle = client.get_workflow_handle(router_workflow_id("bench", project))
+async def wait_subscribed(client: AgentToolsClient, project: str, count: int, timeout: float = 120) -> None:
+    """Until ``count`` waits of the project are kept in the store, where the ingress finds them (no router
+    holds them with direct delivery)."""
+    from sqlalchemy import func, select
+
+    from agent_tools.activities.store.event_tables import event_subscriptions
+
+    c = event_subscriptions.c
+    stmt = select(func.count()).where(c.organisation == "bench", c.project == project, c.claimed_event_id.is_(None))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if len((await handle.query("state", result_type=RouterView)).subscriptions) >= count:
+            store = (await client.transcripts()).store
+            if int(await store.run(lambda conn: conn.execute(stmt).scalar_one())) >= count:
                 return
         except Exception:
             pass
@@ -122,7 +130,7 @@ async def run_phase(
     path: str,
 ) -> dict[str, Any]:
     handles = [await client.start_session(str(i), organisation="bench", project=project) for i in range(sessions)]
-    await wait_subscribed(client.temporal, project, sessions)
+    await wait_subscribed(client, project, sessions)
     sent_at: dict[int, float] = {}
     sem = asyncio.Semaphore(concurrency)
 
@@ -257,8 +265,8 @@ async def main() -> None:
         "--paths",
         default="direct,router",
         help="delivery paths measured side by side, each through its own ingress process: direct (the ingress "
-        "signals the waiting sessions from the store's subscriptions) and router (AGENT_TOOLS_EVENTS__"
-        "DIRECT_DELIVERY=false: every delivery through the EventRouter, the path before direct delivery)",
+        "signals the waiting sessions from the store's subscriptions, and nothing else) and router "
+        "(AGENT_TOOLS_EVENTS__DIRECT_DELIVERY=false: each event also routed through the EventRouter)",
     )
     args = parser.parse_args()
     paths = [p for p in args.paths.split(",") if p]
