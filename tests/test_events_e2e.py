@@ -472,3 +472,33 @@ async def test_event_whose_waits_could_not_be_read_is_delivered_by_the_retry(
         assert final_event(result.final_message)["event"]["event_id"] == retried.json()["event_id"]
         assert arrivals([ev async for ev in handle.workflow.fetch_history_events()]) == 1
         assert not await router_started(client, project)
+
+
+@pytest.mark.parametrize(("worker_direct", "ingress_direct"), [(True, False), (False, True)])
+async def test_workers_and_ingress_set_apart_still_deliver_every_event(
+    settings: Any, script: Any, worker_for: Any, worker_direct: bool, ingress_direct: bool
+) -> None:
+    """``direct_delivery`` is read by each process from its own environment: a worker and an ingress that
+    disagree (a rolling change of the setting) still deliver each event once. The ingress always delivers
+    from the store; a router holds only waits that also have a row, or none."""
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    settings.model = wait_script(script, {"kind": "ci.done", "timeout_seconds": 120})
+    router_path(settings, worker_direct)
+    async with (
+        worker_for() as client,
+        ingress(settings, client.temporal, project, direct_delivery=ingress_direct) as (http, store),
+    ):
+        (handle,) = await start_waiting(client, project)
+        await subscribed(client, project, 1)
+        resp = await http.post(
+            "/v1/events", json={"kind": "ci.done", "payload": {}}, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert resp.status_code == 202, resp.text
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert final_event(result.final_message)["event"]["event_id"] == resp.json()["event_id"]
+        assert arrivals([ev async for ev in handle.workflow.fetch_history_events()]) == 1
+        rows = await subscription_rows(store, project)
+        assert [(r["claimed_event_id"], r["claimed_by"]) for r in rows] == [(resp.json()["event_id"], "ingress")]
+        # The router, where one was started, delivered nothing: the ingress had claimed the wait.
+        assert await router_started(client, project)
+        assert (await router_state(client, project)).delivered == 0
