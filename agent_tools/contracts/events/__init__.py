@@ -244,8 +244,10 @@ class SubscribeInput(BaseModel):
 
 
 class SubscribeOutput(BaseModel):
+    # The project's router (signalled only with direct delivery off; the session does not use it).
     router_id: str
-    # A matching event stored after the wait began but routed before the subscription reached the router.
+    # A matching event stored after the wait began, found by the backlog check (the ingress looked before
+    # the wait's row was there).
     backlog: EventDelivery | None = None
 
 
