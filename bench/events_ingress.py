@@ -102,17 +102,13 @@ def pct(values: list[float], p: float) -> float:
 async def wait_subscribed(client: AgentToolsClient, project: str, count: int, timeout: float = 120) -> None:
     """Until ``count`` waits of the project are kept in the store, where the ingress finds them (no router
     holds them with direct delivery)."""
-    from sqlalchemy import func, select
+    from agent_tools.activities.store.event_tables import count_open_waits
 
-    from agent_tools.activities.store.event_tables import event_subscriptions
-
-    c = event_subscriptions.c
-    stmt = select(func.count()).where(c.organisation == "bench", c.project == project, c.claimed_event_id.is_(None))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             store = (await client.transcripts()).store
-            if int(await store.run(lambda conn: conn.execute(stmt).scalar_one())) >= count:
+            if await count_open_waits(store, organisation="bench", project=project) >= count:
                 return
         except Exception:
             pass

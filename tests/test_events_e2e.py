@@ -20,7 +20,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.event_tables import add_subscription, count_events, event_subscriptions
+from agent_tools.activities.store.event_tables import (
+    add_subscription,
+    count_events,
+    count_open_waits,
+    event_subscriptions,
+)
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.events import (
     ACTIVITY_LOAD_EVENT,
@@ -106,17 +111,12 @@ async def subscribed(client: AgentToolsClient, project: str, count: int, *, rout
     """Until ``count`` open waits of acme's ``project`` are in place: kept in the store (where the ingress
     finds them), and, when the worker subscribes with the router too (``direct_delivery`` off), in the
     router."""
-    from sqlalchemy import func, select
-
-    c = event_subscriptions.c
-    # Waits still open: a delivered one keeps its row (claimed) until an hour past its deadline.
-    stmt = select(func.count()).where(c.organisation == "acme", c.project == project, c.claimed_event_id.is_(None))
     with_router = not client.settings.events.direct_delivery if router is None else router
 
     async def check() -> bool:
         try:  # the worker creates the store as its first activity starts
             store = (await client.transcripts()).store
-            kept = int(await store.run(lambda conn: conn.execute(stmt).scalar_one()))
+            kept = await count_open_waits(store, organisation="acme", project=project)
         except StoreNotReady:
             return False
         if kept < count:

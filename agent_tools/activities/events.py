@@ -46,6 +46,7 @@ from agent_tools.contracts.events import (
     received_result,
     router_workflow_id,
 )
+from agent_tools.contracts.events.settings import EventSettings
 from agent_tools.errors import InvalidInput
 
 
@@ -67,18 +68,8 @@ async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, tas
         raise ApplicationError(f"the wait cannot be kept: {exc}", type="InvalidInput", non_retryable=True) from exc
     router_id = router_workflow_id(inp.organisation, inp.project, cfg.router_id_prefix)
     if not cfg.direct_delivery:
-        await client.start_workflow(
-            ROUTER_WORKFLOW,
-            RouterInput(
-                organisation=inp.organisation,
-                project=inp.project,
-                max_history_events=cfg.router_max_history_events,
-            ),
-            id=router_id,
-            task_queue=task_queue,
-            start_signal=SIGNAL_SUBSCRIBE,
-            start_signal_args=[inp.subscription],
-            static_summary=f"event router {inp.organisation}/{inp.project}",
+        await signal_router(
+            client, cfg, inp.organisation, inp.project, task_queue=task_queue, signal=SIGNAL_SUBSCRIBE, arg=sub
         )
     found = await find_matching(
         services.store,
@@ -100,6 +91,23 @@ async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, tas
     if found is not None:
         backlog = EventDelivery.of(found, sub.subscription_id)
     return SubscribeOutput(router_id=router_id, backlog=backlog)
+
+
+async def signal_router(
+    client: Any, cfg: EventSettings, organisation: str, project: str, *, task_queue: str, signal: str, arg: Any
+) -> None:
+    """Signal-with-start the project's router (``direct_delivery`` off): the subscribe activity's wait, the
+    ingress's event. A workflow cannot signal-with-start; an activity or the ingress can, so the router exists
+    whenever there is something to route."""
+    await client.start_workflow(
+        ROUTER_WORKFLOW,
+        RouterInput(organisation=organisation, project=project, max_history_events=cfg.router_max_history_events),
+        id=router_workflow_id(organisation, project, cfg.router_id_prefix),
+        task_queue=task_queue,
+        start_signal=signal,
+        start_signal_args=[arg],
+        static_summary=f"event router {organisation}/{project}",
+    )
 
 
 # Answers no retry changes: the session has ended, or the server refuses this signal itself. Retried, one

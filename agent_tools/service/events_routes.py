@@ -36,15 +36,12 @@ from pydantic import BaseModel, Field, ValidationError
 from agent_tools.boundaries import MAX_JSON_DEPTH, clean_json, clean_text, describe_validation_error
 from agent_tools.contracts.events import (
     KIND_PATTERN,
-    ROUTER_WORKFLOW,
     SIGNAL_EVENT,
     EventDelivery,
     EventRecord,
     RouterEvent,
-    RouterInput,
     SessionDelivery,
     github_kind,
-    router_workflow_id,
     valid_kind,
 )
 from agent_tools.contracts.events.settings import EventSettings, EventSource
@@ -222,27 +219,23 @@ class _Ingress:
         await signal_sessions(client, items)
 
     async def route(self, record: EventRecord) -> None:
-        client = await self.client()
-        await client.start_workflow(
-            ROUTER_WORKFLOW,
-            RouterInput(
-                organisation=record.organisation,
-                project=record.project,
-                max_history_events=self.cfg.router_max_history_events,
-            ),
-            id=router_workflow_id(record.organisation, record.project, self.cfg.router_id_prefix),
+        from agent_tools.activities.events import signal_router
+
+        event = RouterEvent(
+            event_id=record.event_id,
+            kind=record.kind,
+            source=record.source,
+            received_at=record.received_at,
+            payload=record.payload,
+        )
+        await signal_router(
+            await self.client(),
+            self.cfg,
+            record.organisation,
+            record.project,
             task_queue=self.settings.task_queue,
-            start_signal=SIGNAL_EVENT,
-            start_signal_args=[
-                RouterEvent(
-                    event_id=record.event_id,
-                    kind=record.kind,
-                    source=record.source,
-                    received_at=record.received_at,
-                    payload=record.payload,
-                )
-            ],
-            static_summary=f"event router {record.organisation}/{record.project}",
+            signal=SIGNAL_EVENT,
+            arg=event,
         )
 
 

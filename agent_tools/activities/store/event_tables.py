@@ -104,6 +104,18 @@ async def count_events(store: Store, *, organisation: str, project: str) -> int:
     return int(await store.run(lambda conn: conn.execute(stmt).scalar_one()))
 
 
+async def count_open_waits(store: Store, *, organisation: str, project: str) -> int:
+    """Waits of the project that no event has claimed yet (a delivered one keeps its row, claimed, until an
+    hour past its deadline)."""
+    from sqlalchemy import func
+
+    c = event_subscriptions.c
+    stmt = select(func.count()).where(
+        c.organisation == organisation, c.project == project, c.claimed_event_id.is_(None)
+    )
+    return int(await store.run(lambda conn: conn.execute(stmt).scalar_one()))
+
+
 def _like_prefix(prefix: str) -> str:
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped + ".%"
@@ -229,18 +241,20 @@ async def add_subscription(store: Store, organisation: str, project: str, sub: S
 def _claim(conn: Connection, ids: Sequence[str], event_id: str, now: datetime, by: str, *, own: bool) -> set[str]:
     """Claim the unclaimed rows among ``ids`` for ``event_id``; returns the ids now claimed for it, by
     anyone, or with ``own`` by ``by`` only (the claims of an earlier attempt included)."""
-    if not ids:
-        return set()
     c = event_subscriptions.c
-    conn.execute(
-        update(event_subscriptions)
-        .where(c.subscription_id.in_(list(ids)), c.claimed_event_id.is_(None))
-        .values(claimed_event_id=event_id, claimed_at=as_utc(now), claimed_by=by)
-    )
-    cond = [c.subscription_id.in_(list(ids)), c.claimed_event_id == event_id]
-    if own:
-        cond.append(c.claimed_by == by)
-    return {r.subscription_id for r in conn.execute(select(c.subscription_id).where(*cond)).all()}
+    won: set[str] = set()
+    for at in range(0, len(ids), _CLAIM_CHUNK):  # bound parameters per statement (SQLite's limit)
+        chunk = list(ids[at : at + _CLAIM_CHUNK])
+        conn.execute(
+            update(event_subscriptions)
+            .where(c.subscription_id.in_(chunk), c.claimed_event_id.is_(None))
+            .values(claimed_event_id=event_id, claimed_at=as_utc(now), claimed_by=by)
+        )
+        cond = [c.subscription_id.in_(chunk), c.claimed_event_id == event_id]
+        if own:
+            cond.append(c.claimed_by == by)
+        won |= {r.subscription_id for r in conn.execute(select(c.subscription_id).where(*cond)).all()}
+    return won
 
 
 async def claim_for_event(store: Store, record: EventRecord, *, now: datetime) -> list[ClaimedDelivery]:
@@ -282,10 +296,7 @@ async def claim_for_event(store: Store, record: EventRecord, *, now: datetime) -
             if len(rows) < DIRECT_SCAN_LIMIT:
                 break
             after = rows[-1].subscription_id
-        ids = list(wanted)
-        won: set[str] = set()
-        for at in range(0, len(ids), _CLAIM_CHUNK):  # bound parameters per statement (SQLite's limit)
-            won |= _claim(conn, ids[at : at + _CLAIM_CHUNK], record.event_id, now, "ingress", own=False)
+        won = _claim(conn, list(wanted), record.event_id, now, "ingress", own=False)
         return [ClaimedDelivery(subscription_id=s, session_id=wanted[s]) for s in wanted if s in won]
 
     return await store.run(claim)
