@@ -2,7 +2,7 @@
 the session's next activity (``agent_tools.events.load_event``, started when the router's signal wakes it: the
 workflow task that scheduled it, or that recorded it as a local activity, completed).
 
-    python bench/events_ingress.py --sessions 200 --concurrency 32 [--paths direct,router]
+    python bench/events_ingress.py --sessions 200 --concurrency 32 [--paths direct,router] [--other-waits 5000]
 
 Everything runs on this machine: the embedded Temporal dev server, one worker, the ingress (uvicorn on a
 127.0.0.1 socket), SQLite in a temp dir, the scripted model. Latency uses the server's timestamp of the
@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,33 @@ async def wait_subscribed(client: AgentToolsClient, project: str, count: int, ti
     raise TimeoutError("sessions did not subscribe in time")
 
 
+async def add_other_waits(client: AgentToolsClient, project: str, count: int) -> None:
+    """Open waits of the same kind that no event of the phase matches (``{"n": "other-<i>"}``), as the other
+    sessions of a busy project hold: rows only, written straight into the store."""
+    from agent_tools.activities.store.db import upsert_rows
+    from agent_tools.activities.store.event_tables import event_subscriptions, subscription_row
+    from agent_tools.contracts.events import Subscription
+
+    now = datetime.now(UTC)
+    rows = [
+        subscription_row(
+            "bench",
+            project,
+            Subscription(
+                subscription_id=f"other-{project}-{i}",
+                session_id=f"other-{i}",
+                kind="bench.tick",
+                match={"n": f"other-{i}"},
+                since=now,
+                deadline=now + timedelta(minutes=30),
+            ),
+        )
+        for i in range(count)
+    ]
+    store = (await client.transcripts()).store
+    await store.run(lambda conn: upsert_rows(conn, event_subscriptions, rows, keys=["subscription_id"]))
+
+
 async def run_phase(
     project: str,
     token: str,
@@ -124,9 +151,12 @@ async def run_phase(
     sessions: int,
     concurrency: int,
     path: str,
+    other_waits: int = 0,
 ) -> dict[str, Any]:
     handles = [await client.start_session(str(i), organisation="bench", project=project) for i in range(sessions)]
     await wait_subscribed(client, project, sessions)
+    if other_waits:
+        await add_other_waits(client, project, other_waits)
     sent_at: dict[int, float] = {}
     sem = asyncio.Semaphore(concurrency)
 
@@ -258,6 +288,13 @@ async def main() -> None:
     parser.add_argument("--unloaded", type=int, default=20, help="sessions woken one at a time first")
     parser.add_argument("--rounds", type=int, default=3, help="raw / events rounds of both phases")
     parser.add_argument(
+        "--other-waits",
+        type=int,
+        default=0,
+        help="open waits of the same kind that no event matches, added to each phase's project before its events "
+        "(a busy project: the ingress must not read them all for every event)",
+    )
+    parser.add_argument(
         "--paths",
         default="direct,router",
         help="delivery paths measured side by side, each through its own ingress process: direct (the ingress "
@@ -345,7 +382,9 @@ async def main() -> None:
                         project = projects[(name, path)]
                         raw_results.append(await run_raw_phase(temporal, "events-raw", n, conc))
                         results.append(
-                            await run_phase(project, f"{TOKEN}-{project}", client, https[path], n, conc, path)
+                            await run_phase(
+                                project, f"{TOKEN}-{project}", client, https[path], n, conc, path, args.other_waits
+                            )
                         )
             await client.close()
             for http in https.values():

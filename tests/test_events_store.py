@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import Connection, update
 
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.event_tables import (
@@ -16,13 +17,14 @@ from agent_tools.activities.store.event_tables import (
     claim_one,
     count_events,
     event_id_for,
+    event_subscriptions,
     find_matching,
     get_event,
     get_subscription,
     store_event,
 )
 from agent_tools.boundaries import clean_json
-from agent_tools.contracts.events import EventRecord, Subscription
+from agent_tools.contracts.events import MAX_PAYLOAD_KEYS, EventRecord, Subscription, match_index_key
 from agent_tools.errors import InvalidInput
 
 
@@ -152,6 +154,8 @@ def _deep(levels: int) -> dict[str, object]:
         ("huge numbers", {"n": 10**300, "f": 1e308, "neg": -(10**40)}),
         ("wrong types", {"list": [1, "2", None, True, {"a": []}], "null": None}),
         ("nested 60 levels", _deep(60)),
+        ("a 4,000-digit number", {"n": 10**4000}),
+        ("dotted keys, nested matches and list paths", {"a.b": {"c": 1}, "l": [{"id": 2}], "e": {}}),
     ],
 )
 async def test_hostile_matches_are_kept_and_matched_like_the_router(
@@ -170,6 +174,43 @@ async def test_hostile_matches_are_kept_and_matched_like_the_router(
     stored = await store_event(store, event)
     claimed = await claim_for_event(store, stored.record, now=t0 + timedelta(seconds=1))
     assert [c.session_id for c in claimed] == ["s1"], label
+
+
+async def test_the_ingress_reads_the_waits_under_the_payloads_keys_and_those_without_one(store: Store) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    t0 = datetime.now(UTC).replace(microsecond=0)
+    waits = [
+        wait(project, "s-keyed", "ci", {"pr": 420}, t0),
+        # Written before revision 0007 (no key): read for every event, as every row was then.
+        wait(project, "s-old-row", "ci", {"pr": 420}, t0),
+        # A key no payload holds, though the match holds: shows that keyed rows are read by key only.
+        wait(project, "s-misfiled", "ci", {"pr": 420}, t0),
+        wait(project, "s-list-path", "ci", {"prs.0": 420}, t0),  # no key: may reach into a list
+    ]
+    for sub in waits:
+        await add_subscription(store, "acme", project, sub)
+    rows = {w.session_id: await get_subscription(store, w.subscription_id) for w in waits}
+    assert rows["s-keyed"] is not None and rows["s-keyed"]["match_key"] == match_index_key({"pr": 420})
+    assert rows["s-list-path"] is not None and rows["s-list-path"]["match_key"] is None
+    c = event_subscriptions.c
+
+    def rekey(conn: Connection) -> None:
+        conn.execute(update(event_subscriptions).where(c.session_id == "s-old-row").values(match_key=None))
+        conn.execute(update(event_subscriptions).where(c.session_id == "s-misfiled").values(match_key="0" * 32))
+
+    await store.run(rekey)
+    event = record(project, "d1", "ci.done", {"pr": 420, "prs": [420]}, t0 + timedelta(seconds=1))
+    claimed = await claim_for_event(store, event, now=t0 + timedelta(seconds=1))
+    assert sorted(d.session_id for d in claimed) == ["s-keyed", "s-list-path", "s-old-row"]
+    # A payload with more scalars than are looked up by key is matched against every wait of its kind.
+    wide = record(
+        project,
+        "d2",
+        "ci.done",
+        {"pr": 420, **{f"k{i}": i for i in range(MAX_PAYLOAD_KEYS)}},
+        t0 + timedelta(seconds=2),
+    )
+    assert [d.session_id for d in await claim_for_event(store, wide, now=t0 + timedelta(seconds=2))] == ["s-misfiled"]
 
 
 async def test_a_match_the_store_cannot_keep_is_refused_and_left_to_the_router(store: Store) -> None:

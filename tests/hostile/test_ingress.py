@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 
 from agent_tools.activities.store.event_tables import count_events
+from agent_tools.contracts.events import Subscription
 from agent_tools.contracts.events.signatures import sign_standard_webhook
 from agent_tools.service.app import create_app
 from agent_tools.settings import Settings
@@ -54,15 +56,31 @@ async def test_nul_bytes_and_lone_surrogates_in_a_payload_are_stored_cleaned(
     settings.database_url = store_url
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with ingress(settings, temporal_env.client, project) as (http, store):
+        from agent_tools.activities.store.event_tables import add_subscription, get_event, get_subscription
+
+        # A wait whose match holds the same hostile text, as a model could write it: its key is made from
+        # the match as stored, which is cleaned the same way, so the cleaned event still finds it.
+        now = datetime.now(UTC)
+        sub = Subscription(
+            subscription_id=f"sub-{project}",
+            session_id=f"no-such-session-{project}",  # an ended session is skipped by the delivery
+            kind="ci",
+            match={"note": "a\x00b\ud800c"},
+            since=now - timedelta(seconds=1),
+            deadline=now + timedelta(minutes=5),
+        )
+        await add_subscription(store, "acme", project, sub)
         body = '{"kind": "ci.done", "payload": {"note": "a\\u0000b\\ud800c", "k\\u0000": 1}}'
         resp = await http.post(
             "/v1/events", content=body.encode(), headers={**AUTH, "Content-Type": "application/json"}
         )
         assert resp.status_code == 202, resp.text
-        from agent_tools.activities.store.event_tables import get_event
 
         event = await get_event(store, resp.json()["event_id"])
         assert event is not None and event.payload == {"note": "a\ufffdb\ufffdc", "k\ufffd": 1}
+        row = await get_subscription(store, sub.subscription_id)
+        assert row is not None and row["match_key"] is not None
+        assert row["claimed_event_id"] == event.event_id
 
 
 async def test_a_github_delivery_replayed_under_a_new_delivery_id_is_a_duplicate(

@@ -17,7 +17,14 @@ from sqlalchemy import JSON, Column, Connection, DateTime, Index, Integer, Strin
 from agent_tools.activities.store.db import Store, as_utc, upsert_rows
 from agent_tools.activities.store.tables import metadata
 from agent_tools.boundaries import clean_json, clean_text
-from agent_tools.contracts.events import EventRecord, Subscription, kind_matches, payload_matches
+from agent_tools.contracts.events import (
+    EventRecord,
+    Subscription,
+    kind_matches,
+    match_index_key,
+    payload_index_keys,
+    payload_matches,
+)
 
 events = Table(
     "events",
@@ -180,7 +187,12 @@ event_subscriptions = Table(
     Column("claimed_at", DateTime(timezone=True), nullable=True),
     # Who claimed it: "ingress", "backlog" or "router" (a retried router delivery re-signals its own claims).
     Column("claimed_by", String(16), nullable=True),
+    # One (path, value) pair of the match, hashed (``match_index_key``): an event reads the waits under its
+    # payload's keys and those without one, not every wait of its kind. Null for a match with no such pair
+    # and for rows written before revision 0007 (read for every event, as all rows were then).
+    Column("match_key", String(32), nullable=True),
     Index("ix_event_subscriptions_scope_kind", "organisation", "project", "kind"),
+    Index("ix_event_subscriptions_scope_match", "organisation", "project", "match_key"),
     Index("ix_event_subscriptions_deadline", "deadline"),
 )
 
@@ -208,13 +220,16 @@ def kind_prefixes(kind: str) -> list[str]:
 
 def subscription_row(organisation: str, project: str, sub: Subscription) -> dict[str, Any]:
     """The row of one wait. Raises InvalidInput for a match nested deeper than the store keeps."""
+    match = clean_json(sub.match, max_depth=64)
     return {
         "subscription_id": sub.subscription_id,
         "organisation": organisation,
         "project": project,
         "session_id": sub.session_id,
         "kind": sub.kind,
-        "match": clean_json(sub.match, max_depth=64),
+        "match": match,
+        # From the match as stored: the ingress matches that against the payload as stored.
+        "match_key": match_index_key(match if isinstance(match, dict) else None),
         "exclude_event_ids": [clean_text(str(e)) for e in sub.exclude_event_ids],
         "since": as_utc(sub.since),
         "deadline": as_utc(sub.deadline),
@@ -265,6 +280,7 @@ async def claim_for_event(store: Store, record: EventRecord, *, now: datetime) -
     backlog check finds the events received after a wait began: between the two, every pair is seen by at
     least one side), its deadline has not passed, and no other event claimed it. Rows this event claimed
     before are returned again: a retried POST re-signals them (a session ignores a repeated delivery).
+    Only the waits under the payload's match keys and those without a key are read (``match_index_key``).
     """
     c = event_subscriptions.c
     received = as_utc(record.received_at)
@@ -277,25 +293,37 @@ async def claim_for_event(store: Store, record: EventRecord, *, now: datetime) -
         or_(c.claimed_event_id.is_(None), c.claimed_event_id == record.event_id),
     ]
     columns = (c.subscription_id, c.session_id, c.match, c.exclude_event_ids)
+    keys = payload_index_keys(record.payload)
+    # The waits without a key, then those under each of the payload's keys (or, for a payload with too many
+    # scalars to look up, every wait of the kind).
+    if keys is None:
+        narrowings: list[Any] = [None]
+    else:
+        ordered = sorted(keys)
+        narrowings = [c.match_key.is_(None)] + [
+            c.match_key.in_(ordered[at : at + _CLAIM_CHUNK]) for at in range(0, len(ordered), _CLAIM_CHUNK)
+        ]
 
     def claim(conn: Connection) -> list[ClaimedDelivery]:
         wanted: dict[str, str] = {}
-        after: str | None = None
-        # Page by page in key order: every matching wait is found, however many wait on one kind (no router
-        # delivers the rest any more), and a page's rows stay bounded.
-        while True:
-            page = select(*columns).where(*live).order_by(c.subscription_id).limit(DIRECT_SCAN_LIMIT)
-            if after is not None:
-                page = page.where(c.subscription_id > after)
-            rows = conn.execute(page).all()
-            for row in rows:
-                if record.event_id in (row.exclude_event_ids or ()):
-                    continue
-                if payload_matches(record.payload, row.match or {}):
-                    wanted[row.subscription_id] = row.session_id
-            if len(rows) < DIRECT_SCAN_LIMIT:
-                break
-            after = rows[-1].subscription_id
+        for narrowing in narrowings:
+            where = live if narrowing is None else [*live, narrowing]
+            after: str | None = None
+            # Page by page in key order: every matching wait is found, however many wait on one kind (no
+            # router delivers the rest any more), and a page's rows stay bounded.
+            while True:
+                page = select(*columns).where(*where).order_by(c.subscription_id).limit(DIRECT_SCAN_LIMIT)
+                if after is not None:
+                    page = page.where(c.subscription_id > after)
+                rows = conn.execute(page).all()
+                for row in rows:
+                    if record.event_id in (row.exclude_event_ids or ()):
+                        continue
+                    if payload_matches(record.payload, row.match or {}):
+                        wanted[row.subscription_id] = row.session_id
+                if len(rows) < DIRECT_SCAN_LIMIT:
+                    break
+                after = rows[-1].subscription_id
         won = _claim(conn, list(wanted), record.event_id, now, "ingress", own=False)
         return [ClaimedDelivery(subscription_id=s, session_id=wanted[s]) for s in wanted if s in won]
 

@@ -19,6 +19,7 @@ Matching (documented in ``docs/events.md``):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -377,6 +378,100 @@ def subscription_matches(sub: Subscription, kind: str, payload: Mapping[str, Any
     return (
         event_id not in sub.exclude_event_ids and kind_matches(sub.kind, kind) and payload_matches(payload, sub.match)
     )
+
+
+# ---- the index key of a wait ---------------------------------------------------------------------------
+#
+# The ingress must find the waits an event matches among every open wait of its kind. Scanning them all
+# costs N² row reads for a burst of N events to N waits. So a wait is stored with one key taken from its
+# match, a (path, value) pair, and an event looks up the keys of its payload's own (path, value) pairs: the
+# waits it can match are those with one of those keys, and those with no key (the scan that remains).
+# ``payload_matches`` still decides; the key only narrows which rows are read, so it must never leave out a
+# wait that matches (``tests/test_events_match_key.py`` checks that property on generated payloads).
+#
+# Only a path that reaches its value through objects alone is a key: every segment non-empty, none ``*``,
+# none a list index. Such a path reaches, in any payload, exactly the values at the end of a chain of object
+# keys that, joined with ".", spell the path (the literal dotted keys ``_candidates`` also tries are such
+# chains), so the payload's keys are those chains to its scalar values.
+
+# A payload with more scalar values than this is matched against every wait of its kind, as before.
+MAX_PAYLOAD_KEYS = 2_000
+_INDEX_SEGMENT_RE = re.compile(r"-?\d+")
+
+
+def _scalar_text(value: Any) -> str | None:
+    """The scalar as the key spells it, equal for values ``json_equal`` holds equal (``1`` and ``1.0``)."""
+    if value is None:
+        return "z"
+    if isinstance(value, bool):
+        return "b1" if value else "b0"
+    if isinstance(value, int):
+        return "n" + hex(value)  # hex: no limit on the digits (str() of a huge int raises)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        return "n" + (hex(int(value)) if value.is_integer() else repr(value))
+    if isinstance(value, str):
+        return "s" + value
+    return None
+
+
+def _key(path: str, value_text: str) -> str:
+    raw = f"{path}\x00{value_text}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _indexable_path(path: str) -> bool:
+    return all(seg and seg != "*" and not _INDEX_SEGMENT_RE.fullmatch(seg) for seg in path.split("."))
+
+
+def _match_pairs(match: Mapping[str, Any], prefix: str, depth: int) -> Iterator[tuple[str, Any]]:
+    # A nested object is a nested match ({"pull_request": {"number": 420}} is "pull_request.number": 420).
+    for path, expected in match.items():
+        full = f"{prefix}.{path}" if prefix else str(path)
+        if isinstance(expected, Mapping):
+            if depth < MAX_JSON_DEPTH:
+                yield from _match_pairs(expected, full, depth + 1)
+        else:
+            yield full, expected
+
+
+def match_index_key(match: Mapping[str, Any] | None) -> str | None:
+    """The key a wait is stored under, or None (a wait the ingress reads for every event of its kind).
+
+    Of the match's (path, scalar) pairs on indexable paths, a number or a string before a boolean or null
+    (they tell fewer events apart), then the longest path (``pull_request.number`` before ``action``).
+    """
+    best: tuple[int, int, str, str] | None = None
+    for path, expected in _match_pairs(match or {}, "", 0):
+        text = _scalar_text(expected)
+        if text is None or not _indexable_path(path):
+            continue
+        rank = (0 if text[0] in "ns" else 1, -len(path), path, text)
+        if best is None or rank < best:
+            best = rank
+    return None if best is None else _key(best[2], best[3])
+
+
+def payload_index_keys(payload: Mapping[str, Any]) -> set[str] | None:
+    """The keys of every wait this payload could match, or None when it holds more scalars than
+    ``MAX_PAYLOAD_KEYS`` (then every wait of the kind is read)."""
+    keys: set[str] = set()
+    stack: list[tuple[str, Mapping[str, Any]]] = [("", payload)]
+    while stack:
+        prefix, node = stack.pop()
+        for name, value in node.items():
+            path = f"{prefix}.{name}" if prefix else str(name)
+            if isinstance(value, Mapping):
+                stack.append((path, value))
+                continue
+            text = _scalar_text(value)
+            if text is None:
+                continue  # a list (no key reaches into one) or a value no wait can equal by key
+            keys.add(_key(path, text))
+            if len(keys) > MAX_PAYLOAD_KEYS:
+                return None
+    return keys
 
 
 def router_workflow_id(organisation: str, project: str, prefix: str = DEFAULT_ROUTER_PREFIX) -> str:
