@@ -4,7 +4,8 @@ workflow task that scheduled it, or that recorded it as a local activity, comple
 
     python bench/events_ingress.py --sessions 200 --concurrency 32 [--paths direct,router] [--other-waits 5000]
 
-Everything runs on this machine: the embedded Temporal dev server, one worker, the ingress (uvicorn on a
+Everything runs on this machine: the embedded Temporal dev server, one worker (in the bench's process, with
+the raw reference's worker beside it; ``--worker-process`` runs both in a process of their own), the ingress (uvicorn on a
 127.0.0.1 socket), SQLite in a temp dir, the scripted model. Latency uses the server's timestamp of the
 ActivityTaskScheduled event minus the client's clock before the POST (same host, same clock).
 
@@ -262,6 +263,30 @@ async def run_raw_phase(temporal: Client, task_queue: str, n: int, concurrency: 
     }
 
 
+async def run_workers(address: str, namespace: str, task_queue: str, database_url: str, model: str) -> None:
+    """``--worker``: our worker and the raw reference's in a process of their own, apart from the bench's
+    load (its HTTP client, its Temporal client's signals, its history polling), as a deployment runs its
+    worker apart from whoever sends it events."""
+    import signal
+
+    from temporalio.worker import Worker
+
+    from bench.bare_waiter import BareWaiter
+
+    settings = Settings(database_url=database_url, task_queue=task_queue, agents_file=None, model=model)
+    plugin = AgentToolsPlugin(settings)
+    temporal = await Client.connect(address, namespace=namespace, plugins=[plugin])
+    raw_worker = Worker(temporal, task_queue=RAW_QUEUE, workflows=[BareWaiter], max_concurrent_workflow_tasks=200)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async with build_worker(temporal, plugin), raw_worker:
+        print("READY", flush=True)
+        await stop.wait()
+
+
+RAW_QUEUE = "events-raw"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -279,6 +304,28 @@ async def wait_healthy(base: str, timeout: float = 30) -> None:
                 if time.monotonic() > deadline:
                     raise
             await asyncio.sleep(0.1)
+
+
+def start_workers(client: Client, settings: Settings) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            client.service_client.config.target_host,
+            client.namespace,
+            settings.task_queue,
+            settings.database_url,
+            str(settings.model),
+        ],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # blocks until the workers poll (or the process died)
+    if b"READY" not in line:
+        raise RuntimeError(f"the workers' process did not start (exit {proc.poll()})")
+    return proc
 
 
 async def main() -> None:
@@ -300,6 +347,13 @@ async def main() -> None:
         help="delivery paths measured side by side, each through its own ingress process: direct (the ingress "
         "signals the waiting sessions from the store's subscriptions, and nothing else) and router "
         "(AGENT_TOOLS_EVENTS__DIRECT_DELIVERY=false: each event also routed through the EventRouter)",
+    )
+    parser.add_argument(
+        "--worker-process",
+        action="store_true",
+        help="run the workers (ours and the raw reference's) in a process of their own, apart from the bench's "
+        "HTTP client and polling: a profiler attached to it sees the worker alone. The ratios did not move "
+        "with it (three pairs alternating, 2026-12-02)",
     )
     args = parser.parse_args()
     paths = [p for p in args.paths.split(",") if p]
@@ -360,17 +414,27 @@ async def main() -> None:
         servers[path] = (proc, f"http://127.0.0.1:{port}")
     results = []
     raw_results = []
+    from contextlib import AsyncExitStack
+
     from temporalio.worker import Worker
 
     from bench.bare_waiter import BareWaiter
 
-    # The raw reference's worker on its own queue beside ours (the plugin leaves other queues' workers as
-    # the SDK builds them), on the same server and in the same process.
-    raw_worker = Worker(temporal, task_queue="events-raw", workflows=[BareWaiter], max_concurrent_workflow_tasks=200)
+    workers_proc: subprocess.Popen[bytes] | None = None
     try:
         for _proc, base in servers.values():
             await wait_healthy(base)
-        async with build_worker(temporal, plugin), raw_worker:
+        async with AsyncExitStack() as stack:
+            if not args.worker_process:
+                # The raw reference's worker on its own queue beside ours (the plugin leaves other queues'
+                # workers as the SDK builds them), on the same server and in the same process.
+                raw_worker = Worker(
+                    temporal, task_queue=RAW_QUEUE, workflows=[BareWaiter], max_concurrent_workflow_tasks=200
+                )
+                await stack.enter_async_context(build_worker(temporal, plugin))
+                await stack.enter_async_context(raw_worker)
+            else:
+                workers_proc = start_workers(env.client, settings)
             https = {path: httpx.AsyncClient(base_url=base, timeout=60) for path, (_p, base) in servers.items()}
             client = AgentToolsClient(temporal, settings)
             for r, projects in enumerate(rounds):
@@ -380,7 +444,7 @@ async def main() -> None:
                     order = paths[r % len(paths) :] + paths[: r % len(paths)]
                     for path in order:
                         project = projects[(name, path)]
-                        raw_results.append(await run_raw_phase(temporal, "events-raw", n, conc))
+                        raw_results.append(await run_raw_phase(temporal, RAW_QUEUE, n, conc))
                         results.append(
                             await run_phase(
                                 project, f"{TOKEN}-{project}", client, https[path], n, conc, path, args.other_waits
@@ -390,7 +454,7 @@ async def main() -> None:
             for http in https.values():
                 await http.aclose()
     finally:
-        for proc, _base in servers.values():
+        for proc in [*(p for p, _base in servers.values()), *([workers_proc] if workers_proc else [])]:
             proc.terminate()
             proc.wait(10)
         await env.shutdown()
@@ -436,4 +500,8 @@ async def main() -> None:
 if __name__ == "__main__":
     from agent_tools.process_exit import run_and_exit
 
-    run_and_exit(lambda: asyncio.run(main()))
+    if sys.argv[1:2] == ["--worker"]:
+        sys.path.insert(0, str(ROOT))  # bench.bare_waiter
+        run_and_exit(lambda: asyncio.run(run_workers(*sys.argv[2:7])))
+    else:
+        run_and_exit(lambda: asyncio.run(main()))
