@@ -1,6 +1,7 @@
-"""The lean-start patch: a session begun with it asks one patch marker and sets its first search attributes
-in one command, and the Temporal UI still shows every session attribute (histories recorded on both sides of
-it replay in tests/test_replay.py)."""
+"""The lean-start patches: a session begun with one asks one patch marker and sets its first search
+attributes in one command, and the Temporal UI still shows every session attribute (histories recorded on
+every side of them replay in tests/test_replay.py). ``lean-start-2`` also stands for the patches asked since
+the first, so a woken event wait records none."""
 
 from __future__ import annotations
 
@@ -13,14 +14,17 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from agent_tools import search_attributes as sa
+from agent_tools.contracts.events import PATCH_INLINE_EVENT, PATCH_LOAD_EVENT_LOCAL
 from agent_tools.contracts.planning import PATCH_LOOP_FLOOR
 from agent_tools.human_client import answer_questions
 from agent_tools.session import SessionStatus
-from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED
+from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED, PATCH_APPROVALS
 from agent_tools.workflows.base import (
+    LEAN_START_2_IMPLIES,
     LEAN_START_IMPLIES,
     PATCH_BOUNDED_INPUTS,
     PATCH_LEAN_START,
+    PATCH_LEAN_START_2,
     PATCH_STRICT_ARGUMENTS,
 )
 from agent_tools.workflows.session import PATCH_LOCAL_PREPARE, PATCH_MID_WAIT_CAN
@@ -52,6 +56,38 @@ def test_it_stands_for_every_patch_a_session_asked_before_it() -> None:
     }
     assert asked == LEAN_START_IMPLIES
     assert PATCH_LEAN_START not in LEAN_START_IMPLIES
+    # Every patch a session asks for with workflow.patched today, besides the markers themselves.
+    assert asked | {PATCH_APPROVALS, PATCH_LOAD_EVENT_LOCAL, PATCH_INLINE_EVENT} == LEAN_START_2_IMPLIES
+    assert not {PATCH_LEAN_START, PATCH_LEAN_START_2} & LEAN_START_2_IMPLIES
+
+
+def test_every_patch_a_session_asks_is_one_the_newest_marker_stands_for() -> None:
+    """A patch added later must be folded in with a new marker (or be asked for itself on purpose): the
+    session's code names each patch it asks through ``self.patched`` or ``workflow.patched``."""
+    import re
+    from pathlib import Path
+
+    import agent_tools.workflows as pkg
+
+    asked: set[str] = set()
+    for path in Path(pkg.__file__).parent.glob("*.py"):
+        if path.name == "event_router.py":  # the router is its own workflow, with its own patch
+            continue
+        asked |= set(re.findall(r"patched\((PATCH_[A-Z_0-9]+)\)", path.read_text()))
+    import agent_tools.contracts.events as events
+    import agent_tools.contracts.planning as planning
+    import agent_tools.workflows.approvals as approvals
+    import agent_tools.workflows.base as base
+    import agent_tools.workflows.session as session
+
+    values = {
+        name: getattr(module, name)
+        for name in asked
+        for module in (base, session, approvals, events, planning)
+        if hasattr(module, name)
+    }
+    assert set(values) == asked, asked - set(values)
+    assert set(values.values()) - {PATCH_LEAN_START, PATCH_LEAN_START_2} == LEAN_START_2_IMPLIES
 
 
 def _patches(events: list[HistoryEvent]) -> list[str]:
@@ -80,7 +116,7 @@ async def test_a_new_session_waits_after_one_marker_and_one_upsert_per_workflow_
         else:
             raise AssertionError("never waited for the user")
         events = list((await handle.workflow.fetch_history()).events)
-        assert _patches(events) == [PATCH_LEAN_START]
+        assert _patches(events) == [PATCH_LEAN_START_2]
         upserts = [_upserted(e) for e in events if e.HasField("upsert_workflow_search_attributes_event_attributes")]
         # The core's TemporalChangeVersion for the marker, the first status with the tree's attributes (those
         # the client set at start are not sent again), and waiting_for_user.
@@ -111,8 +147,8 @@ async def test_a_new_session_waits_after_one_marker_and_one_upsert_per_workflow_
         assert attrs.get(sa.SESSION_STATE) == "completed"
 
 
-def test_recorded_histories_cover_both_sides_of_it() -> None:
-    lean, before = [], []
+def test_recorded_histories_cover_every_side_of_them() -> None:
+    lean2, lean, before = [], [], []
     for path in sorted(HISTORIES.glob("session_*.json")):
         events = json.loads(path.read_text())["events"]
         markers = [e["markerRecordedEventAttributes"] for e in events if "markerRecordedEventAttributes" in e]
@@ -121,8 +157,26 @@ def test_recorded_histories_cover_both_sides_of_it() -> None:
             for m in markers
             if m["markerName"] == "core_patch"
         ]
-        (lean if PATCH_LEAN_START in ids else before).append(path.name)
-    assert lean and before, (lean, before)
+        (lean2 if PATCH_LEAN_START_2 in ids else lean if PATCH_LEAN_START in ids else before).append(path.name)
+    assert lean2 and lean and before, (lean2, lean, before)
+
+
+def test_a_session_begun_with_lean_start_2_records_no_other_patch() -> None:
+    # Its event woken and rendered from the delivery, its approvals waited on: nothing asks a marker after
+    # it (a handler of the run's first activation, before ``run``, may ask one first, as it always did;
+    # runs begun with lean-start recorded tool-approvals or inline-event after it).
+    names = set()
+    for path in sorted(HISTORIES.glob("session_*.json")):
+        events = json.loads(path.read_text())["events"]
+        ids = [
+            json.loads(base64.b64decode(m["details"]["patch-data"]["payloads"][0]["data"]))["id"]
+            for m in (e["markerRecordedEventAttributes"] for e in events if "markerRecordedEventAttributes" in e)
+            if m["markerName"] == "core_patch"
+        ]
+        if PATCH_LEAN_START_2 in ids:
+            assert ids[-1] == PATCH_LEAN_START_2 and set(ids[:-1]) <= LEAN_START_IMPLIES, (path.name, ids)
+            names.add(path.name.split(".")[0])
+    assert {"session_event_wait", "session_tool_approval", "session_ask_user_mid_wait"} <= names, names
 
 
 def test_sessions_of_a_worker_share_one_policy_object() -> None:

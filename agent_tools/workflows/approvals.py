@@ -83,7 +83,7 @@ class ApprovalMixin(SessionBase):
 
     async def _await_approval(self, call: ToolCall) -> tuple[ToolCallOutput | None, str | None]:
         """Wait for a decision on this call: (the tool error when it must not run, the approval id when it may)."""
-        if not self._needs_approval(call) or not workflow.patched(PATCH_APPROVALS):
+        if not self._needs_approval(call) or not self.patched(PATCH_APPROVALS):
             return None, None
         approvals = self.config.approvals
         assert approvals is not None

@@ -131,6 +131,13 @@ LEAN_START_IMPLIES = frozenset(
         "loop-interval-floor",
     }
 )
+# The next fold: runs begun with this marker instead have every patch above and the three a session asked
+# for itself since (an approval's wait, an event loaded in a local activity, an event that rode in its
+# delivery). The last of them cost each woken session a marker and its TemporalChangeVersion upsert, two
+# history events and a visibility update per event delivered. Asked before ``lean-start``; a history without
+# it asks that, and each later patch, as before.
+PATCH_LEAN_START_2 = "lean-start-2"
+LEAN_START_2_IMPLIES = LEAN_START_IMPLIES | {"tool-approvals", "load-event-local", "inline-event"}
 
 
 # One ExecutionPolicy object per distinct policy in a worker's process: every session of a worker decodes the
@@ -183,8 +190,10 @@ class SessionBase:
     _handover: bool = False
 
     _strict_arguments: bool | None = None
-    # Whether this run began with :data:`PATCH_LEAN_START`; set first thing in ``AgentSession.run``.
+    # Whether this run began with :data:`PATCH_LEAN_START` (or :data:`PATCH_LEAN_START_2`, which stands for
+    # it and more); set first thing in ``AgentSession.run``.
     _lean_start: bool = False
+    _lean_start_2: bool = False
 
     def patched(self, patch_id: str) -> bool:
         """``workflow.patched``, true without a marker for the patches a lean-start run stands for.
@@ -192,6 +201,8 @@ class SessionBase:
         A handler that runs before ``run`` (a signal in the first activation) asks the patch itself, as it
         always did; its replay asks in the same order.
         """
+        if self._lean_start_2 and patch_id in LEAN_START_2_IMPLIES:
+            return True
         if self._lean_start and patch_id in LEAN_START_IMPLIES:
             return True
         return workflow.patched(patch_id)

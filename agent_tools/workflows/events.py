@@ -173,11 +173,11 @@ class EventWaitMixin(SessionBase):
             # Rendered here when it needs no artifact (a spilled result is written by load_event). Asked only
             # for a delivery that carries its event, so the other deliveries record no marker; a history
             # whose worker loaded a carried event anyway (one from before this) replays that load.
-            if not should_spill(content, ref.spill_threshold, exempt=False) and workflow.patched(PATCH_INLINE_EVENT):
+            if not should_spill(content, ref.spill_threshold, exempt=False) and self.patched(PATCH_INLINE_EVENT):
                 return ToolCallOutput(content=content, data=data)
         try:
             loaded: ToolCallOutput
-            if workflow.patched(PATCH_LOAD_EVENT_LOCAL):
+            if self.patched(PATCH_LOAD_EVENT_LOCAL):
                 # A local activity: one store read (and a spill of a large event), which as a regular activity
                 # cost a round trip through the server and a workflow task of its own between the event's
                 # arrival and the next model step: a third of a woken session's work under a burst.

@@ -23,6 +23,7 @@ from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED, ApprovalMixin
 from agent_tools.workflows.base import (
     MODEL_NON_RETRYABLE,
     PATCH_LEAN_START,
+    PATCH_LEAN_START_2,
     InflightStep,
     call_options,
     failure_detail,
@@ -140,8 +141,10 @@ class AgentSession(
         # Sessions begun before continue-as-new mid-wait replay without it (it adds commands mid-turn). Asked
         # first thing: a patch asked for right after the prepare local activity is not yet known on replay
         # when that activity's marker closed the previous workflow task.
-        # Before them all, the one marker that stands for them in runs begun since (base.PATCH_LEAN_START).
-        self._lean_start = workflow.patched(PATCH_LEAN_START)
+        # Before them all, the one marker that stands for them in runs begun since (base.PATCH_LEAN_START_2,
+        # or in runs begun before it base.PATCH_LEAN_START, which stands for fewer).
+        self._lean_start_2 = workflow.patched(PATCH_LEAN_START_2)
+        self._lean_start = self._lean_start_2 or workflow.patched(PATCH_LEAN_START)
         self._mid_wait_can = self.patched(PATCH_MID_WAIT_CAN)
         # Approval waits became parked waits after that (histories between the two hand none of them over).
         self._approvals_park = self._mid_wait_can and self.patched(PATCH_APPROVAL_PARKED)
