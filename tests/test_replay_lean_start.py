@@ -147,8 +147,9 @@ async def test_a_new_session_waits_after_one_marker_and_one_upsert_per_workflow_
         assert attrs.get(sa.SESSION_STATE) == "completed"
 
 
-def test_recorded_histories_cover_every_side_of_them() -> None:
-    lean2, lean, before = [], [], []
+def _recorded_patches() -> list[tuple[str, list[str]]]:
+    """Each recorded session history's name and the patch ids of its markers, in order."""
+    out = []
     for path in sorted(HISTORIES.glob("session_*.json")):
         events = json.loads(path.read_text())["events"]
         markers = [e["markerRecordedEventAttributes"] for e in events if "markerRecordedEventAttributes" in e]
@@ -157,7 +158,14 @@ def test_recorded_histories_cover_every_side_of_them() -> None:
             for m in markers
             if m["markerName"] == "core_patch"
         ]
-        (lean2 if PATCH_LEAN_START_2 in ids else lean if PATCH_LEAN_START in ids else before).append(path.name)
+        out.append((path.name, ids))
+    return out
+
+
+def test_recorded_histories_cover_every_side_of_them() -> None:
+    lean2, lean, before = [], [], []
+    for name, ids in _recorded_patches():
+        (lean2 if PATCH_LEAN_START_2 in ids else lean if PATCH_LEAN_START in ids else before).append(name)
     assert lean2 and lean and before, (lean2, lean, before)
 
 
@@ -166,16 +174,10 @@ def test_a_session_begun_with_lean_start_2_records_no_other_patch() -> None:
     # it (a handler of the run's first activation, before ``run``, may ask one first, as it always did;
     # runs begun with lean-start recorded tool-approvals or inline-event after it).
     names = set()
-    for path in sorted(HISTORIES.glob("session_*.json")):
-        events = json.loads(path.read_text())["events"]
-        ids = [
-            json.loads(base64.b64decode(m["details"]["patch-data"]["payloads"][0]["data"]))["id"]
-            for m in (e["markerRecordedEventAttributes"] for e in events if "markerRecordedEventAttributes" in e)
-            if m["markerName"] == "core_patch"
-        ]
+    for name, ids in _recorded_patches():
         if PATCH_LEAN_START_2 in ids:
-            assert ids[-1] == PATCH_LEAN_START_2 and set(ids[:-1]) <= LEAN_START_IMPLIES, (path.name, ids)
-            names.add(path.name.split(".")[0])
+            assert ids[-1] == PATCH_LEAN_START_2 and set(ids[:-1]) <= LEAN_START_IMPLIES, (name, ids)
+            names.add(name.split(".")[0])
     assert {"session_event_wait", "session_tool_approval", "session_ask_user_mid_wait"} <= names, names
 
 

@@ -190,10 +190,9 @@ class SessionBase:
     _handover: bool = False
 
     _strict_arguments: bool | None = None
-    # Whether this run began with :data:`PATCH_LEAN_START` (or :data:`PATCH_LEAN_START_2`, which stands for
-    # it and more); set first thing in ``AgentSession.run``.
-    _lean_start: bool = False
-    _lean_start_2: bool = False
+    # The patches this run's lean-start marker stands for (:data:`LEAN_START_2_IMPLIES`,
+    # :data:`LEAN_START_IMPLIES`, or none for a run begun before both); set first thing in ``AgentSession.run``.
+    _implied_patches: frozenset[str] = frozenset()
 
     def patched(self, patch_id: str) -> bool:
         """``workflow.patched``, true without a marker for the patches a lean-start run stands for.
@@ -201,11 +200,7 @@ class SessionBase:
         A handler that runs before ``run`` (a signal in the first activation) asks the patch itself, as it
         always did; its replay asks in the same order.
         """
-        if self._lean_start_2 and patch_id in LEAN_START_2_IMPLIES:
-            return True
-        if self._lean_start and patch_id in LEAN_START_IMPLIES:
-            return True
-        return workflow.patched(patch_id)
+        return patch_id in self._implied_patches or workflow.patched(patch_id)
 
     @property
     def strict_arguments(self) -> bool:

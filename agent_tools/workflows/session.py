@@ -21,6 +21,8 @@ from temporalio.workflow import NondeterminismError
 
 from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED, ApprovalMixin
 from agent_tools.workflows.base import (
+    LEAN_START_2_IMPLIES,
+    LEAN_START_IMPLIES,
     MODEL_NON_RETRYABLE,
     PATCH_LEAN_START,
     PATCH_LEAN_START_2,
@@ -143,13 +145,15 @@ class AgentSession(
         # when that activity's marker closed the previous workflow task.
         # Before them all, the one marker that stands for them in runs begun since (base.PATCH_LEAN_START_2,
         # or in runs begun before it base.PATCH_LEAN_START, which stands for fewer).
-        self._lean_start_2 = workflow.patched(PATCH_LEAN_START_2)
-        self._lean_start = self._lean_start_2 or workflow.patched(PATCH_LEAN_START)
+        if workflow.patched(PATCH_LEAN_START_2):
+            self._implied_patches = LEAN_START_2_IMPLIES
+        elif workflow.patched(PATCH_LEAN_START):
+            self._implied_patches = LEAN_START_IMPLIES
         self._mid_wait_can = self.patched(PATCH_MID_WAIT_CAN)
         # Approval waits became parked waits after that (histories between the two hand none of them over).
         self._approvals_park = self._mid_wait_can and self.patched(PATCH_APPROVAL_PARKED)
         # A lean run's first search attributes (the tree's and the first status) go in one command.
-        self._attributes_due = {} if self._lean_start else None
+        self._attributes_due = {} if self._implied_patches else None
         if self._config is None:
             refusal = self._input_error or (request_problems(self.request) if self.bounded_inputs else None)
             if refusal is not None:

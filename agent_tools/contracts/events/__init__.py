@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -408,7 +409,7 @@ def _scalar_text(value: Any) -> str | None:
     if isinstance(value, int):
         return "n" + hex(value)  # hex: no limit on the digits (str() of a huge int raises)
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             return None
         return "n" + (hex(int(value)) if value.is_integer() else repr(value))
     if isinstance(value, str):
