@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.session import SessionStatus
@@ -66,6 +66,20 @@ def ask_script(script: Callable[[list[Any]], str]) -> str:
             }
         ]
     )
+
+
+def settled(handle: SessionHandle, samples: int = 10) -> Callable[[], Awaitable[bool]]:
+    """A check for ``until``: the chain's latest run is running, and its run and history length were the
+    same in the last ``samples`` looks (half a second at ``until``'s pace)."""
+    seen: list[tuple[str | None, int]] = []
+
+    async def check() -> bool:
+        now = await handle.workflow.describe()
+        seen.append((now.run_id, now.history_length))
+        recent = seen[-samples:]
+        return now.status == WorkflowExecutionStatus.RUNNING and len(recent) == samples and len(set(recent)) == 1
+
+    return check
 
 
 async def tool_results(handle: SessionHandle) -> list[Any]:
@@ -422,6 +436,17 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
         # while the 47 queued messages run as turns, and its RPC could time out).
         async with time_skipping_env.time_skipping_unlocked():
             await until(answered, what="the timed-out result")
+
+        # The 47 queued messages now run as turns, and the runs keep handing over at 100 events. The
+        # time-skipping test server is not atomic at a hand-over: a query that reaches the run as it
+        # continues-as-new is never answered (the RPC times out after 30 s), and a signal just after it can
+        # find the chain "Completed" (both seen as this test's flake). So the state is read once the last
+        # message's turn is in the store and the chain has settled on one running run.
+        async def echoed_last() -> bool:
+            return any(e.content == "echo hour 46" for e in await handle.transcript(limit=500))
+
+        await until(echoed_last, what="the queued messages' turns")
+        await until(settled(handle), what="the last hand-over")
         human = await handle.query("human_state", dict[str, Any])
         await handle.stop()
         # Closed before the worker goes: a run left behind would hold the shared time-skipping server's clock.
