@@ -14,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
+from temporalio.worker import PollerBehaviorAutoscaling, PollerBehaviorSimpleMaximum
 
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.plugin import AgentToolsPlugin
@@ -92,11 +93,22 @@ async def test_build_worker_sets_the_recovery_timeouts(temporal_env: Any, settin
     assert config["sticky_queue_schedule_to_start_timeout"] == timedelta(seconds=STICKY_TIMEOUT_SECONDS)
     assert config["max_heartbeat_throttle_interval"] == timedelta(seconds=HEARTBEAT_THROTTLE_SECONDS)
     assert 1 <= STICKY_TIMEOUT_SECONDS <= 5
+    # The pollers scale with the server's feedback (Temporal's recommended setting), not the SDK's fixed five.
+    assert isinstance(config["workflow_task_poller_behavior"], PollerBehaviorAutoscaling)
+    assert isinstance(config["activity_task_poller_behavior"], PollerBehaviorAutoscaling)
     # The host may choose its own.
     other = AgentToolsPlugin(settings.model_copy(update={"task_queue": f"{settings.task_queue}-2"}))
     client2 = await Client.connect(temporal_env.client.service_client.config.target_host, plugins=[other])
-    mine = build_worker(client2, other, sticky_queue_schedule_to_start_timeout=timedelta(seconds=7))
-    assert mine.config(active_config=True)["sticky_queue_schedule_to_start_timeout"] == timedelta(seconds=7)
+    mine = build_worker(
+        client2,
+        other,
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=7),
+        workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(3),
+    )
+    chosen = mine.config(active_config=True)
+    assert chosen["sticky_queue_schedule_to_start_timeout"] == timedelta(seconds=7)
+    assert chosen["workflow_task_poller_behavior"] == PollerBehaviorSimpleMaximum(3)
+    assert isinstance(chosen["activity_task_poller_behavior"], PollerBehaviorAutoscaling)
 
 
 @pytest.mark.parametrize(
