@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.events import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED
@@ -269,22 +270,25 @@ async def run_workers(address: str, namespace: str, task_queue: str, database_ur
     worker apart from whoever sends it events."""
     import signal
 
-    from temporalio.worker import Worker
-
-    from bench.bare_waiter import BareWaiter
-
     settings = Settings(database_url=database_url, task_queue=task_queue, agents_file=None, model=model)
     plugin = AgentToolsPlugin(settings)
     temporal = await Client.connect(address, namespace=namespace, plugins=[plugin])
-    raw_worker = Worker(temporal, task_queue=RAW_QUEUE, workflows=[BareWaiter], max_concurrent_workflow_tasks=200)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    async with build_worker(temporal, plugin), raw_worker:
+    async with build_worker(temporal, plugin), raw_reference_worker(temporal):
         print("READY", flush=True)
         await stop.wait()
 
 
 RAW_QUEUE = "events-raw"
+
+
+def raw_reference_worker(temporal: Client) -> Worker:
+    """The raw reference's worker, on its own queue beside ours (the plugin leaves other queues' workers as the
+    SDK builds them): the SDK's defaults, with room for a whole burst's workflow tasks."""
+    from bench.bare_waiter import BareWaiter
+
+    return Worker(temporal, task_queue=RAW_QUEUE, workflows=[BareWaiter], max_concurrent_workflow_tasks=200)
 
 
 def free_port() -> int:
@@ -416,23 +420,15 @@ async def main() -> None:
     raw_results = []
     from contextlib import AsyncExitStack
 
-    from temporalio.worker import Worker
-
-    from bench.bare_waiter import BareWaiter
-
     workers_proc: subprocess.Popen[bytes] | None = None
     try:
         for _proc, base in servers.values():
             await wait_healthy(base)
         async with AsyncExitStack() as stack:
             if not args.worker_process:
-                # The raw reference's worker on its own queue beside ours (the plugin leaves other queues'
-                # workers as the SDK builds them), on the same server and in the same process.
-                raw_worker = Worker(
-                    temporal, task_queue=RAW_QUEUE, workflows=[BareWaiter], max_concurrent_workflow_tasks=200
-                )
+                # Both workers on the same server and in the bench's own process.
                 await stack.enter_async_context(build_worker(temporal, plugin))
-                await stack.enter_async_context(raw_worker)
+                await stack.enter_async_context(raw_reference_worker(temporal))
             else:
                 workers_proc = start_workers(env.client, settings)
             https = {path: httpx.AsyncClient(base_url=base, timeout=60) for path, (_p, base) in servers.items()}
