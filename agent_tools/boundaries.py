@@ -1,4 +1,4 @@
-"""Where data enters (DESIGN §12): the limits, the normalisation, and the one way a refusal is worded. Pure.
+"""Where data enters: the limits, the normalisation, and the one way a refusal is worded. Pure.
 
 Everything that enters from outside (a model's output, a client's start, signal or update, an HTTP body,
 a value bound for the store) is normalised or refused here, where it enters, never deep inside:

@@ -52,13 +52,10 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    """The time-skipping test server, one per test (it starts in about 0.2 s): it skips time for every
-    workflow it holds, and anything one test leaves behind can stop its clock for the next. Seen: three of
-    test_planning's loop tests failed ("No completion event found") after another module's long waits had run
-    on the same server; and one test in eight of test_continue_as_new_mid_wait timed out on its first hour's
-    sleep because the test before it had stopped a session during a model step. The server keeps such a
-    step's activity pending, cancel requested, on the closed workflow (a dev server drops it), and the clock
-    stands still until it goes, which it never does."""
+    """The time-skipping test server, one per test: it skips time for every workflow it holds, so anything
+    one test leaves behind can stop the next one's clock. A session stopped during a model step leaves that
+    step's activity pending, cancel requested, on the closed workflow (a dev server drops it), and the
+    clock then stands still for good."""
     env = await start_time_skipping()
     try:
         yield env
@@ -144,14 +141,11 @@ async def skip_time(
     env: WorkflowEnvironment, duration: float | timedelta, *, within: float = 120.0, still: float = 10.0
 ) -> None:
     """``env.sleep`` that survives its own RPC failing. The test server moves its clock only while nothing
-    holds it (a workflow task in flight does), and the client gives any call 30 s: on a loaded machine the
-    call can run out while the server still moves towards the target ("Timeout expired", seen once in CI, an
-    hour's sleep among 47), and once the call's HTTP/2 stream broke instead ("h2 protocol error", the same
-    test, another CI run). So after a failed call this waits for the server's clock to reach the target; if
-    the clock stands still for ``still`` seconds (the server's sleep ended with the call), it sleeps again for
-    what is left, until ``within`` seconds have passed. A clock that never moves is held: the second CI
-    "Timeout expired" of the 47-hour test was a clock stopped by what the test before it left on a shared server
-    (``time_skipping_env`` now gives each test its own)."""
+    holds it (a workflow task in flight does), and the client gives any call 30 s, so on a loaded machine the
+    call can time out, or its HTTP/2 stream break, while the server still moves towards the target. After a
+    failed call this waits for the server's clock to reach the target; if the clock stands still for
+    ``still`` seconds (the server's sleep ended with the call), it sleeps again for what is left, until
+    ``within`` seconds have passed."""
     seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
     target = await env.get_current_time() + timedelta(seconds=seconds)
     loop = asyncio.get_running_loop()

@@ -263,7 +263,7 @@ class SubAgentResult(BaseModel):
     status: str
     result: str | None = None
     error: str | None = None
-    # What to do next, inside the JSON object so that the whole result parses (issue 14.9).
+    # What to do next, inside the JSON object so that the whole result parses.
     note: str | None = None
 
 

@@ -8,8 +8,8 @@ model step sends it to the provider (OpenAI's ``response_format``, Anthropic's f
 back to the model as a user message with the validation error, a bounded number of times, and then ends
 the turn with a clear error.
 
-Pure: no temporalio import, no I/O. jsonschema is imported where it is used (it weighs 3 MB, and only
-sessions with a schema need it).
+Pure: no temporalio import, no I/O. jsonschema is imported where it is used: only sessions with a
+schema need it.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ workspace that is gone afterwards: nothing persists between calls, so a retried 
 (possibly on another worker) behaves exactly like the first attempt. Files the model wants to work on are
 passed in ``files``; files the code writes come back listed (small text files with their content).
 
-The arguments are checked here, where they enter (DESIGN §12): code and file contents must be text that
+The arguments are checked here, where they enter: code and file contents must be text that
 encodes as UTF-8 (no lone surrogates), code has no NUL (Python source cannot), and file paths are relative
 names without ``.``/``..`` segments, NUL or surrogates, none of them both a file and another's directory.
 A bad argument is a tool error for the model, never a failed activity.

@@ -170,8 +170,8 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[tuple[str, float]]:
 def encode_vector(values: list[float], max_dimensions: int) -> bytes:
     """An embedding as the store keeps it: unit length, float32 little-endian.
 
-    The values come from an outside endpoint, so they are checked here, where they enter (DESIGN §12): a
-    list of 1 to ``max_dimensions`` finite numbers, not all zero. Raises ``ValueError`` otherwise.
+    The values come from an outside endpoint, so they are checked here, where they enter: a list
+    of 1 to ``max_dimensions`` finite numbers, not all zero. Raises ``ValueError`` otherwise.
     """
     import numpy as np
 
