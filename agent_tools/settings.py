@@ -3,7 +3,7 @@
 Each capability has a section (``settings.web``, ``.events``, ``.memory``, ``.sandbox``, ``.skills``) whose
 model lives with the capability's contract; the environment reaches a section's field through the nested
 delimiter (``AGENT_TOOLS_WEB__SEARXNG_URL``), and code sets it with ``Settings(web=WebConfig(...))``. A worker
-reads the tree once and hands it down (``Services.settings``); nothing below reads the environment again.
+reads the tree once and hands each capability its section; nothing below reads the environment again.
 
 The names the sections had when each read the environment itself (``AGENT_TOOLS_WEB_SEARXNG_URL``, one
 underscore) still work for one release, below the new names, with a warning naming the replacement.

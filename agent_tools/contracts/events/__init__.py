@@ -1,6 +1,6 @@
 """Event contracts: wait_for_event (FYAI), the router's messages and the pure matching rules.
 
-Pure: no temporalio, no I/O. The session mixin (``agent_tools/workflows/events.py``), the router workflow
+Pure: no temporalio, no I/O. The session's events part (``agent_tools/workflows/events.py``), the router workflow
 (``agent_tools/workflows/event_router.py``), the activities (``agent_tools/activities/events.py``) and the ingress
 (``agent_tools/service/events_routes.py``) share these models; they sit in workflow histories, so they are
 durable contracts (add optional fields only).
