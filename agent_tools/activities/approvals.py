@@ -9,7 +9,6 @@ finished, else a tool error saying the call was interrupted; it never runs the t
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -68,9 +67,12 @@ async def run_approved(
     return ToolCallOutput(content=INTERRUPTED_MESSAGE.format(tool=inp.name), is_error=True)
 
 
-def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
-    @activity.defn(name=ACTIVITY_RECORD_APPROVAL)
-    async def record_approval_activity(inp: RecordApprovalInput) -> None:
-        await record_approval(await holder.get(), inp)
+class ApprovalActivities:
+    """The audit record of each approval decision."""
 
-    return [record_approval_activity]
+    def __init__(self, services: ServicesHolder) -> None:
+        self._services = services
+
+    @activity.defn(name=ACTIVITY_RECORD_APPROVAL)
+    async def record_approval(self, inp: RecordApprovalInput) -> None:
+        await record_approval(await self._services.get(), inp)

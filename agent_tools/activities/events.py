@@ -15,7 +15,6 @@ activity can) only with ``direct_delivery`` off, the path before the ingress del
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -184,20 +183,23 @@ async def load_event(services: Services, inp: LoadEventInput) -> ToolCallOutput:
     )
 
 
-def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
+class EventActivities:
+    """Subscribe a session to events, load a delivered event, deliver a batch to its sessions."""
+
+    def __init__(self, services: ServicesHolder) -> None:
+        self._services = services
+
     @activity.defn(name=ACTIVITY_SUBSCRIBE)
-    async def subscribe_activity(inp: SubscribeInput) -> SubscribeOutput:
-        services = await holder.get()
+    async def subscribe(self, inp: SubscribeInput) -> SubscribeOutput:
+        services = await self._services.get()
         return await subscribe(services, inp, client=activity.client(), task_queue=activity.info().task_queue)
 
     @activity.defn(name=ACTIVITY_LOAD_EVENT)
-    async def load_event_activity(inp: LoadEventInput) -> ToolCallOutput:
-        services = await holder.get()
+    async def load_event(self, inp: LoadEventInput) -> ToolCallOutput:
+        services = await self._services.get()
         return await load_event(services, inp)
 
     @activity.defn(name=ACTIVITY_DELIVER_EVENTS)
-    async def deliver_events_activity(inp: DeliverEventsInput) -> DeliverEventsOutput:
-        services = await holder.get()
+    async def deliver_events(self, inp: DeliverEventsInput) -> DeliverEventsOutput:
+        services = await self._services.get()
         return await deliver_events(inp, client=activity.client(), store=services.store)
-
-    return [subscribe_activity, load_event_activity, deliver_events_activity]

@@ -15,7 +15,6 @@ import functools
 import json
 import logging
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -81,7 +80,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-ENGINE_KEY = "memory"
 # Deleted rows are kept this long (a retried delete still answers "deleted"), then purged.
 PURGE_DELETED_AFTER = timedelta(days=30)
 
@@ -797,15 +795,6 @@ class MemoryEngine:
 # ---- service wiring -------------------------------------------------------------------------------------
 
 
-def engine_of(services: Services) -> MemoryEngine:
-    engine = services.engines.get(ENGINE_KEY)
-    if engine is None:
-        engine = MemoryEngine(services.store, services.settings.memory, http=services.http)
-        services.engines[ENGINE_KEY] = engine
-    assert isinstance(engine, MemoryEngine)
-    return engine
-
-
 def memory_enabled(services: Services, ref: SessionRef) -> bool:
     """The session's Memory switch: the agent's definition, or the request's ``options.memory``."""
     return ref.memory
@@ -814,7 +803,7 @@ def memory_enabled(services: Services, ref: SessionRef) -> bool:
 def _require(ctx: BuiltinContext) -> tuple[MemoryEngine, Scope, str]:
     if not memory_enabled(ctx.services, ctx.session):
         raise ToolFailure(f"Memory is off for agent {ctx.session.agent!r}; nothing was read or saved. Carry on.")
-    return engine_of(ctx.services), Scope.of(ctx.session), f"{ctx.session.session_id}/{ctx.call_id}"
+    return ctx.services.memory, Scope.of(ctx.session), f"{ctx.session.session_id}/{ctx.call_id}"
 
 
 async def _save(ctx: BuiltinContext, content: str, tier: Tier, tags: list[str]) -> tuple[str, Memory]:
@@ -898,7 +887,6 @@ async def memory_recall(args: MemoryRecallArgs, ctx: BuiltinContext) -> str:
 
 # ---- Memory Context -----------------------------------------------------------------------------------
 
-_CONTEXT_CACHE = "memory.context"
 _CONTEXT_CACHE_SIZE = 256
 
 
@@ -917,9 +905,9 @@ async def memory_context(services: Services, ref: SessionRef, transcript: list[M
     """
     if not memory_enabled(services, ref):
         return None
-    engine = engine_of(services)
+    engine = services.memory
     seq, message = _last_user_message(transcript)
-    cache: OrderedDict[tuple[str, str, int], str | None] = services.engines.setdefault(_CONTEXT_CACHE, OrderedDict())
+    cache = services.memory_context
     key = (ref.session_id, ref.run_id, seq)
     if key in cache:
         return cache[key]

@@ -7,9 +7,6 @@ scripted model can be given judge replies of their own (``match: {agent: goal-ju
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from temporalio import activity
 
 from agent_tools.activities.model_calls import UsageAccount, complete, non_retryable
@@ -62,9 +59,12 @@ async def judge_goal(services: Services, inp: JudgeGoalInput) -> GoalVerdict:
     return verdict
 
 
-def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
-    @activity.defn(name=ACTIVITY_JUDGE_GOAL)
-    async def judge_goal_activity(inp: JudgeGoalInput) -> GoalVerdict:
-        return await judge_goal(await holder.get(), inp)
+class PlanningActivities:
+    """The goal judge."""
 
-    return [judge_goal_activity]
+    def __init__(self, services: ServicesHolder) -> None:
+        self._services = services
+
+    @activity.defn(name=ACTIVITY_JUDGE_GOAL)
+    async def judge_goal(self, inp: JudgeGoalInput) -> GoalVerdict:
+        return await judge_goal(await self._services.get(), inp)

@@ -53,11 +53,45 @@ class ModelResponse(BaseModel):
     finish_reason: str | None = None
 
 
+def estimated_response(request: ModelRequest, message: Message) -> ModelResponse:
+    """The response of an in-process model, with tokens estimated at four characters each, so that usage
+    and cost are exercised offline."""
+    chars_in = sum(len(m.content) for m in request.messages)
+    return ModelResponse(
+        message=message,
+        input_tokens=chars_in // 4 + 1,
+        output_tokens=len(message.content) // 4 + 1,
+        finish_reason="tool_calls" if message.tool_calls else "stop",
+    )
+
+
 class Provider(Protocol):
     name: str
 
     async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
         """The whole reply; with ``on_text``, each piece of its text is handed over as it arrives."""
+        ...
+
+
+class ModelProvider(Protocol):
+    """Turns a session's model spec (``openai:gpt-4.1-mini``, ``scripted:path``, ...) into the provider that
+    answers it. The worker's default is :class:`~agent_tools.activities.providers.registry.ProviderRegistry`;
+    ``AgentToolsPlugin(model_provider=...)`` replaces it (``agent_tools.testing.FunctionModel`` is one)."""
+
+    def resolve(self, spec: str) -> tuple[Provider, str]:
+        """The provider for ``spec`` and the model name to ask it for.
+
+        Raises:
+            ConfigurationError: no provider answers ``spec``.
+        """
+        ...
+
+    def check(self, spec: str) -> None:
+        """Refuse a spec no call could use, before a session starts on it (no network).
+
+        Raises:
+            ConfigurationError: why ``spec`` cannot be used.
+        """
         ...
 
 

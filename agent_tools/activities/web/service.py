@@ -91,7 +91,7 @@ _FRESHNESS_DAYS = {"day": 1, "week": 7, "month": 31, "year": 365}
 
 
 class WebService:
-    """Shared by every activity of a worker (``services.engines["web"]``) or by the HTTP service."""
+    """Shared by every activity of a worker (``Services.web``) or by the HTTP service."""
 
     PROFILES: dict[str, FetchLimits] = {
         # codai web_fetch: 10 s, 3 MB, at most 3 redirects (each checked), other hosts followed.

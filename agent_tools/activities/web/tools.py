@@ -8,7 +8,6 @@ from typing import Any, Literal
 from agent_tools.activities.context import BuiltinContext, ToolImpl
 from agent_tools.activities.model_calls import UsageAccount, complete
 from agent_tools.activities.query import bounded_query
-from agent_tools.activities.web import get_web
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.contracts.query import JsonQueryError, parse_document
 from agent_tools.contracts.web.models import (
@@ -42,7 +41,7 @@ def _fail(exc: WebError) -> ToolFailure:
 
 
 async def web_search_rtc(args: WebSearchRtcArgs, ctx: BuiltinContext) -> ToolCallOutput:
-    web = get_web(ctx.services)
+    web = ctx.services.web
     try:
         outcome = await web.search_rtc(args.query, max_results=args.max_results, time_range=args.time_range)
     except WebError as exc:
@@ -68,7 +67,7 @@ async def web_search_rtc(args: WebSearchRtcArgs, ctx: BuiltinContext) -> ToolCal
 async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallOutput:
     """webFetch: the page as Markdown; over the threshold, the small model answers the prompt from it."""
     services = ctx.services
-    web = get_web(services)
+    web = services.web
     url = args.url.strip()
     if not url.lower().startswith(("http://", "https://")):
         raise ToolFailure(
@@ -162,7 +161,7 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallO
 
 
 async def web_search(args: WebSearchArgs, ctx: BuiltinContext) -> ToolCallOutput:
-    web = get_web(ctx.services)
+    web = ctx.services.web
     try:
         outcome = await web.web_search(args)
     except WebError as exc:
@@ -187,7 +186,7 @@ async def web_search(args: WebSearchArgs, ctx: BuiltinContext) -> ToolCallOutput
 
 
 async def web_fetch(args: WebFetchArgs, ctx: BuiltinContext) -> ToolCallOutput:
-    web = get_web(ctx.services)
+    web = ctx.services.web
     try:
         page = await web.web_fetch(args)
     except WebError as exc:
@@ -196,7 +195,7 @@ async def web_fetch(args: WebFetchArgs, ctx: BuiltinContext) -> ToolCallOutput:
 
 
 async def http_fetch(args: HttpFetchArgs, ctx: BuiltinContext) -> ToolCallOutput:
-    web = get_web(ctx.services)
+    web = ctx.services.web
     try:
         result = await web.http_fetch(args)
     except WebError as exc:
