@@ -9,7 +9,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 from pydantic import BaseModel, Field
@@ -17,6 +17,9 @@ from pydantic import BaseModel, Field
 from agent_tools.contracts.output import OutputContract
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message
+
+if TYPE_CHECKING:
+    from agent_tools.activities.providers.sse import StreamedReply
 
 # Receives each piece of the reply's text as the provider streams it (the llm_step's publisher).
 TextSink = Callable[[str], None]
@@ -96,10 +99,14 @@ class ModelProvider(Protocol):
 
 
 class HttpProvider:
-    """What the HTTP providers share: the worker's client (its own retries off), the endpoint and key, and
-    whether to ask for a stream."""
+    """What the HTTP providers share: the worker's client (its own retries off), the endpoint and key,
+    whether to ask for a stream, and reading the reply (server-sent events, or one JSON body)."""
 
     default_name = "http"
+    # Below ``base_url``: where the request goes.
+    path = ""
+    # What reads the streamed reply's events.
+    reply_type: type[StreamedReply]
 
     def __init__(
         self,
@@ -115,6 +122,30 @@ class HttpProvider:
         self.api_key = api_key
         self.name = name or self.default_name
         self.stream = stream
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def whole(self, body: dict[str, Any]) -> ModelResponse:
+        """The reply of a server that answered with one JSON body instead of a stream."""
+        raise NotImplementedError
+
+    async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        from agent_tools.activities.providers.sse import complete_streamed
+
+        return await complete_streamed(
+            self.client,
+            self.name,
+            f"{self.base_url}{self.path}",
+            headers=self.headers(),
+            payload=self.payload(request),
+            reply_type=self.reply_type,
+            whole=self.whole,
+            on_text=on_text,
+        )
 
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
