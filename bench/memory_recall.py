@@ -90,11 +90,7 @@ def rows_for(
             {
                 # The scope's key in the id: ten "other" scopes share one run and one counter.
                 "memory_id": f"mem_b{run}{i:07d}{scope.key[1:12]}",
-                "organisation": scope.organisation,
-                "project": scope.project,
-                "user_id": scope.user,
-                "agent": scope.agent,
-                "scope_key": scope.key,
+                **scope.columns(),
                 "content": content,
                 "content_hash": scoring.content_hash(content + f"#{i}"),
                 "tier": "long_term" if rng.random() < 0.8 else "working",

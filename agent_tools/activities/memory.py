@@ -106,6 +106,16 @@ class Scope:
     def where(self) -> ColumnElement[bool]:
         return and_(memories.c.scope_key == self.key, self.owner())
 
+    def columns(self) -> dict[str, str]:
+        """The scope's columns of a memory row."""
+        return {
+            "organisation": self.organisation,
+            "project": self.project,
+            "user_id": self.user,
+            "agent": self.agent,
+            "scope_key": self.key,
+        }
+
     def owner(self) -> ColumnElement[bool]:
         """The scope's four parts (which determine scope_key), without the indexed key itself."""
         c = memories.c
@@ -267,7 +277,6 @@ class MemoryEngine:
         vector = await self._embed(content)
         now = _now()
         digest = scoring.content_hash(content)
-        c = memories.c
 
         def write(conn: Connection) -> tuple[str, Memory]:
             self._purge(conn, scope, now)
@@ -279,11 +288,7 @@ class MemoryEngine:
                     [
                         {
                             "memory_id": memory_id,
-                            "organisation": scope.organisation,
-                            "project": scope.project,
-                            "user_id": scope.user,
-                            "agent": scope.agent,
-                            "scope_key": scope.key,
+                            **scope.columns(),
                             "content": content,
                             "content_hash": digest,
                             "tier": tier,
@@ -308,22 +313,19 @@ class MemoryEngine:
                 return "created", Memory.of(row)  # a retry of the call that saved it
             if not self._is_live(row, now):
                 # Deleted or expired: saving it again brings it back as a new memory.
-                conn.execute(
-                    update(memories)
-                    .where(c.seq == row.seq)
-                    .values(
-                        content=content,
-                        tier=tier,
-                        tags=_tags_text(tags),
-                        uses=1,
-                        last_call=call_key,
-                        created_by_call=call_key,
-                        created_at=now,
-                        updated_at=now,
-                        last_used_at=now,
-                        deleted_at=None,
-                        **vector,
-                    )
+                self._saved_again(
+                    conn,
+                    row.seq,
+                    call_key,
+                    now,
+                    content=content,
+                    tier=tier,
+                    tags=_tags_text(tags),
+                    uses=1,
+                    created_by_call=call_key,
+                    created_at=now,
+                    deleted_at=None,
+                    **vector,
                 )
                 return "created", Memory.of(self._by_hash(conn, scope, digest))
             if row.last_call != call_key:
@@ -331,24 +333,30 @@ class MemoryEngine:
                 uses = int(row.uses) + 1
                 new_tier = "long_term" if tier == "long_term" or uses >= self.policy.promote_after_uses else row.tier
                 merged = [t for t in (row.tags or "").split("|") if t] + tags
-                conn.execute(
-                    update(memories)
-                    .where(c.seq == row.seq)
-                    .values(
-                        uses=uses,
-                        tier=new_tier,
-                        tags=_tags_text(merged),
-                        last_call=call_key,
-                        updated_at=now,
-                        last_used_at=now,
-                        # A vector of the model configured now (the row may predate it, or the endpoint).
-                        **{k: v for k, v in vector.items() if v is not None},
-                    )
+                self._saved_again(
+                    conn,
+                    row.seq,
+                    call_key,
+                    now,
+                    uses=uses,
+                    tier=new_tier,
+                    tags=_tags_text(merged),
+                    # A vector of the model configured now (the row may predate it, or the endpoint).
+                    **{k: v for k, v in vector.items() if v is not None},
                 )
                 row = self._by_hash(conn, scope, digest)
             return "existing", Memory.of(row)
 
         return await self.store.run(write)
+
+    @staticmethod
+    def _saved_again(conn: Connection, seq: int, call_key: str, now: datetime, **values: Any) -> None:
+        """A save of a fact the scope already holds: the row becomes this call's, used and updated now."""
+        conn.execute(
+            update(memories)
+            .where(memories.c.seq == seq)
+            .values(last_call=call_key, updated_at=now, last_used_at=now, **values)
+        )
 
     async def update(
         self,
