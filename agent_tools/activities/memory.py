@@ -648,7 +648,7 @@ class MemoryEngine:
             keep.append(c.tier == tier)
         # A LEFT JOIN with the checks in ON: every hit comes back (so we know whether the index ran out), the
         # ones that failed a check without a memory_id. SQLite materialises the hits and looks each row up by
-        # its rowid (a plain IN list made it walk the scope's index instead: 20 ms for 600 hits).
+        # its rowid (with a plain IN list it walks the scope's index instead).
         stmt = (
             select(hits.c.rank, *_COLUMNS)
             .select_from(hits.outerjoin(memories, and_(*keep)))
@@ -667,7 +667,7 @@ class MemoryEngine:
         checks = [scope.where(), self.live(now)] + ([c.tier == tier] if tier else [])
         if conn.dialect.name == "sqlite":
             # The ids as the left side of a LEFT JOIN, as for full-text hits: with "seq IN (...) AND
-            # scope_key = ?" SQLite walks the scope's index (every memory of it, 20 ms at 100,000).
+            # scope_key = ?" SQLite walks every memory of the scope's index.
             ids = (
                 text("SELECT value AS seq FROM json_each(:ids)")
                 .bindparams(ids=json.dumps(seqs))
@@ -683,29 +683,22 @@ class MemoryEngine:
     def _pg_candidates(
         self, conn: Connection, scope: Scope, use: list[str], ranked: bool, want: int, tier: str | None, now: datetime
     ) -> list[Any]:
-        # Imported here: the PostgreSQL dialect package took 0.14 s of a worker's imports (-X importtime),
-        # which a worker on SQLite never needs.
+        # Imported here: a worker on SQLite never loads the PostgreSQL dialect.
         from sqlalchemy.dialects.postgresql import TSQUERY
 
         c = memories.c
         query = func.to_tsquery("english", scoring.tsquery(use))
         if ranked:
-            # The ranked query takes its tsquery from a scalar subquery (an InitPlan, computed once per
-            # execution), not from the call itself: asyncpg prepares every statement, and from its sixth run on
-            # a connection PostgreSQL may use the generic plan, which does not fold to_tsquery($1, $2) to a
-            # constant and parsed the query again for every row it rechecked and ranked (12.5 ms against 6.5
-            # for 1,094 matches, measured). The planner no longer sees the words' selectivity, which this
-            # plan does not need: the GIN index is its only way to the matches.
+            # The tsquery comes from a scalar subquery (an InitPlan, computed once per execution): a generic
+            # plan, which PostgreSQL may use for a statement asyncpg prepared, would otherwise parse it again
+            # for every row it ranks. This plan needs no selectivity: the GIN index is its only way in.
             once = select(query).scalar_subquery()
             # The matches of the ranked terms are bounded (rank_terms, and this LIMIT as the hard stop): GIN
             # finds them, ts_rank_cd ranks only those, and the best `want` go to the fusion. Liveness and tier
             # are checked on the same heap rows (free here, unlike SQLite's index-only hits).
             # SCOPED_SEARCH: "this scope AND any of the words" in the GIN index, so other scopes' matches are
-            # never read. The scope is then checked on the rows by its four parts, not by scope_key (which
-            # they determine): a plan prepared for any parameters (asyncpg prepares every statement, and
-            # PostgreSQL may switch to such a generic plan after five runs) ANDed the GIN matches with the
-            # scope's 100,000 entries in ix_memories_scope_updated (36 ms instead of 8.5), where no index
-            # covers the parts.
+            # never read. The rows are then checked by the scope's four parts, which no index covers, not by
+            # scope_key: a generic plan would AND the matches with the scope's whole index.
             scoped = cast(_scope_lexeme(scope), TSQUERY).op("&&")(once)
             conds = [literal_column(SCOPED_SEARCH).op("@@")(scoped), scope.owner(), self.live(now)]
             if tier:
@@ -726,15 +719,12 @@ class MemoryEngine:
             stmt = (
                 select(*_COLUMNS, literal_column("0.0").label("score"))
                 # The bare column, which no index covers: every word here is in at least COMMON_DF memories, so
-                # the scope's newest rows hold matches soon, and no plan can take every match from the GIN index
-                # to sort them instead (thousands of rows). The call stays inline here (unlike the ranked
-                # query's): custom plans need the words' selectivity to walk the scope's newest rows (given an
-                # InitPlan instead they sorted the whole scope, 60-80 ms), and a generic plan parses the query
-                # once per row walked, a few hundred.
+                # walking the scope's newest rows finds matches soon, and no plan may take every match from the
+                # GIN index to sort them. The call stays inline (unlike the ranked query's): the planner needs
+                # the words' selectivity to choose that walk.
                 .where(literal_column("memories.search").op("@@")(query), scope.where(), self.live(now))
-                # The scope's newest first, along ix_memories_scope_updated: ordered by seq, PostgreSQL walked
-                # the primary key backwards through every newer row of other scopes (80 ms behind a second
-                # scope of 100,000).
+                # The scope's newest first, along ix_memories_scope_updated (ordered by seq, the walk would go
+                # through every newer row of other scopes).
                 .order_by(c.updated_at.desc())
                 .limit(want)
             )
