@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.activities.store.approval_tables import ApprovalStore
 from agent_tools.activity_io import ToolCallInput, ToolCallOutput
 from agent_tools.contracts.approvals import (
@@ -67,11 +67,8 @@ async def run_approved(
     return ToolCallOutput(content=INTERRUPTED_MESSAGE.format(tool=inp.name), is_error=True)
 
 
-class ApprovalActivities:
+class ApprovalActivities(ActivityClass):
     """The audit record of each approval decision."""
-
-    def __init__(self, services: ServicesHolder) -> None:
-        self._services = services
 
     @activity.defn(name=ACTIVITY_RECORD_APPROVAL)
     async def record_approval(self, inp: RecordApprovalInput) -> None:

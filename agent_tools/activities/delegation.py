@@ -20,7 +20,7 @@ from agent_tools import search_attributes as sa
 from agent_tools.activities.context import BuiltinContext, ToolImpl
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.model_calls import UsageAccount, complete
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.catalog.spec import ToolLevel
 from agent_tools.contracts.delegation import (
@@ -430,11 +430,8 @@ def _activity_id(ctx: BuiltinContext) -> str:
 IMPLEMENTATIONS: dict[str, ToolImpl] = {"delegate_to_model": delegate_to_model}
 
 
-class DelegationActivities:
+class DelegationActivities(ActivityClass):
     """Spawn checks, the session tree (list, read, stop, message, await) and hand-off history."""
-
-    def __init__(self, services: ServicesHolder) -> None:
-        self._services = services
 
     @activity.defn(name=ACT_PLAN_SPAWN)
     async def plan_spawn(self, inp: PlanSpawnInput) -> PlanSpawnOutput:

@@ -12,7 +12,7 @@ from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.model_calls import check_budget, complete, non_retryable
 from agent_tools.activities.offer import unavailable_tools
 from agent_tools.activities.providers.base import ToolSchema
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.activities.text_publisher import TextPublisher, stream_publisher
 from agent_tools.activity_io import (
     ACTIVITY_LLM_STEP,
@@ -234,11 +234,8 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     )
 
 
-class EngineActivities:
+class EngineActivities(ActivityClass):
     """The session engine's own activities: prepare a session, run one model step."""
-
-    def __init__(self, services: ServicesHolder) -> None:
-        self._services = services
 
     @activity.defn(name=ACTIVITY_PREPARE)
     async def prepare_session(self, inp: PrepareInput) -> PrepareOutput:

@@ -22,7 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.event_tables import add_subscription, claim_batch, claim_one, find_matching, get_event
 from agent_tools.activities.tool_runner import save_if_large
@@ -183,11 +183,8 @@ async def load_event(services: Services, inp: LoadEventInput) -> ToolCallOutput:
     )
 
 
-class EventActivities:
+class EventActivities(ActivityClass):
     """Subscribe a session to events, load a delivered event, deliver a batch to its sessions."""
-
-    def __init__(self, services: ServicesHolder) -> None:
-        self._services = services
 
     @activity.defn(name=ACTIVITY_SUBSCRIBE)
     async def subscribe(self, inp: SubscribeInput) -> SubscribeOutput:

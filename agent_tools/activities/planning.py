@@ -10,7 +10,7 @@ from __future__ import annotations
 from temporalio import activity
 
 from agent_tools.activities.model_calls import UsageAccount, complete, non_retryable
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.contracts.planning import (
     ACTIVITY_JUDGE_GOAL,
     GoalVerdict,
@@ -59,11 +59,8 @@ async def judge_goal(services: Services, inp: JudgeGoalInput) -> GoalVerdict:
     return verdict
 
 
-class PlanningActivities:
+class PlanningActivities(ActivityClass):
     """The goal judge."""
-
-    def __init__(self, services: ServicesHolder) -> None:
-        self._services = services
 
     @activity.defn(name=ACTIVITY_JUDGE_GOAL)
     async def judge_goal(self, inp: JudgeGoalInput) -> GoalVerdict:

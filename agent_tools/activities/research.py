@@ -14,7 +14,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agent_tools.activities.model_calls import UsageAccount, complete, non_retryable
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.contracts.web.models import (
     ResearchCandidate,
     ResearchPlan,
@@ -158,11 +158,8 @@ def citation_problems(report: str, n_sources: int) -> list[str]:
     return problems
 
 
-class ResearchActivities:
+class ResearchActivities(ActivityClass):
     """Deep research's steps: plan the queries, search, read a source, write the report."""
-
-    def __init__(self, services: ServicesHolder) -> None:
-        self._services = services
 
     @activity.defn(name="agent_tools.research.plan")
     async def plan(self, inp: ResearchPlanInput) -> ResearchPlan:

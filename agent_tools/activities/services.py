@@ -186,3 +186,11 @@ class ServicesHolder:
         if self._services is not None and self._owned:
             await self._services.close()
             self._services = None
+
+
+class ActivityClass:
+    """Base of the activity classes (one per capability, their methods the activities): built once by the
+    plugin with the worker's services, which open on first use."""
+
+    def __init__(self, services: ServicesHolder) -> None:
+        self._services = services

@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from agent_tools.activities.approvals import run_approved
 from agent_tools.activities.context import BuiltinContext, ToolImpl, ToolReturn
 from agent_tools.activities.heartbeat import with_heartbeat
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services, ServicesHolder
 from agent_tools.activity_io import ToolCallInput, ToolCallOutput, tool_activity_name
 from agent_tools.boundaries import cap_text, clean_text
 from agent_tools.catalog.spec import ToolSpec
@@ -201,7 +201,7 @@ def _user_impl(user_tool: UserTool) -> ToolImpl:
     return impl
 
 
-class ToolActivities:
+class ToolActivities(ActivityClass):
     """One activity per tool that runs as an activity (``tool:<name>``): validate, run, spill."""
 
     def __init__(
@@ -210,7 +210,7 @@ class ToolActivities:
         implementations: dict[str, ToolImpl],
         user_tools: Sequence[UserTool] = (),
     ) -> None:
-        self._services = services
+        super().__init__(services)
         # A user's tool named like a built-in one registers a second activity of that name: the worker refuses.
         self._implementations = [
             *implementations.items(),
