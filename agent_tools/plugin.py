@@ -39,6 +39,7 @@ from agent_tools.settings import Settings
 from agent_tools.user_tools import UserTool, make_user_tool
 
 if TYPE_CHECKING:
+    from agent_tools.activities.providers.base import ModelProvider
     from agent_tools.activities.services import Services, ServicesHolder
 
 __all__ = [
@@ -181,7 +182,19 @@ class AgentToolsPlugin(SimplePlugin):
             omitted. A worker on any other queue gets nothing from this plugin.
         register_workflows: Register the engine's workflows on those workers.
         register_activities: Register the engine's activities (model calls, tools, stores) on those workers.
-        services: Pre-opened services (tests share one store across workers).
+        services: Pre-opened services (tests share one store across workers); the plugin neither opens
+            nor closes them.
+        model_provider: Answers every model call of the worker's activities (session steps, the goal
+            judge, delegate_to_model, research): an object with ``resolve(spec) -> (provider, model)`` and
+            ``check(spec)`` (:class:`~agent_tools.activities.providers.base.ModelProvider`), as
+            ``OpenAIAgentsPlugin(model_provider=...)`` takes one. The default resolves ``openai:``,
+            ``anthropic:``, ``ollama:``, ``scripted:`` and ``settings.providers`` over the worker's HTTP
+            client; :class:`agent_tools.testing.FunctionModel` answers from a Python function in-process.
+            Ignored with ``services``, which bring their own.
+
+    The worker's activities are methods of one class per capability, built once here with the services
+    as their dependency; the services (store, HTTP client, provider) open when the worker starts, and the
+    capability engines (web, memory, sandbox, MCP) on their first call. A ``Replayer`` opens nothing.
     """
 
     def __init__(
@@ -195,6 +208,7 @@ class AgentToolsPlugin(SimplePlugin):
         register_workflows: bool = True,
         register_activities: bool = True,
         services: Services | None = None,
+        model_provider: ModelProvider | None = None,
     ) -> None:
         settings = settings or Settings()
         if policy is not None:
@@ -209,6 +223,7 @@ class AgentToolsPlugin(SimplePlugin):
             self.catalog.register(ut.spec)
         self._agents = agents
         self._services = services
+        self._model_provider = model_provider
         self._holder: ServicesHolder | None = None
         self._attributes_checked: set[tuple[str, str]] = set()
         interceptors: list[Any] = []
@@ -237,7 +252,11 @@ class AgentToolsPlugin(SimplePlugin):
             from agent_tools.activities.services import ServicesHolder
 
             self._holder = ServicesHolder(
-                self.settings, catalog=self.catalog, agents=self._agents, services=self._services
+                self.settings,
+                catalog=self.catalog,
+                agents=self._agents,
+                providers=self._model_provider,
+                services=self._services,
             )
         return self._holder
 

@@ -36,27 +36,20 @@ def build_worker(
     client: Client, plugin: AgentToolsPlugin, *, task_queue: str | None = None, **kwargs: object
 ) -> Worker:
     """A worker on ``client`` with everything the plugin registers (the plugin must be on the client)."""
-    # A workflow task waits this long on a worker's own (sticky) queue before any worker may take it. With
-    # the SDK's 10 s, every session cached on a SIGKILLed worker stalled 10 s at its next task. A live
-    # worker picks its sticky tasks up in milliseconds, but on the 2-core machine at load 12-15 the p99 of
-    # a fault-free run was 1.6-2.3 s, the longest 2.6 s (bench/chaos.py prints them): 2 s would send those
-    # to the shared queue, to be replayed whole by whichever worker takes them.
+    # A workflow task waits this long on its worker's sticky queue before any worker may take it: short, so
+    # that a dead worker's sessions move on quickly; above a loaded worker's pick-up time, so that a live
+    # worker's sessions are not replayed whole elsewhere (docs/benchmarks.md, the chaos bench).
     kwargs.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=STICKY_TIMEOUT_SECONDS))
-    # The SDK forwards a heartbeat at most every 0.8 of the heartbeat timeout (4 of the model steps' and
-    # tools' 5 s), which leaves a loaded worker 1 s before the server takes it for dead and runs the call
-    # again; at most every 2 s leaves it 3 s, for one small RPC per running call every 2 s.
+    # Heartbeats reach the server well inside the heartbeat timeout (5 s for model steps and tools), so a
+    # loaded worker is never taken for dead; the SDK's default of 0.8 of the timeout leaves it 1 s.
     kwargs.setdefault("max_heartbeat_throttle_interval", timedelta(seconds=HEARTBEAT_THROTTLE_SECONDS))
-    # Temporal's recommended poller setting (docs.temporal.io, "Worker performance"): the server tells the
-    # worker how many polls to keep open, where the SDK's default holds five whatever the load. A burst of 200
-    # events woke its sessions with their next step scheduled at p50 1.4-1.8x a raw signal's latency against
-    # 1.8-2.1x with the fixed five (bench/events_ingress.py, alternating; the raw reference's own figures did
-    # not move with it). A server before 1.28 sends no such feedback and the worker keeps its initial five.
+    # Temporal's recommended poller setting ("Worker performance"): the server tells the worker how many
+    # polls to keep open; a server before 1.28 sends no such feedback and the worker keeps its initial five.
     kwargs.setdefault("workflow_task_poller_behavior", PollerBehaviorAutoscaling())
     kwargs.setdefault("activity_task_poller_behavior", PollerBehaviorAutoscaling())
     if "build_id" not in kwargs and "deployment_config" not in kwargs:
-        # Without one the SDK derives a build id by reading and hashing the code of every loaded module
-        # (1,000 here): 0.06 s per start with bytecode caches, 0.25 s without. It only names the worker
-        # unless the host versions its workers, and then the host passes its own.
+        # Without one the SDK reads and hashes the code of every loaded module at each start. It only names
+        # the worker unless the host versions its workers, and then the host passes its own.
         kwargs["build_id"] = f"agent-tools-{_package_version()}"
     return Worker(
         client,

@@ -5,12 +5,10 @@ memory_recall run), on SQLite and PostgreSQL, interleaved over several repeats w
     python bench/memory_recall.py --url sqlite+aiosqlite:///x.db --memories 100000 --queries 300 --repeats 5
     python bench/memory_recall.py --keep ...                    # keep (and reuse) the loaded rows
     python bench/memory_recall.py --hybrid ...                  # also semantic recall (embeddings + RRF)
-    python bench/memory_recall.py --compare --keep --scopes 2   # PostgreSQL before revision 0006, side by side
+    python bench/memory_recall.py --keep --scopes 2             # two large scopes in the table
 
-``--compare`` also times the PostgreSQL search as it was before revision 0006 (``LegacyEngine``) on a copy of
-the rows in a schema at revision 0004 (``memory_recall_before``), interleaved with the current one, and prints
-each round's after/before ratio. ``--scopes N`` puts N large scopes of ``--memories`` each in the table (the
-timed one first): with the scope outside the index, a search also read the other scopes' matches.
+``--scopes N`` puts N large scopes of ``--memories`` each in the table (the timed one first): the search must
+narrow by scope inside the index, or it reads the other scopes' matches too.
 
 ``--hybrid`` loads a second scope whose memories carry 384-dimension embeddings and times the hybrid search
 (query embedding from bench/embeddings_server.py in its own process, over HTTP, full text, exact cosine
@@ -31,17 +29,16 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import Connection, delete, func, literal_column, select, text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy import delete, func, select, text
 
-from agent_tools.activities.memory import _COLUMNS, MemoryEngine, Scope, T
+from agent_tools.activities.memory import MemoryEngine, Scope
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.memory_tables import memories
 from agent_tools.contracts.memory import EmbeddingsEndpoint, MemoryPolicy, scoring
@@ -53,92 +50,6 @@ except ImportError:  # run as a script: bench/ is on the path, the repository ro
     from bench.embeddings_server import embed_text
 
 DEFAULT_URLS = [None, "postgresql+asyncpg://postgres@127.0.0.1:5432/test"]
-
-
-class LegacyEngine(MemoryEngine):
-    """The PostgreSQL search as it was before revision 0006 (``--compare``), on a schema at 0004: one
-    transaction with SET LOCAL plan_cache_mode, document frequencies counted from the word-only GIN index,
-    the common-words query free to use that index. SQLite's search did not change."""
-
-    async def _read(self, fn: Callable[[Connection], T]) -> T:
-        return await self.store.run(fn)
-
-    def _candidates(
-        self, conn: Connection, scope: Scope, terms: list[str], tier: str | None, now: datetime
-    ) -> list[Any]:
-        conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
-        return super()._candidates(conn, scope, terms, tier, now)
-
-    def _doc_frequencies(self, conn: Connection, scope: Scope, terms: list[str], sqlite: bool) -> dict[str, int]:
-        assert not sqlite
-        params: dict[str, Any] = {"cap": scoring.COMMON_DF, "k": scope.key}
-        parts = []
-        for i, term in enumerate(terms):
-            params[f"q{i}"] = scoring.tsquery([term])
-            parts.append(
-                f"(SELECT count(*) FROM (SELECT 1 FROM memories WHERE search @@ to_tsquery('english', :q{i}) "
-                f"AND scope_key = :k LIMIT :cap) AS h{i})"
-            )
-        row = conn.execute(text("SELECT " + ", ".join(parts)).bindparams(**params)).one()
-        return {term: int(row[i]) for i, term in enumerate(terms)}
-
-    def _pg_candidates(
-        self, conn: Connection, scope: Scope, use: list[str], ranked: bool, want: int, tier: str | None, now: datetime
-    ) -> list[Any]:
-        query = func.to_tsquery("english", scoring.tsquery(use))
-        if ranked:
-            conds = [literal_column("memories.search").op("@@")(query), scope.where(), self.live(now)]
-            if tier:
-                conds.append(memories.c.tier == tier)
-            bounded = (
-                select(*_COLUMNS, literal_column("memories.search").label("search"))
-                .where(*conds)
-                .limit(scoring.rank_bound())
-                .subquery("bounded")
-            )
-            score = func.ts_rank_cd(bounded.c.search, query)
-            ranked_stmt = (
-                select(*[bounded.c[col.name] for col in _COLUMNS], score.label("score"))
-                .order_by(score.desc())
-                .limit(want)
-            )
-            return list(conn.execute(ranked_stmt).all())
-        stmt = (
-            select(*_COLUMNS, literal_column("0.0").label("score"))
-            .where(literal_column("memories.search").op("@@")(query), scope.where(), self.live(now))
-            .order_by(memories.c.updated_at.desc())
-            .limit(want)
-        )
-        if tier:
-            stmt = stmt.where(memories.c.tier == tier)
-        return list(conn.execute(stmt).all())
-
-
-BEFORE_SCHEMA = "memory_recall_before"
-
-
-async def before_store(url: str) -> Store:
-    """A store on its own PostgreSQL schema at revision 0004 (created at the newest, then downgraded)."""
-    from alembic import command
-
-    from agent_tools.activities.store.migrations import alembic_config, current_revision
-
-    admin = create_async_engine(url)
-    async with admin.begin() as conn:
-        await conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {BEFORE_SCHEMA}"))
-    await admin.dispose()
-    engine = create_async_engine(
-        url, pool_size=10, max_overflow=20, connect_args={"server_settings": {"search_path": BEFORE_SCHEMA}}
-    )
-    store = Store(url, engine=engine)
-    async with engine.connect() as conn:
-        revision = await conn.run_sync(current_revision)
-    if revision == "0004":  # kept from an earlier --keep run (create_schema would upgrade it)
-        return store
-    await store.create_schema()
-    async with engine.begin() as conn:
-        await conn.run_sync(lambda c: command.downgrade(alembic_config(c), "0004"))
-    return store
 
 
 def vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
@@ -179,11 +90,7 @@ def rows_for(
             {
                 # The scope's key in the id: ten "other" scopes share one run and one counter.
                 "memory_id": f"mem_b{run}{i:07d}{scope.key[1:12]}",
-                "organisation": scope.organisation,
-                "project": scope.project,
-                "user_id": scope.user,
-                "agent": scope.agent,
-                "scope_key": scope.key,
+                **scope.columns(),
                 "content": content,
                 "content_hash": scoring.content_hash(content + f"#{i}"),
                 "tier": "long_term" if rng.random() < 0.8 else "working",
@@ -302,11 +209,6 @@ async def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the loaded rows and reuse them next time")
     parser.add_argument("--hybrid", action="store_true", help="also time semantic (hybrid) recall")
     parser.add_argument(
-        "--compare",
-        action="store_true",
-        help="PostgreSQL: also the search before revision 0006, on a copy of the rows in a schema at 0004",
-    )
-    parser.add_argument(
         "--scopes", type=int, default=1, help="large scopes of --memories each in the table (the timed one first)"
     )
     args = parser.parse_args()
@@ -324,13 +226,6 @@ async def main() -> None:
             await timed(engine, scope, query_set(20, seed=3))  # warm caches and connections
             runs.append((kind, store, engine, scope))
             print(f"{kind}: {args.memories} memories loaded in {load_s:.1f} s", flush=True)
-            if args.compare and store.dialect == "postgresql":
-                old = await before_store(url)
-                old_scope, load_s = await load(old, args.memories, args.keep, scopes=args.scopes)
-                legacy = LegacyEngine(old)
-                await timed(legacy, old_scope, query_set(20, seed=3))
-                runs.append((kind + " before", old, legacy, old_scope))
-                print(f"{kind} before: {args.memories} memories loaded in {load_s:.1f} s (schema {BEFORE_SCHEMA})")
             if endpoint is not None:
                 hscope, load_s = await load(store, args.memories, args.keep, vectors=True)
                 hybrid = MemoryEngine(store, MemoryPolicy(embeddings=endpoint), http=http)
@@ -359,24 +254,11 @@ async def main() -> None:
         print(f"{args.memories} memories, {args.queries} queries x {args.repeats} rounds: median [min-max]")
         for name, store, _, scope in runs:
             print(f"{name:27s} p50 {spread(p50[name])}   p95 {spread(p95[name])}")
-            if name + " before" in p50:
-                # Each round's own ratio: the two ran back to back in that round, on the same machine load.
-                for label, by in (("p50", p50), ("p95", p95)):
-                    ratios = [new / old for new, old in zip(by[name], by[name + " before"], strict=True)]
-                    per_round = " ".join(f"{r:.2f}" for r in ratios)
-                    print(f"{'':27s} {label} after/before {statistics.median(ratios):.2f}x (per round {per_round})")
             if not args.keep and store.dialect == "postgresql":
                 async with store.engine.begin() as conn:
                     await conn.execute(delete(memories).where(memories.c.organisation == scope.organisation))
         for store in {id(s): s for _, s, _, _ in runs}.values():
             await store.close()
-        if args.compare and not args.keep:
-            for url in urls:
-                if url.startswith("postgresql"):
-                    admin = create_async_engine(url)
-                    async with admin.begin() as conn:
-                        await conn.execute(text(f"DROP SCHEMA IF EXISTS {BEFORE_SCHEMA} CASCADE"))
-                    await admin.dispose()
         await http.aclose()
 
 

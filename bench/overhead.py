@@ -141,7 +141,6 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from agent_tools.history_metrics import total_bytes
     from agent_tools.session import SessionInput, SessionRequest
     from bench.bare_loop import BareInput
 
@@ -200,7 +199,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     rss = proc_peak_rss_mb(proc.pid)
     sessions = len(results)
     histories = [await client.get_workflow_handle(wid).fetch_history() for _, wid in results[:5]]
-    hist = [total_bytes(h) for h in histories]
+    hist = [sum(e.ByteSize() for e in h.events) for h in histories]
     # The work was the same: every loop ran ``turns`` tool calls and one more model step per session.
     for h in histories:
         scheduled = [

@@ -4,8 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_tools.history_metrics import bytes_per_step
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHistory
+
 from agent_tools.user_tools import tool
+
+
+def bytes_per_step(history: WorkflowHistory, llm_activity: str = "agent_tools.llm_step") -> list[int]:
+    """History bytes of each model step: from one model-step activity's scheduling to the next."""
+    spans: list[int] = []
+    current: int | None = None
+    for event in history.events:
+        if (
+            event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and event.activity_task_scheduled_event_attributes.activity_type.name == llm_activity
+        ):
+            if current is not None:
+                spans.append(current)
+            current = 0
+        if current is not None:
+            current += event.ByteSize()
+    if current is not None:
+        spans.append(current)
+    return spans
 
 
 @tool

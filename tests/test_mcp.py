@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from agent_tools.activities.context import BuiltinContext
 from agent_tools.activities.mcp import McpConnections, McpUnavailable, mcp_user_tools
-from agent_tools.activities.mcp.client import ENGINE_KEY, render_result
+from agent_tools.activities.mcp.client import render_result
 from agent_tools.activities.mcp.discovery import user_tool_for
 from agent_tools.activities.tool_runner import _user_impl
 from agent_tools.agents import AgentDefinition
@@ -116,7 +116,7 @@ async def test_every_argument_the_schema_allows_reaches_the_server(
     listed = SimpleNamespace(name="open_tool", description="d", input_schema=schema)
     tool = user_tool_for(fixture_server(), listed)
     conns = _RecordingConnections()
-    ctx = BuiltinContext(services=cast(Any, SimpleNamespace(engines={ENGINE_KEY: conns})), session=cast(Any, None),
+    ctx = BuiltinContext(services=cast(Any, SimpleNamespace(mcp=conns)), session=cast(Any, None),
                       call_id="c1", tool=tool.spec.name)  # fmt: skip
     args = tool.spec.validate_arguments(arguments)
     assert await _user_impl(tool)(args, ctx) == "ok"

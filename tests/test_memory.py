@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import func, select, text, update
 
-from agent_tools.activities.memory import MemoryEngine, Scope, engine_of, memory_context
+from agent_tools.activities.memory import MemoryEngine, Scope, memory_context
 from agent_tools.activities.services import Services
 from agent_tools.activities.store.memory_tables import memories
 from agent_tools.agents import AgentDefinition
@@ -179,14 +179,14 @@ async def test_ranking_fuses_text_and_recency(services: Services) -> None:
     assert [m["memory_id"] for m in found] == [new["memory"]["memory_id"], old["memory"]["memory_id"]]
     assert found[1]["age"] == "6 months ago"
     # Stemming: "exporting invoice" still finds them (porter / english configuration).
-    stemmed = await engine_of(services).search(scope, "exporting invoice")
+    stemmed = await services.memory.search(scope, "exporting invoice")
     assert len(stemmed) == 2
 
 
 async def test_tiers_retention_and_promotion(services: Services) -> None:
     r = ref()
     scope = Scope.of(r)
-    engine = engine_of(services)
+    engine = services.memory
     work = _json(
         await call(services, r, "saveMemory", {"content": "Currently migrating billing to v2", "tier": "working"})
     )
@@ -225,7 +225,7 @@ async def test_long_term_ttl_policy(services: Services) -> None:
             .values(last_used_at=datetime.now(UTC) - timedelta(days=11))
         )
     assert await engine.search(scope, "tapes") == []
-    assert (await engine_of(services).search(scope, "tapes"))[0].memory_id == mid  # default keeps long-term
+    assert (await services.memory.search(scope, "tapes"))[0].memory_id == mid  # default keeps long-term
 
 
 async def test_update_to_an_existing_fact_is_refused(services: Services) -> None:
@@ -314,7 +314,7 @@ async def test_liveness_and_tier_are_checked_on_the_candidates_only(services: Se
     afterwards, and the search asks the index again until enough candidates survive or it runs out."""
     r = ref()
     scope = Scope.of(r)
-    engine = engine_of(services)
+    engine = services.memory
     # The best-ranked matches (short, the word twice) are all deleted or of the other tier; the live
     # working ones rank below every one of them.
     await _bulk(services, scope, [f"quokka quokka {i}" for i in range(70)], deleted_at=datetime.now(UTC))
@@ -341,7 +341,7 @@ async def test_common_words_are_not_ranked_but_still_find(services: Services, mo
     monkeypatch.setattr(scoring, "COMMON_DF", 20)
     r = ref()
     scope = Scope.of(r)
-    engine = engine_of(services)
+    engine = services.memory
     await _bulk(services, scope, [f"the server number {i} runs debian" for i in range(40)])
     await _bulk(services, scope, ["the server in the attic runs nomad"])
     found = await engine.search(scope, "which server runs nomad", limit=3)
@@ -356,7 +356,7 @@ async def test_document_frequencies_are_the_counts_of_the_matches(services: Serv
     (what the search counted before), for stems, stop words, phrases (``a_b``), digits and other scripts."""
     r, other = ref(), ref()
     scope, elsewhere = Scope.of(r), Scope.of(other)
-    engine = engine_of(services)
+    engine = services.memory
     await _bulk(services, scope, [f"the runner was running {i} laps_today in Café 2024" for i in range(30)])
     await _bulk(services, elsewhere, ["running runners everywhere"] * 5)
     for i in range(3):
@@ -403,7 +403,7 @@ async def test_the_query_is_parsed_once_per_statement_in_any_plan(
     its custom plans need the words' selectivity to walk the scope's newest rows."""
     r = ref()
     scope = Scope.of(r)
-    engine = engine_of(services)
+    engine = services.memory
     await _bulk(services, scope, [f"a quokka named {i} lives on rottnest" for i in range(30)])
     await _bulk(services, scope, [f"the ferry number {i} leaves daily" for i in range(3)])
     if services.store.dialect != "postgresql":
@@ -451,7 +451,7 @@ async def test_hostile_text_reaches_the_counts_and_the_search_intact(services: S
     counts stay those of the matches."""
     r = ref()
     scope = Scope.of(r)
-    engine = engine_of(services)
+    engine = services.memory
     contents = [
         "w" * 3000 + " plainword",
         "x" * 1_000_000,

@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import select
 
-from agent_tools.activities.memory import Scope, engine_of
+from agent_tools.activities.memory import Scope
 from agent_tools.activities.services import Services
 from agent_tools.activities.store.memory_tables import memories
 from agent_tools.agents import AgentDefinition, AgentRegistry
@@ -95,7 +95,7 @@ async def test_deleted_updated_and_tier_filtered_memories(services: Services) ->
     """The vector index is a cache: a deleted memory is not returned, an updated one is found by its new
     meaning only, and the tier filter applies to vector candidates too."""
     r = ref()
-    engine = engine_of(services)
+    engine = services.memory
     scope = Scope.of(r)
     first = await _save(services, r, "Alice drives an automobile to work")
     assert [m.memory_id for m in await engine.search(scope, "car")] == [first]
@@ -205,7 +205,7 @@ async def test_concurrent_searches_and_saves_share_one_vector_index(services: Se
     import asyncio
 
     r = ref()
-    engine = engine_of(services)
+    engine = services.memory
     scope = Scope.of(r)
     ids = [await _save(services, r, f"Alice drives an automobile number {i}") for i in range(5)]
     alone = [m.memory_id for m in await engine.search(scope, "car")]

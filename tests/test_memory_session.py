@@ -72,9 +72,9 @@ async def test_memory_context_reaches_the_model(
         )
         # memory_remember refuses when memory is off; put the fact in directly so only the block differs.
         if not memory_on:
-            from agent_tools.activities.memory import Scope, engine_of
+            from agent_tools.activities.memory import Scope
 
-            await engine_of(services).save(
+            await services.memory.save(
                 Scope.of(r),
                 "Carol deploys with Nomad",
                 tier="long_term",

@@ -151,10 +151,6 @@ def test_a_bad_legacy_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> 
 
 async def test_a_worker_reads_the_settings_it_was_given(tmp_path: Path) -> None:
     """The engines take their sections from the Settings the worker got, not from the environment."""
-    from agent_tools.activities.memory import engine_of as memory_engine
-    from agent_tools.activities.sandbox.tool import engine_of as sandbox_engine
-    from agent_tools.activities.web import get_web
-
     s = Settings(
         database_url=f"sqlite+aiosqlite:///{tmp_path}/store.sqlite",
         agents_file=None,
@@ -164,10 +160,10 @@ async def test_a_worker_reads_the_settings_it_was_given(tmp_path: Path) -> None:
     )
     services = await Services.open(s)
     try:
-        web = get_web(services)
+        web = services.web
         assert web.config is s.web and web.fetcher.allow_loopback is True
-        assert memory_engine(services).policy is s.memory
-        assert sandbox_engine(services).settings is s.sandbox
-        assert "bwrap-from-code" in (await sandbox_engine(services).availability()).reason
+        assert services.memory.policy is s.memory
+        assert services.sandbox.settings is s.sandbox
+        assert "bwrap-from-code" in (await services.sandbox.availability()).reason
     finally:
         await services.close()

@@ -141,6 +141,9 @@ async def test_plugin_registers_only_on_the_queues_it_serves(
     assert not cfg.get("workflows")
     names = {a.__temporal_activity_definition.name for a in cfg.get("activities", [])}  # type: ignore[attr-defined]
     assert {"agent_tools.llm_step", "agent_tools.prepare_session", "tool:webSearch"} <= names
+    # Building the activity classes opens nothing: the store is created when a worker runs.
+    assert not Path(settings.database_url.removeprefix("sqlite+aiosqlite:///")).exists()
+    assert activity_only.holder._services is None
 
 
 def test_runner_composition_keeps_the_hosts_choice() -> None:

@@ -9,12 +9,11 @@ finished, else a tool error saying the call was interrupted; it never runs the t
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.activities.store.approval_tables import ApprovalStore
 from agent_tools.activity_io import ToolCallInput, ToolCallOutput
 from agent_tools.contracts.approvals import (
@@ -68,9 +67,9 @@ async def run_approved(
     return ToolCallOutput(content=INTERRUPTED_MESSAGE.format(tool=inp.name), is_error=True)
 
 
-def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
-    @activity.defn(name=ACTIVITY_RECORD_APPROVAL)
-    async def record_approval_activity(inp: RecordApprovalInput) -> None:
-        await record_approval(await holder.get(), inp)
+class ApprovalActivities(ActivityClass):
+    """The audit record of each approval decision."""
 
-    return [record_approval_activity]
+    @activity.defn(name=ACTIVITY_RECORD_APPROVAL)
+    async def record_approval(self, inp: RecordApprovalInput) -> None:
+        await record_approval(await self._services.get(), inp)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
-from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
@@ -22,7 +20,7 @@ from agent_tools import search_attributes as sa
 from agent_tools.activities.context import BuiltinContext, ToolImpl
 from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.model_calls import UsageAccount, complete
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.catalog.spec import ToolLevel
 from agent_tools.contracts.delegation import (
@@ -432,47 +430,38 @@ def _activity_id(ctx: BuiltinContext) -> str:
 IMPLEMENTATIONS: dict[str, ToolImpl] = {"delegate_to_model": delegate_to_model}
 
 
-def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
+class DelegationActivities(ActivityClass):
+    """Spawn checks, the session tree (list, read, stop, message, await) and hand-off history."""
+
     @activity.defn(name=ACT_PLAN_SPAWN)
-    async def plan_spawn_activity(inp: PlanSpawnInput) -> PlanSpawnOutput:
-        return await plan_spawn(await holder.get(), inp)
+    async def plan_spawn(self, inp: PlanSpawnInput) -> PlanSpawnOutput:
+        return await plan_spawn(await self._services.get(), inp)
 
     @activity.defn(name=ACT_CHECK_AGENT)
-    async def check_agent_activity(inp: CheckAgentInput) -> CheckAgentOutput:
-        return await check_agent(await holder.get(), inp)
+    async def check_agent(self, inp: CheckAgentInput) -> CheckAgentOutput:
+        return await check_agent(await self._services.get(), inp)
 
     @activity.defn(name=ACT_LIST_TREE)
-    async def list_tree_activity(inp: TreeInput) -> TreeOutput:
+    async def list_tree(self, inp: TreeInput) -> TreeOutput:
         return await list_tree(activity.client(), inp)
 
     @activity.defn(name=ACT_LATEST_MESSAGE)
-    async def latest_message_activity(inp: TargetInput) -> LatestMessageOutput:
+    async def latest_message(self, inp: TargetInput) -> LatestMessageOutput:
         return await latest_message(activity.client(), inp)
 
     @activity.defn(name=ACT_STOP_TREE)
-    async def stop_tree_activity(inp: TargetInput) -> StopTreeOutput:
+    async def stop_tree(self, inp: TargetInput) -> StopTreeOutput:
         # Heartbeats while it waits for each session to stop: a crashed worker's stop is retried promptly.
         return await with_heartbeat(stop_tree(activity.client(), inp))
 
     @activity.defn(name=ACT_SEND_MESSAGE)
-    async def send_message_activity(inp: TargetInput) -> SendOutput:
+    async def send_message(self, inp: TargetInput) -> SendOutput:
         return await send_message(activity.client(), inp)
 
     @activity.defn(name=ACT_HANDOFF_HISTORY)
-    async def handoff_history_activity(inp: HandoffHistoryInput) -> HandoffHistoryOutput:
-        return await handoff_history(await holder.get(), inp)
+    async def handoff_history(self, inp: HandoffHistoryInput) -> HandoffHistoryOutput:
+        return await handoff_history(await self._services.get(), inp)
 
     @activity.defn(name=ACT_AWAIT_SESSION)
-    async def await_session_activity(inp: AwaitSessionInput) -> AwaitSessionOutput:
+    async def await_session(self, inp: AwaitSessionInput) -> AwaitSessionOutput:
         return await with_heartbeat(await_session(activity.client(), inp))
-
-    return [
-        plan_spawn_activity,
-        check_agent_activity,
-        list_tree_activity,
-        latest_message_activity,
-        stop_tree_activity,
-        send_message_activity,
-        handoff_history_activity,
-        await_session_activity,
-    ]

@@ -34,9 +34,8 @@ from agent_tools.contracts.memory import MAX_EMBEDDING_DIMENSIONS, EmbeddingsEnd
 from agent_tools.errors import ProviderError
 
 if TYPE_CHECKING:
-    # numpy is imported where a vector is first handled, not with this module: a worker loads it with the
-    # memory activities, and numpy costs a worker 12 MiB of resident memory (issue 18) that no session needs
-    # unless an embeddings endpoint is configured and a semantic search runs.
+    # numpy is imported where a vector is first handled, not with this module: a worker loads this module
+    # with the memory activities, and only a semantic search (an embeddings endpoint) needs numpy's memory.
     import numpy as np
 
 log = logging.getLogger(__name__)

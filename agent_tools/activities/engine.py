@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
@@ -13,8 +12,7 @@ from agent_tools.activities.heartbeat import with_heartbeat
 from agent_tools.activities.model_calls import check_budget, complete, non_retryable
 from agent_tools.activities.offer import unavailable_tools
 from agent_tools.activities.providers.base import ToolSchema
-from agent_tools.activities.providers.registry import check_spec
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.activities.text_publisher import TextPublisher, stream_publisher
 from agent_tools.activity_io import (
     ACTIVITY_LLM_STEP,
@@ -117,7 +115,7 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
     )
     try:
         # A spec no call could use fails the session here, before its first step, with the reason.
-        check_spec(model, s)
+        services.providers.check(model)
     except ConfigurationError as exc:
         raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
     title = req.title or (req.prompt or agent.name)[:60]
@@ -236,18 +234,18 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
     )
 
 
-def build_engine_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
+class EngineActivities(ActivityClass):
+    """The session engine's own activities: prepare a session, run one model step."""
+
     @activity.defn(name=ACTIVITY_PREPARE)
-    async def prepare_session_activity(inp: PrepareInput) -> PrepareOutput:
-        return await prepare_session(await holder.get(), inp)
+    async def prepare_session(self, inp: PrepareInput) -> PrepareOutput:
+        return await prepare_session(await self._services.get(), inp)
 
     @activity.defn(name=ACTIVITY_LLM_STEP)
-    async def llm_step_activity(inp: LlmStepInput) -> LlmStepOutput:
+    async def llm_step(self, inp: LlmStepInput) -> LlmStepOutput:
         async def step() -> LlmStepOutput:
-            return await llm_step(await holder.get(), inp)
+            return await llm_step(await self._services.get(), inp)
 
         # The whole step beats, store work included: with a heartbeat timeout of seconds, a transcript
         # write queued behind a busy store would otherwise pass for a dead worker and run the call again.
         return await with_heartbeat(step())
-
-    return [prepare_session_activity, llm_step_activity]

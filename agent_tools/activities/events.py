@@ -15,7 +15,6 @@ activity can) only with ``direct_delivery`` off, the path before the ingress del
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,7 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.event_tables import add_subscription, claim_batch, claim_one, find_matching, get_event
 from agent_tools.activities.tool_runner import save_if_large
@@ -184,20 +183,20 @@ async def load_event(services: Services, inp: LoadEventInput) -> ToolCallOutput:
     )
 
 
-def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
+class EventActivities(ActivityClass):
+    """Subscribe a session to events, load a delivered event, deliver a batch to its sessions."""
+
     @activity.defn(name=ACTIVITY_SUBSCRIBE)
-    async def subscribe_activity(inp: SubscribeInput) -> SubscribeOutput:
-        services = await holder.get()
+    async def subscribe(self, inp: SubscribeInput) -> SubscribeOutput:
+        services = await self._services.get()
         return await subscribe(services, inp, client=activity.client(), task_queue=activity.info().task_queue)
 
     @activity.defn(name=ACTIVITY_LOAD_EVENT)
-    async def load_event_activity(inp: LoadEventInput) -> ToolCallOutput:
-        services = await holder.get()
+    async def load_event(self, inp: LoadEventInput) -> ToolCallOutput:
+        services = await self._services.get()
         return await load_event(services, inp)
 
     @activity.defn(name=ACTIVITY_DELIVER_EVENTS)
-    async def deliver_events_activity(inp: DeliverEventsInput) -> DeliverEventsOutput:
-        services = await holder.get()
+    async def deliver_events(self, inp: DeliverEventsInput) -> DeliverEventsOutput:
+        services = await self._services.get()
         return await deliver_events(inp, client=activity.client(), store=services.store)
-
-    return [subscribe_activity, load_event_activity, deliver_events_activity]

@@ -15,7 +15,6 @@ import functools
 import json
 import logging
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -81,7 +80,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-ENGINE_KEY = "memory"
 # Deleted rows are kept this long (a retried delete still answers "deleted"), then purged.
 PURGE_DELETED_AFTER = timedelta(days=30)
 
@@ -107,6 +105,16 @@ class Scope:
 
     def where(self) -> ColumnElement[bool]:
         return and_(memories.c.scope_key == self.key, self.owner())
+
+    def columns(self) -> dict[str, str]:
+        """The scope's columns of a memory row."""
+        return {
+            "organisation": self.organisation,
+            "project": self.project,
+            "user_id": self.user,
+            "agent": self.agent,
+            "scope_key": self.key,
+        }
 
     def owner(self) -> ColumnElement[bool]:
         """The scope's four parts (which determine scope_key), without the indexed key itself."""
@@ -269,7 +277,6 @@ class MemoryEngine:
         vector = await self._embed(content)
         now = _now()
         digest = scoring.content_hash(content)
-        c = memories.c
 
         def write(conn: Connection) -> tuple[str, Memory]:
             self._purge(conn, scope, now)
@@ -281,11 +288,7 @@ class MemoryEngine:
                     [
                         {
                             "memory_id": memory_id,
-                            "organisation": scope.organisation,
-                            "project": scope.project,
-                            "user_id": scope.user,
-                            "agent": scope.agent,
-                            "scope_key": scope.key,
+                            **scope.columns(),
                             "content": content,
                             "content_hash": digest,
                             "tier": tier,
@@ -310,22 +313,19 @@ class MemoryEngine:
                 return "created", Memory.of(row)  # a retry of the call that saved it
             if not self._is_live(row, now):
                 # Deleted or expired: saving it again brings it back as a new memory.
-                conn.execute(
-                    update(memories)
-                    .where(c.seq == row.seq)
-                    .values(
-                        content=content,
-                        tier=tier,
-                        tags=_tags_text(tags),
-                        uses=1,
-                        last_call=call_key,
-                        created_by_call=call_key,
-                        created_at=now,
-                        updated_at=now,
-                        last_used_at=now,
-                        deleted_at=None,
-                        **vector,
-                    )
+                self._saved_again(
+                    conn,
+                    row.seq,
+                    call_key,
+                    now,
+                    content=content,
+                    tier=tier,
+                    tags=_tags_text(tags),
+                    uses=1,
+                    created_by_call=call_key,
+                    created_at=now,
+                    deleted_at=None,
+                    **vector,
                 )
                 return "created", Memory.of(self._by_hash(conn, scope, digest))
             if row.last_call != call_key:
@@ -333,24 +333,30 @@ class MemoryEngine:
                 uses = int(row.uses) + 1
                 new_tier = "long_term" if tier == "long_term" or uses >= self.policy.promote_after_uses else row.tier
                 merged = [t for t in (row.tags or "").split("|") if t] + tags
-                conn.execute(
-                    update(memories)
-                    .where(c.seq == row.seq)
-                    .values(
-                        uses=uses,
-                        tier=new_tier,
-                        tags=_tags_text(merged),
-                        last_call=call_key,
-                        updated_at=now,
-                        last_used_at=now,
-                        # A vector of the model configured now (the row may predate it, or the endpoint).
-                        **{k: v for k, v in vector.items() if v is not None},
-                    )
+                self._saved_again(
+                    conn,
+                    row.seq,
+                    call_key,
+                    now,
+                    uses=uses,
+                    tier=new_tier,
+                    tags=_tags_text(merged),
+                    # A vector of the model configured now (the row may predate it, or the endpoint).
+                    **{k: v for k, v in vector.items() if v is not None},
                 )
                 row = self._by_hash(conn, scope, digest)
             return "existing", Memory.of(row)
 
         return await self.store.run(write)
+
+    @staticmethod
+    def _saved_again(conn: Connection, seq: int, call_key: str, now: datetime, **values: Any) -> None:
+        """A save of a fact the scope already holds: the row becomes this call's, used and updated now."""
+        conn.execute(
+            update(memories)
+            .where(memories.c.seq == seq)
+            .values(last_call=call_key, updated_at=now, last_used_at=now, **values)
+        )
 
     async def update(
         self,
@@ -642,7 +648,7 @@ class MemoryEngine:
             keep.append(c.tier == tier)
         # A LEFT JOIN with the checks in ON: every hit comes back (so we know whether the index ran out), the
         # ones that failed a check without a memory_id. SQLite materialises the hits and looks each row up by
-        # its rowid (a plain IN list made it walk the scope's index instead: 20 ms for 600 hits).
+        # its rowid (with a plain IN list it walks the scope's index instead).
         stmt = (
             select(hits.c.rank, *_COLUMNS)
             .select_from(hits.outerjoin(memories, and_(*keep)))
@@ -661,7 +667,7 @@ class MemoryEngine:
         checks = [scope.where(), self.live(now)] + ([c.tier == tier] if tier else [])
         if conn.dialect.name == "sqlite":
             # The ids as the left side of a LEFT JOIN, as for full-text hits: with "seq IN (...) AND
-            # scope_key = ?" SQLite walks the scope's index (every memory of it, 20 ms at 100,000).
+            # scope_key = ?" SQLite walks every memory of the scope's index.
             ids = (
                 text("SELECT value AS seq FROM json_each(:ids)")
                 .bindparams(ids=json.dumps(seqs))
@@ -677,29 +683,22 @@ class MemoryEngine:
     def _pg_candidates(
         self, conn: Connection, scope: Scope, use: list[str], ranked: bool, want: int, tier: str | None, now: datetime
     ) -> list[Any]:
-        # Imported here: the PostgreSQL dialect package took 0.14 s of a worker's imports (-X importtime),
-        # which a worker on SQLite never needs.
+        # Imported here: a worker on SQLite never loads the PostgreSQL dialect.
         from sqlalchemy.dialects.postgresql import TSQUERY
 
         c = memories.c
         query = func.to_tsquery("english", scoring.tsquery(use))
         if ranked:
-            # The ranked query takes its tsquery from a scalar subquery (an InitPlan, computed once per
-            # execution), not from the call itself: asyncpg prepares every statement, and from its sixth run on
-            # a connection PostgreSQL may use the generic plan, which does not fold to_tsquery($1, $2) to a
-            # constant and parsed the query again for every row it rechecked and ranked (12.5 ms against 6.5
-            # for 1,094 matches, measured). The planner no longer sees the words' selectivity, which this
-            # plan does not need: the GIN index is its only way to the matches.
+            # The tsquery comes from a scalar subquery (an InitPlan, computed once per execution): a generic
+            # plan, which PostgreSQL may use for a statement asyncpg prepared, would otherwise parse it again
+            # for every row it ranks. This plan needs no selectivity: the GIN index is its only way in.
             once = select(query).scalar_subquery()
             # The matches of the ranked terms are bounded (rank_terms, and this LIMIT as the hard stop): GIN
             # finds them, ts_rank_cd ranks only those, and the best `want` go to the fusion. Liveness and tier
             # are checked on the same heap rows (free here, unlike SQLite's index-only hits).
             # SCOPED_SEARCH: "this scope AND any of the words" in the GIN index, so other scopes' matches are
-            # never read. The scope is then checked on the rows by its four parts, not by scope_key (which
-            # they determine): a plan prepared for any parameters (asyncpg prepares every statement, and
-            # PostgreSQL may switch to such a generic plan after five runs) ANDed the GIN matches with the
-            # scope's 100,000 entries in ix_memories_scope_updated (36 ms instead of 8.5), where no index
-            # covers the parts.
+            # never read. The rows are then checked by the scope's four parts, which no index covers, not by
+            # scope_key: a generic plan would AND the matches with the scope's whole index.
             scoped = cast(_scope_lexeme(scope), TSQUERY).op("&&")(once)
             conds = [literal_column(SCOPED_SEARCH).op("@@")(scoped), scope.owner(), self.live(now)]
             if tier:
@@ -720,15 +719,12 @@ class MemoryEngine:
             stmt = (
                 select(*_COLUMNS, literal_column("0.0").label("score"))
                 # The bare column, which no index covers: every word here is in at least COMMON_DF memories, so
-                # the scope's newest rows hold matches soon, and no plan can take every match from the GIN index
-                # to sort them instead (thousands of rows). The call stays inline here (unlike the ranked
-                # query's): custom plans need the words' selectivity to walk the scope's newest rows (given an
-                # InitPlan instead they sorted the whole scope, 60-80 ms), and a generic plan parses the query
-                # once per row walked, a few hundred.
+                # walking the scope's newest rows finds matches soon, and no plan may take every match from the
+                # GIN index to sort them. The call stays inline (unlike the ranked query's): the planner needs
+                # the words' selectivity to choose that walk.
                 .where(literal_column("memories.search").op("@@")(query), scope.where(), self.live(now))
-                # The scope's newest first, along ix_memories_scope_updated: ordered by seq, PostgreSQL walked
-                # the primary key backwards through every newer row of other scopes (80 ms behind a second
-                # scope of 100,000).
+                # The scope's newest first, along ix_memories_scope_updated (ordered by seq, the walk would go
+                # through every newer row of other scopes).
                 .order_by(c.updated_at.desc())
                 .limit(want)
             )
@@ -797,15 +793,6 @@ class MemoryEngine:
 # ---- service wiring -------------------------------------------------------------------------------------
 
 
-def engine_of(services: Services) -> MemoryEngine:
-    engine = services.engines.get(ENGINE_KEY)
-    if engine is None:
-        engine = MemoryEngine(services.store, services.settings.memory, http=services.http)
-        services.engines[ENGINE_KEY] = engine
-    assert isinstance(engine, MemoryEngine)
-    return engine
-
-
 def memory_enabled(services: Services, ref: SessionRef) -> bool:
     """The session's Memory switch: the agent's definition, or the request's ``options.memory``."""
     return ref.memory
@@ -814,7 +801,7 @@ def memory_enabled(services: Services, ref: SessionRef) -> bool:
 def _require(ctx: BuiltinContext) -> tuple[MemoryEngine, Scope, str]:
     if not memory_enabled(ctx.services, ctx.session):
         raise ToolFailure(f"Memory is off for agent {ctx.session.agent!r}; nothing was read or saved. Carry on.")
-    return engine_of(ctx.services), Scope.of(ctx.session), f"{ctx.session.session_id}/{ctx.call_id}"
+    return ctx.services.memory, Scope.of(ctx.session), f"{ctx.session.session_id}/{ctx.call_id}"
 
 
 async def _save(ctx: BuiltinContext, content: str, tier: Tier, tags: list[str]) -> tuple[str, Memory]:
@@ -898,7 +885,6 @@ async def memory_recall(args: MemoryRecallArgs, ctx: BuiltinContext) -> str:
 
 # ---- Memory Context -----------------------------------------------------------------------------------
 
-_CONTEXT_CACHE = "memory.context"
 _CONTEXT_CACHE_SIZE = 256
 
 
@@ -917,9 +903,9 @@ async def memory_context(services: Services, ref: SessionRef, transcript: list[M
     """
     if not memory_enabled(services, ref):
         return None
-    engine = engine_of(services)
+    engine = services.memory
     seq, message = _last_user_message(transcript)
-    cache: OrderedDict[tuple[str, str, int], str | None] = services.engines.setdefault(_CONTEXT_CACHE, OrderedDict())
+    cache = services.memory_context
     key = (ref.session_id, ref.run_id, seq)
     if key in cache:
         return cache[key]

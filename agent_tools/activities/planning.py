@@ -7,13 +7,10 @@ scripted model can be given judge replies of their own (``match: {agent: goal-ju
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from temporalio import activity
 
 from agent_tools.activities.model_calls import UsageAccount, complete, non_retryable
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.contracts.planning import (
     ACTIVITY_JUDGE_GOAL,
     GoalVerdict,
@@ -62,9 +59,9 @@ async def judge_goal(services: Services, inp: JudgeGoalInput) -> GoalVerdict:
     return verdict
 
 
-def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
-    @activity.defn(name=ACTIVITY_JUDGE_GOAL)
-    async def judge_goal_activity(inp: JudgeGoalInput) -> GoalVerdict:
-        return await judge_goal(await holder.get(), inp)
+class PlanningActivities(ActivityClass):
+    """The goal judge."""
 
-    return [judge_goal_activity]
+    @activity.defn(name=ACTIVITY_JUDGE_GOAL)
+    async def judge_goal(self, inp: JudgeGoalInput) -> GoalVerdict:
+        return await judge_goal(await self._services.get(), inp)

@@ -1,4 +1,4 @@
-"""Every activity the worker registers: the engine's, one per activity tool, and the capabilities' others.
+"""Every activity the worker registers: one class per capability, built once with the worker's services.
 
 Capability modules are imported by name: a module that is missing or fails to import stops the worker,
 never silently removes its tools. ``tests/test_catalog.py`` checks that every tool in the catalog has
@@ -10,35 +10,45 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_tools.activities import (
-    approvals,
-    delegation,
-    events,
-    history,
-    memory,
-    planning,
-    research,
-    results,
-    sandbox,
-    skills,
-)
+from agent_tools.activities import history, memory, results, sandbox, skills
+from agent_tools.activities.approvals import ApprovalActivities
 from agent_tools.activities.context import ToolImpl
-from agent_tools.activities.engine import build_engine_activities
+from agent_tools.activities.delegation import IMPLEMENTATIONS as DELEGATION_TOOLS
+from agent_tools.activities.delegation import DelegationActivities
+from agent_tools.activities.engine import EngineActivities
+from agent_tools.activities.events import EventActivities
+from agent_tools.activities.planning import PlanningActivities
+from agent_tools.activities.research import ResearchActivities
 from agent_tools.activities.services import ContextHook, ServicesHolder
-from agent_tools.activities.tool_runner import build_tool_activities
+from agent_tools.activities.tool_runner import ToolActivities
 from agent_tools.activities.web import tools as web_tools
 from agent_tools.user_tools import UserTool
 
-# Modules whose ``IMPLEMENTATIONS`` are activity tools.
-TOOL_MODULES = (history, web_tools, memory, results, delegation, sandbox, skills)
-# Modules with activities that are not tools (judge a goal, subscribe to events, walk the tree, ...).
-ACTIVITY_MODULES = (planning, delegation, events, research, approvals)
+# The activity tools of each capability (name -> implementation); the tool runner makes one activity of each.
+TOOL_TABLES: tuple[dict[str, ToolImpl], ...] = (
+    history.IMPLEMENTATIONS,
+    web_tools.IMPLEMENTATIONS,
+    memory.IMPLEMENTATIONS,
+    results.IMPLEMENTATIONS,
+    DELEGATION_TOOLS,
+    sandbox.IMPLEMENTATIONS,
+    skills.IMPLEMENTATIONS,
+)
+# The classes whose methods are the activities that are not tools (judge a goal, subscribe to events, ...).
+ACTIVITY_CLASSES = (
+    EngineActivities,
+    PlanningActivities,
+    DelegationActivities,
+    EventActivities,
+    ResearchActivities,
+    ApprovalActivities,
+)
 
 
 def builtin_implementations() -> dict[str, ToolImpl]:
     impls: dict[str, ToolImpl] = {}
-    for module in TOOL_MODULES:
-        for name, impl in module.IMPLEMENTATIONS.items():
+    for table in TOOL_TABLES:
+        for name, impl in table.items():
             if name in impls:
                 raise RuntimeError(f"tool {name!r} has two implementations")
             impls[name] = impl
@@ -50,9 +60,17 @@ def builtin_context_hooks() -> list[ContextHook]:
     return list(memory.CONTEXT_HOOKS)
 
 
-def all_activities(holder: ServicesHolder, user_tools: Sequence[UserTool] = ()) -> list[Callable[..., Any]]:
-    acts = build_engine_activities(holder)
-    acts += build_tool_activities(holder, builtin_implementations(), user_tools)
-    for module in ACTIVITY_MODULES:
-        acts += module.build_activities(holder)
+def activity_methods(instance: object) -> list[Callable[..., Any]]:
+    """The bound ``@activity.defn`` methods of ``instance``, in the order its class defines them."""
+    return [
+        getattr(instance, name)
+        for name, member in vars(type(instance)).items()
+        if hasattr(member, "__temporal_activity_definition")
+    ]
+
+
+def all_activities(services: ServicesHolder, user_tools: Sequence[UserTool] = ()) -> list[Callable[..., Any]]:
+    acts = ToolActivities(services, builtin_implementations(), user_tools).activities()
+    for cls in ACTIVITY_CLASSES:
+        acts += activity_methods(cls(services))
     return acts

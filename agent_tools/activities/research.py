@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agent_tools.activities.model_calls import UsageAccount, complete, non_retryable
-from agent_tools.activities.services import Services, ServicesHolder
-from agent_tools.activities.web import get_web
+from agent_tools.activities.services import ActivityClass, Services
 from agent_tools.contracts.web.models import (
     ResearchCandidate,
     ResearchPlan,
@@ -160,10 +158,12 @@ def citation_problems(report: str, n_sources: int) -> list[str]:
     return problems
 
 
-def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
+class ResearchActivities(ActivityClass):
+    """Deep research's steps: plan the queries, search, read a source, write the report."""
+
     @activity.defn(name="agent_tools.research.plan")
-    async def plan(inp: ResearchPlanInput) -> ResearchPlan:
-        services = await holder.get()
+    async def plan(self, inp: ResearchPlanInput) -> ResearchPlan:
+        services = await self._services.get()
         text, used = await _complete(
             services,
             "small",
@@ -175,10 +175,10 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
         return ResearchPlan(queries=parse_queries(text, inp.question, inp.max_queries), usage=used)
 
     @activity.defn(name="agent_tools.research.search")
-    async def search(inp: ResearchSearchInput) -> ResearchSearchOutput:
-        services = await holder.get()
+    async def search(self, inp: ResearchSearchInput) -> ResearchSearchOutput:
+        services = await self._services.get()
         try:
-            outcome = await get_web(services).web_search(
+            outcome = await services.web.web_search(
                 WebSearchArgs(
                     query=inp.query,
                     max_results=min(10, inp.max_results),
@@ -199,10 +199,10 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
         )
 
     @activity.defn(name="agent_tools.research.read")
-    async def read(inp: ResearchReadInput) -> ResearchReadOutput:
-        services = await holder.get()
+    async def read(self, inp: ResearchReadInput) -> ResearchReadOutput:
+        services = await self._services.get()
         try:
-            page, _ = await get_web(services).page(inp.url, profile="codai")
+            page, _ = await services.web.page(inp.url, profile="codai")
         except WebError as exc:
             return ResearchReadOutput(url=inp.url, ok=False, error=f"{exc.code}: {exc.message}")
         return ResearchReadOutput(
@@ -214,9 +214,9 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
         )
 
     @activity.defn(name="agent_tools.research.write")
-    async def write(inp: ResearchWriteInput) -> ResearchWriteOutput:
-        services = await holder.get()
-        web = get_web(services)
+    async def write(self, inp: ResearchWriteInput) -> ResearchWriteOutput:
+        services = await self._services.get()
+        web = services.web
         per_source = max(1500, SOURCE_CHARS_TOTAL // max(1, len(inp.sources)))
         blocks: list[str] = []
         for s in inp.sources:
@@ -297,5 +297,3 @@ def build_activities(holder: ServicesHolder) -> list[Callable[..., Any]]:
             type="SchemaMismatch",
             non_retryable=True,
         )
-
-    return [plan, search, read, write]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import OrderedDict
 from typing import Any
 
 from agent_tools.activities.context import BuiltinContext, ToolImpl
@@ -29,7 +28,6 @@ from agent_tools.contracts.results import (
 from agent_tools.errors import ToolFailure
 
 # Views of the last few artifacts: paging through a 10 MB JSON result should not re-parse it every call.
-_CACHE_KEY = "results.views"
 _CACHE_SIZE = 4
 
 
@@ -71,7 +69,7 @@ async def _view(ctx: BuiltinContext, art: Artifact) -> readers.LineView:
 
     The cache is only touched on the event loop, never from the worker thread.
     """
-    cache: OrderedDict[str, readers.LineView] = ctx.services.engines.setdefault(_CACHE_KEY, OrderedDict())
+    cache = ctx.services.result_views
     view = cache.get(art.ref)
     if view is not None:
         cache.move_to_end(art.ref)

@@ -1,14 +1,17 @@
-"""Worker-side services every activity shares: settings, store, HTTP client, providers, catalog, agents."""
+"""Worker-side services every activity shares: settings, store, HTTP client, model provider, catalog, agents,
+and the capability engines (web, memory, sandbox, MCP), each built on first use."""
 
 from __future__ import annotations
 
+import asyncio
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 
-from agent_tools.activities.providers.registry import ProviderRegistry
+from agent_tools.activities.providers.base import ModelProvider
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.transcripts import TranscriptStore
 from agent_tools.activity_io import SessionRef
@@ -17,6 +20,14 @@ from agent_tools.catalog.registry import ToolCatalog
 from agent_tools.messages import Message
 from agent_tools.settings import Settings
 
+if TYPE_CHECKING:
+    # Imported where first built: a worker that never searches, remembers or runs code loads none of them.
+    from agent_tools.activities.mcp.client import McpConnections
+    from agent_tools.activities.memory import MemoryEngine
+    from agent_tools.activities.sandbox.tool import SandboxEngine
+    from agent_tools.activities.web.service import WebService
+    from agent_tools.contracts.results.readers import LineView
+
 # Extra system text for the model, built per step from the session and the transcript the step sends (the
 # Memory Context block is one).
 ContextHook = Callable[["Services", SessionRef, list[Message]], Awaitable[str | None]]
@@ -24,16 +35,61 @@ ContextHook = Callable[["Services", SessionRef, list[Message]], Awaitable[str | 
 
 @dataclass
 class Services:
+    """What the activities of one worker share. The capability engines are built on first use and closed
+    with the services; the caches live as long as the worker."""
+
     settings: Settings
     store: Store
     transcripts: TranscriptStore
     http: httpx.AsyncClient
-    providers: ProviderRegistry
+    providers: ModelProvider
     catalog: ToolCatalog
     agents: AgentRegistry
     context_hooks: list[ContextHook] = field(default_factory=list)
-    # Capability engines (web, memory, ...) created on first use and shared by every activity.
-    engines: dict[str, Any] = field(default_factory=dict)
+    # Line views of saved results, by artifact ref (the readers page through the same few artifacts).
+    result_views: OrderedDict[str, LineView] = field(default_factory=OrderedDict)
+    # The Memory Context block, by (session, run, position of the user message it answers).
+    memory_context: OrderedDict[tuple[str, str, int], str | None] = field(default_factory=OrderedDict)
+    _web: WebService | None = field(default=None, init=False, repr=False)
+    _memory: MemoryEngine | None = field(default=None, init=False, repr=False)
+    _sandbox: SandboxEngine | None = field(default=None, init=False, repr=False)
+    _mcp: McpConnections | None = field(default=None, init=False, repr=False)
+
+    @property
+    def web(self) -> WebService:
+        """Search engines with failover, the guarded fetcher, extraction and the SQL cache."""
+        if self._web is None:
+            from agent_tools.activities.web.service import WebService
+
+            self._web = WebService(self.settings.web, self.store)
+        return self._web
+
+    @property
+    def memory(self) -> MemoryEngine:
+        """The memories of every scope this worker serves."""
+        if self._memory is None:
+            from agent_tools.activities.memory import MemoryEngine
+
+            self._memory = MemoryEngine(self.store, self.settings.memory, http=self.http)
+        return self._memory
+
+    @property
+    def sandbox(self) -> SandboxEngine:
+        """``exec_python``'s engine (its sandbox is probed once per process)."""
+        if self._sandbox is None:
+            from agent_tools.activities.sandbox.tool import SandboxEngine, protected_paths
+
+            self._sandbox = SandboxEngine(self.settings.sandbox, protected=protected_paths(self.settings))
+        return self._sandbox
+
+    @property
+    def mcp(self) -> McpConnections:
+        """The worker's open MCP sessions, one per server."""
+        if self._mcp is None:
+            from agent_tools.activities.mcp.client import McpConnections
+
+            self._mcp = McpConnections()
+        return self._mcp
 
     @classmethod
     async def open(
@@ -42,8 +98,14 @@ class Services:
         *,
         catalog: ToolCatalog | None = None,
         agents: AgentRegistry | None = None,
+        providers: ModelProvider | None = None,
         create_schema: bool = True,
     ) -> Services:
+        """Open the store (creating or migrating its schema) and the HTTP client.
+
+        ``providers`` answers every model call; the default is the registry of ``settings`` over the
+        worker's HTTP client.
+        """
         # Agents first: a bad agents.toml fails before anything is opened that would then leak.
         agents = agents or AgentRegistry.from_file(settings.agents_file)
         catalog = catalog or ToolCatalog.builtin()
@@ -63,28 +125,36 @@ class Services:
             transport=httpx.AsyncHTTPTransport(retries=0),
             follow_redirects=False,
         )
+        if providers is None:
+            from agent_tools.activities.providers.registry import ProviderRegistry
+
+            providers = ProviderRegistry(settings, http)
         return cls(
             settings=settings,
             store=store,
             transcripts=TranscriptStore(store),
             http=http,
-            providers=ProviderRegistry(settings, http),
+            providers=providers,
             catalog=catalog,
             agents=agents,
             context_hooks=builtin_context_hooks(),
         )
 
     async def close(self) -> None:
-        for engine in self.engines.values():
-            closer = getattr(engine, "aclose", None)
-            if closer is not None:
-                await closer()
+        for engine in (self._web, self._mcp):
+            if engine is not None:
+                await engine.aclose()
+        self._web = self._mcp = None
+        self._memory = self._sandbox = None
         await self.http.aclose()
         await self.store.close()
 
 
 class ServicesHolder:
-    """Opens the services on first use (the Replayer never needs them) and closes them with the worker."""
+    """The worker's services, opened on first use (the Replayer never needs them) and closed with the worker.
+
+    The one dependency every activity class is built with: constructing one opens nothing.
+    """
 
     def __init__(
         self,
@@ -92,13 +162,13 @@ class ServicesHolder:
         *,
         catalog: ToolCatalog,
         agents: AgentRegistry | None = None,
+        providers: ModelProvider | None = None,
         services: Services | None = None,
     ) -> None:
-        import asyncio
-
         self.settings = settings
         self.catalog = catalog
         self.agents = agents
+        self.providers = providers
         self._services = services
         self._owned = services is None
         self._lock = asyncio.Lock()
@@ -107,10 +177,20 @@ class ServicesHolder:
         if self._services is None:
             async with self._lock:
                 if self._services is None:
-                    self._services = await Services.open(self.settings, catalog=self.catalog, agents=self.agents)
+                    self._services = await Services.open(
+                        self.settings, catalog=self.catalog, agents=self.agents, providers=self.providers
+                    )
         return self._services
 
     async def close(self) -> None:
         if self._services is not None and self._owned:
             await self._services.close()
             self._services = None
+
+
+class ActivityClass:
+    """Base of the activity classes (one per capability, their methods the activities): built once by the
+    plugin with the worker's services, which open on first use."""
+
+    def __init__(self, services: ServicesHolder) -> None:
+        self._services = services

@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from agent_tools.activities.approvals import run_approved
 from agent_tools.activities.context import BuiltinContext, ToolImpl, ToolReturn
 from agent_tools.activities.heartbeat import with_heartbeat
-from agent_tools.activities.services import Services, ServicesHolder
+from agent_tools.activities.services import ActivityClass, Services, ServicesHolder
 from agent_tools.activity_io import ToolCallInput, ToolCallOutput, tool_activity_name
 from agent_tools.boundaries import cap_text, clean_text
 from agent_tools.catalog.spec import ToolSpec
@@ -201,34 +201,38 @@ def _user_impl(user_tool: UserTool) -> ToolImpl:
     return impl
 
 
-def build_tool_activities(
-    holder: ServicesHolder,
-    implementations: dict[str, ToolImpl],
-    user_tools: Sequence[UserTool] = (),
-) -> list[Callable[..., Any]]:
-    """One activity per tool that runs as an activity."""
-    activities: list[Callable[..., Any]] = []
+class ToolActivities(ActivityClass):
+    """One activity per tool that runs as an activity (``tool:<name>``): validate, run, spill."""
 
-    def make(name: str, impl: ToolImpl) -> Callable[..., Any]:
-        async def call(inp: ToolCallInput) -> ToolCallOutput:
-            services = await holder.get()
-            if inp.approval_id is not None:
-                # At most once: the grant is claimed before the tool runs (agent_tools/activities/approvals.py).
-                return await run_approved(
-                    services, inp, lambda: run_tool(services, services.catalog.get(name), impl, inp)
-                )
-            return await run_tool(services, services.catalog.get(name), impl, inp)
+    def __init__(
+        self,
+        services: ServicesHolder,
+        implementations: dict[str, ToolImpl],
+        user_tools: Sequence[UserTool] = (),
+    ) -> None:
+        super().__init__(services)
+        # A user's tool named like a built-in one registers a second activity of that name: the worker refuses.
+        self._implementations = [
+            *implementations.items(),
+            *((ut.spec.name, _user_impl(ut)) for ut in user_tools),
+        ]
 
+    def activities(self) -> list[Callable[..., Any]]:
+        return [self._activity(name, impl) for name, impl in self._implementations]
+
+    async def _call(self, name: str, impl: ToolImpl, inp: ToolCallInput) -> ToolCallOutput:
+        services = await self._services.get()
+        spec = services.catalog.get(name)
+        if inp.approval_id is not None:
+            # At most once: the grant is claimed before the tool runs (agent_tools/activities/approvals.py).
+            return await run_approved(services, inp, lambda: run_tool(services, spec, impl, inp))
+        return await run_tool(services, spec, impl, inp)
+
+    def _activity(self, name: str, impl: ToolImpl) -> Callable[..., Any]:
         async def run(inp: ToolCallInput) -> ToolCallOutput:
             # The whole call beats (the tool's own work, and saving a large result as an artifact), so a
             # busy store never makes a live worker look dead within the few-second heartbeat timeout.
-            return await with_heartbeat(call(inp))
+            return await with_heartbeat(self._call(name, impl, inp))
 
         run.__name__ = f"tool_{name}"
         return activity.defn(name=tool_activity_name(name))(run)
-
-    for name, impl in implementations.items():
-        activities.append(make(name, impl))
-    for ut in user_tools:
-        activities.append(make(ut.spec.name, _user_impl(ut)))
-    return activities

@@ -7,6 +7,7 @@ imported here by name: a missing module is an import error, never a silently sma
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypedDict, Unpack
 
 from agent_tools.catalog.profiles import PROFILES
 from agent_tools.catalog.spec import ToolLevel, ToolSpec
@@ -35,6 +36,19 @@ MCP_PROFILES: frozenset[str] = frozenset({"codai", "all"})
 def builtin_specs() -> list[ToolSpec]:
     """Every built-in contract (each capability module's ``TOOLS``)."""
     return [spec for module in BUILTIN_MODULES for spec in module.TOOLS]
+
+
+class ToolChoice(TypedDict, total=False):
+    """What chooses an agent's tools besides its profile (:meth:`ToolCatalog.resolve`, :meth:`~ToolCatalog.offer`)."""
+
+    tools: Iterable[str]
+    """Assigned explicitly, on top of the profile's."""
+    exclude: Iterable[str]
+    level: ToolLevel
+    """The agent's tool level; ``l1_http`` when omitted."""
+    disabled: Iterable[str]
+    """Switched off for the organisation."""
+    extra_profiles: Mapping[str, list[str]] | None
 
 
 class ToolCatalog:
@@ -70,13 +84,9 @@ class ToolCatalog:
         self,
         *,
         profile: str | None,
-        tools: Iterable[str] = (),
-        exclude: Iterable[str] = (),
-        level: ToolLevel = ToolLevel.l1_http,
-        disabled: Iterable[str] = (),
         memory: bool = True,
         unavailable: Iterable[str] = (),
-        extra_profiles: Mapping[str, list[str]] | None = None,
+        **choice: Unpack[ToolChoice],
     ) -> list[str]:
         """The tools a session is offered: :meth:`resolve`, then FYAI's automatic tools and the deployment.
 
@@ -89,8 +99,10 @@ class ToolCatalog:
           models, ...) are not offered rather than offered to fail.
         Exclusions, organisation switches and the level apply to automatic tools too.
         """
-        blocked = {*exclude, *disabled, *unavailable}
-        tools = list(tools)
+        blocked = {*choice.get("exclude", ()), *choice.get("disabled", ()), *unavailable}
+        tools = list(choice.get("tools", ()))
+        level = choice.get("level", ToolLevel.l1_http)
+        extra_profiles = choice.get("extra_profiles")
         names = self.resolve(profile=profile, tools=tools, exclude=blocked, level=level, extra_profiles=extra_profiles)
         # The dialects the agent asked for, before its level or switches removed any: a codai agent at level
         # none has no memory face, and must not get FYAI's instead.
@@ -126,23 +138,15 @@ class ToolCatalog:
         listed = [self._specs[n] for n in PROFILES.get(profile, []) if n in self._specs] if profile else []
         return not any(s.capability == spec.capability and not s.automatic for s in listed)
 
-    def resolve(
-        self,
-        *,
-        profile: str | None,
-        tools: Iterable[str] = (),
-        exclude: Iterable[str] = (),
-        level: ToolLevel = ToolLevel.l1_http,
-        disabled: Iterable[str] = (),
-        extra_profiles: Mapping[str, list[str]] | None = None,
-    ) -> list[str]:
+    def resolve(self, *, profile: str | None, **choice: Unpack[ToolChoice]) -> list[str]:
         """The tool names an agent sees.
 
         The profile's faces plus the explicitly assigned tools, minus exclusions, minus tools switched off
         for the organisation, minus tools above the agent's level. Unknown names are a configuration error
         so that a typo does not silently drop a tool.
         """
-        profiles = {**PROFILES, **(extra_profiles or {})}
+        profiles = {**PROFILES, **(choice.get("extra_profiles") or {})}
+        level = choice.get("level", ToolLevel.l1_http)
         wanted: list[str] = []
         if profile:
             if profile not in profiles:
@@ -151,11 +155,11 @@ class ToolCatalog:
             if profile in MCP_PROFILES:
                 # codai: the tools of the deployment's MCP servers come with any level above none.
                 wanted.extend(n for n, s in self._specs.items() if s.capability == "mcp")
-        wanted.extend(tools)
+        wanted.extend(choice.get("tools", ()))
         unknown = [n for n in wanted if n not in self._specs]
         if unknown:
             raise ConfigurationError(f"unknown tools {unknown}; known: {self.names()}")
-        blocked = set(exclude) | set(disabled)
+        blocked = {*choice.get("exclude", ()), *choice.get("disabled", ())}
         seen: set[str] = set()
         result: list[str] = []
         for name in wanted:

@@ -1,6 +1,6 @@
 """Talking to MCP servers with the official Python SDK (``mcp``): connections, tool listing, calls.
 
-A worker keeps **one open session per server** (:class:`McpConnections`, in ``Services.engines``): starting
+A worker keeps **one open session per server** (:class:`McpConnections`, ``Services.mcp``): starting
 a stdio server costs a process start and a handshake (a second or more for a Python server), far too much to
 pay on every tool call. The SDK's client is built on anyio task groups, which must be exited by the task that
 entered them, so each connection is owned by a background task that enters the client, signals ready, and
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ENGINE_KEY = "mcp.connections"
 _CLOSE_TIMEOUT_SECONDS = 5.0
 
 
@@ -138,7 +137,7 @@ class McpConnection:
 
 
 class McpConnections:
-    """The worker's open MCP sessions, by server name (an ``engines`` entry, closed with the services)."""
+    """The worker's open MCP sessions, by server name (``Services.mcp``, closed with the services)."""
 
     def __init__(self) -> None:
         self._connections: dict[str, McpConnection] = {}

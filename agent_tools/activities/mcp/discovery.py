@@ -20,8 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from agent_tools.activities.context import BuiltinContext
 from agent_tools.activities.mcp.client import (
-    ENGINE_KEY,
-    McpConnections,
     McpUnavailable,
     is_protocol_error,
     list_all_tools,
@@ -100,13 +98,6 @@ def args_model_for(name: str, schema: dict[str, Any]) -> type[McpArgsBase]:
     return model
 
 
-def _connections(ctx: BuiltinContext) -> McpConnections:
-    conns = ctx.services.engines.get(ENGINE_KEY)
-    if not isinstance(conns, McpConnections):
-        conns = ctx.services.engines[ENGINE_KEY] = McpConnections()
-    return conns
-
-
 def user_tool_for(server: McpServerConfig, tool: Any) -> UserTool:
     """One MCP tool as a catalog tool that calls the server through the worker's connection."""
     name = catalog_tool_name(server.name, tool.name)
@@ -125,7 +116,7 @@ def user_tool_for(server: McpServerConfig, tool: Any) -> UserTool:
         arguments = {model.mcp_fields[k]: v for k, v in kwargs.items() if k in model.mcp_fields and v is not MISSING}
         arguments.update(extra_arguments or {})
         try:
-            result = await _connections(context).call_tool(server, remote, arguments)
+            result = await context.services.mcp.call_tool(server, remote, arguments)
         except McpUnavailable as exc:
             raise ToolFailure(str(exc)) from exc
         except MCPError as exc:

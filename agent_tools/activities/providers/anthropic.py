@@ -16,14 +16,13 @@ from agent_tools.activities.providers.base import (
     HttpProvider,
     ModelRequest,
     ModelResponse,
-    ReplyText,
     TextSink,
     clean_text,
     clean_value,
     parse_arguments,
     token_count,
 )
-from agent_tools.activities.providers.sse import complete_streamed
+from agent_tools.activities.providers.sse import StreamedReply
 from agent_tools.contracts.output import OUTPUT_TOOL, OutputContract
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
@@ -85,64 +84,68 @@ class _Block:
 
 
 @dataclass
-class _Reply:
-    provider: str
-    text: ReplyText
+class _Reply(StreamedReply):
     blocks: dict[int, _Block] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
     stop_reason: str | None = None
-    done: bool = False
 
     def take(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "message_start":
-            message = _obj(event.get("message"))
-            usage = _obj(message.get("usage"))
+            usage = _obj(_obj(event.get("message")).get("usage"))
             self.input_tokens = token_count(usage.get("input_tokens"))
             self.output_tokens = token_count(usage.get("output_tokens"))
         elif kind == "content_block_start":
-            block = event.get("content_block")
-            index = event.get("index")
-            if not isinstance(block, dict) or not isinstance(index, int) or isinstance(index, bool):
-                raise ProviderRequestError(f"{self.provider}: malformed content_block_start: {str(event)[:200]!r}")
-            if index not in self.blocks and len(self.blocks) >= MAX_BLOCKS:
-                raise ProviderRequestError(f"{self.provider}: more than {MAX_BLOCKS} content blocks in one reply")
-            entry = self.blocks[index] = _Block(kind=str(block.get("type", "")))
-            if entry.kind == "tool_use":
-                entry.id = str(block.get("id") or "")
-                entry.name = str(block.get("name") or "")
-                entry.input = clean_value(block["input"]) if isinstance(block.get("input"), dict) else {}
-            elif entry.kind == "text" and isinstance(block.get("text"), str):
-                self.text.add(block["text"])
+            self._block_start(event)
         elif kind == "content_block_delta":
-            delta = _obj(event.get("delta"))
-            index = event.get("index")
-            target = self.blocks.get(index) if isinstance(index, int) else None
-            if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                self.text.add(delta["text"])
-            elif delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-                if target is None or target.kind != "tool_use":
-                    raise ProviderRequestError(f"{self.provider}: input_json_delta outside a tool_use block")
-                target.json_parts.append(delta["partial_json"])
-            # thinking_delta, signature_delta, citations: not part of the reply the engine keeps
+            self._block_delta(event)
         elif kind == "message_delta":
-            delta = _obj(event.get("delta"))
-            if delta.get("stop_reason"):
-                self.stop_reason = str(delta["stop_reason"])
-            usage = _obj(event.get("usage"))
-            if "output_tokens" in usage:
-                self.output_tokens = token_count(usage.get("output_tokens"))  # cumulative, not an increment
-            if usage.get("input_tokens"):
-                self.input_tokens = token_count(usage.get("input_tokens"))
+            self._message_delta(event)
         elif kind == "message_stop":
             self.done = True
         elif kind == "error":
             _raise_error(self.provider, event)
 
+    def _block_start(self, event: dict[str, Any]) -> None:
+        block = event.get("content_block")
+        index = event.get("index")
+        if not isinstance(block, dict) or not isinstance(index, int) or isinstance(index, bool):
+            raise ProviderRequestError(f"{self.provider}: malformed content_block_start: {str(event)[:200]!r}")
+        if index not in self.blocks and len(self.blocks) >= MAX_BLOCKS:
+            raise ProviderRequestError(f"{self.provider}: more than {MAX_BLOCKS} content blocks in one reply")
+        entry = self.blocks[index] = _Block(kind=str(block.get("type", "")))
+        if entry.kind == "tool_use":
+            entry.id = str(block.get("id") or "")
+            entry.name = str(block.get("name") or "")
+            entry.input = clean_value(block["input"]) if isinstance(block.get("input"), dict) else {}
+        elif entry.kind == "text" and isinstance(block.get("text"), str):
+            self.text.add(block["text"])
+
+    def _block_delta(self, event: dict[str, Any]) -> None:
+        delta = _obj(event.get("delta"))
+        index = event.get("index")
+        target = self.blocks.get(index) if isinstance(index, int) else None
+        if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+            self.text.add(delta["text"])
+        elif delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+            if target is None or target.kind != "tool_use":
+                raise ProviderRequestError(f"{self.provider}: input_json_delta outside a tool_use block")
+            target.json_parts.append(delta["partial_json"])
+        # thinking_delta, signature_delta, citations: not part of the reply the engine keeps
+
+    def _message_delta(self, event: dict[str, Any]) -> None:
+        delta = _obj(event.get("delta"))
+        if delta.get("stop_reason"):
+            self.stop_reason = str(delta["stop_reason"])
+        usage = _obj(event.get("usage"))
+        if "output_tokens" in usage:
+            self.output_tokens = token_count(usage.get("output_tokens"))  # cumulative, not an increment
+        if usage.get("input_tokens"):
+            self.input_tokens = token_count(usage.get("input_tokens"))
+
     def response(self) -> ModelResponse:
-        if not self.done:
-            raise ProviderRetryableError(f"{self.provider}: stream ended before the reply was complete")
+        self.ended()
         calls: list[ToolCall] = []
         for _, block in sorted(self.blocks.items()):
             if block.kind != "tool_use":
@@ -153,11 +156,8 @@ class _Reply:
             calls.append(
                 ToolCall(id=clean_text(block.id), name=clean_text(block.name), arguments=arguments, raw_arguments=raw)
             )
-        return ModelResponse(
-            message=Message(role="assistant", content=self.text.text(), tool_calls=calls),
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            finish_reason=self.stop_reason,
+        return self.reply(
+            calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens, finish_reason=self.stop_reason
         )
 
 
@@ -232,6 +232,8 @@ class AnthropicProvider(HttpProvider):
     """POST {base_url}/v1/messages, streamed unless ``stream=False``."""
 
     default_name = "anthropic"
+    path = "/v1/messages"
+    reply_type = _Reply
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_anthropic(request.messages)
@@ -263,18 +265,16 @@ class AnthropicProvider(HttpProvider):
             return None
         return request.output
 
-    async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+    def headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if self.api_key:
             headers["x-api-key"] = self.api_key
-        response = await complete_streamed(
-            self.client,
-            self.name,
-            f"{self.base_url}/v1/messages",
-            headers=headers,
-            payload=self.payload(request),
-            reply=_Reply(self.name, ReplyText(self.name, on_text)),
-            whole=parse_message,
-        )
+        return headers
+
+    def whole(self, body: dict[str, Any]) -> ModelResponse:
+        return parse_message(self.name, body)
+
+    async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        response = await super().complete(request, on_text)
         forced = self._forced_output(request)
         return take_output(forced, response) if forced is not None else response

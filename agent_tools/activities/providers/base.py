@@ -9,7 +9,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 from pydantic import BaseModel, Field
@@ -17,6 +17,9 @@ from pydantic import BaseModel, Field
 from agent_tools.contracts.output import OutputContract
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message
+
+if TYPE_CHECKING:
+    from agent_tools.activities.providers.sse import StreamedReply
 
 # Receives each piece of the reply's text as the provider streams it (the llm_step's publisher).
 TextSink = Callable[[str], None]
@@ -53,6 +56,18 @@ class ModelResponse(BaseModel):
     finish_reason: str | None = None
 
 
+def estimated_response(request: ModelRequest, message: Message) -> ModelResponse:
+    """The response of an in-process model, with tokens estimated at four characters each, so that usage
+    and cost are exercised offline."""
+    chars_in = sum(len(m.content) for m in request.messages)
+    return ModelResponse(
+        message=message,
+        input_tokens=chars_in // 4 + 1,
+        output_tokens=len(message.content) // 4 + 1,
+        finish_reason="tool_calls" if message.tool_calls else "stop",
+    )
+
+
 class Provider(Protocol):
     name: str
 
@@ -61,11 +76,37 @@ class Provider(Protocol):
         ...
 
 
+class ModelProvider(Protocol):
+    """Turns a session's model spec (``openai:gpt-4.1-mini``, ``scripted:path``, ...) into the provider that
+    answers it. The worker's default is :class:`~agent_tools.activities.providers.registry.ProviderRegistry`;
+    ``AgentToolsPlugin(model_provider=...)`` replaces it (``agent_tools.testing.FunctionModel`` is one)."""
+
+    def resolve(self, spec: str) -> tuple[Provider, str]:
+        """The provider for ``spec`` and the model name to ask it for.
+
+        Raises:
+            ConfigurationError: no provider answers ``spec``.
+        """
+        ...
+
+    def check(self, spec: str) -> None:
+        """Refuse a spec no call could use, before a session starts on it (no network).
+
+        Raises:
+            ConfigurationError: why ``spec`` cannot be used.
+        """
+        ...
+
+
 class HttpProvider:
-    """What the HTTP providers share: the worker's client (its own retries off), the endpoint and key, and
-    whether to ask for a stream."""
+    """What the HTTP providers share: the worker's client (its own retries off), the endpoint and key,
+    whether to ask for a stream, and reading the reply (server-sent events, or one JSON body)."""
 
     default_name = "http"
+    # Below ``base_url``: where the request goes.
+    path = ""
+    # What reads the streamed reply's events.
+    reply_type: type[StreamedReply]
 
     def __init__(
         self,
@@ -81,6 +122,30 @@ class HttpProvider:
         self.api_key = api_key
         self.name = name or self.default_name
         self.stream = stream
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def whole(self, body: dict[str, Any]) -> ModelResponse:
+        """The reply of a server that answered with one JSON body instead of a stream."""
+        raise NotImplementedError
+
+    async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        from agent_tools.activities.providers.sse import complete_streamed
+
+        return await complete_streamed(
+            self.client,
+            self.name,
+            f"{self.base_url}{self.path}",
+            headers=self.headers(),
+            payload=self.payload(request),
+            reply_type=self.reply_type,
+            whole=self.whole,
+            on_text=on_text,
+        )
 
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")

@@ -15,14 +15,12 @@ from agent_tools.activities.providers.base import (
     HttpProvider,
     ModelRequest,
     ModelResponse,
-    ReplyText,
-    TextSink,
     clean_text,
     clean_value,
     parse_arguments,
     token_count,
 )
-from agent_tools.activities.providers.sse import complete_streamed
+from agent_tools.activities.providers.sse import StreamedReply
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
 
@@ -81,67 +79,67 @@ class _CallSlot:
 
 
 @dataclass
-class _Reply:
+class _Reply(StreamedReply):
     """What the chunks have said so far."""
 
-    provider: str
-    text: ReplyText
     calls: dict[int, _CallSlot] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     finish_reason: str | None = None
-    done: bool = False
 
-    def take(self, chunk: dict[str, Any]) -> None:
-        error = chunk.get("error")
+    def take(self, event: dict[str, Any]) -> None:
+        error = event.get("error")
         if error:
             _raise_stream_error(self.provider, error)
-        if isinstance(chunk.get("usage"), dict):
-            self.usage = chunk["usage"]
-        choices = chunk.get("choices")
+        if isinstance(event.get("usage"), dict):
+            self.usage = event["usage"]
+        choices = event.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return  # the usage chunk has no choices; so may a keep-alive
         choice = choices[0]
         delta = choice.get("delta") or {}
         if not isinstance(delta, dict):
-            raise ProviderRequestError(f"{self.provider}: malformed stream chunk: {str(chunk)[:200]!r}")
+            raise ProviderRequestError(f"{self.provider}: malformed stream chunk: {str(event)[:200]!r}")
         content = delta.get("content")
         if isinstance(content, str):
             self.text.add(content)
         for position, raw in enumerate(delta.get("tool_calls") or []):
-            if not isinstance(raw, dict):
-                raise ProviderRequestError(f"{self.provider}: malformed tool-call delta: {str(raw)[:200]!r}")
-            index = raw.get("index", position)
-            if not isinstance(index, int) or isinstance(index, bool):
-                raise ProviderRequestError(f"{self.provider}: malformed tool-call delta index: {index!r}")
-            slot = self.calls.get(index)
-            if slot is None:
-                if len(self.calls) >= MAX_TOOL_CALLS:
-                    raise ProviderRequestError(f"{self.provider}: more than {MAX_TOOL_CALLS} tool calls in one reply")
-                slot = self.calls[index] = _CallSlot()
-            if raw.get("id"):
-                slot.id = str(raw["id"])
-            fn = raw.get("function") or {}
-            if isinstance(fn, dict):
-                if isinstance(fn.get("name"), str):
-                    slot.name += fn["name"]
-                if isinstance(fn.get("arguments"), str):
-                    slot.arguments.append(fn["arguments"])
-                elif isinstance(fn.get("arguments"), dict):  # Ollama sends whole objects
-                    slot.arguments.append(json.dumps(fn["arguments"]))
+            self._take_call(position, raw)
         if choice.get("finish_reason"):
             self.finish_reason = str(choice["finish_reason"])
 
+    def _take_call(self, position: int, raw: Any) -> None:
+        """One tool-call delta: the call's id, a piece of its name, a piece of its arguments."""
+        if not isinstance(raw, dict):
+            raise ProviderRequestError(f"{self.provider}: malformed tool-call delta: {str(raw)[:200]!r}")
+        index = raw.get("index", position)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise ProviderRequestError(f"{self.provider}: malformed tool-call delta index: {index!r}")
+        slot = self.calls.get(index)
+        if slot is None:
+            if len(self.calls) >= MAX_TOOL_CALLS:
+                raise ProviderRequestError(f"{self.provider}: more than {MAX_TOOL_CALLS} tool calls in one reply")
+            slot = self.calls[index] = _CallSlot()
+        if raw.get("id"):
+            slot.id = str(raw["id"])
+        fn = raw.get("function") or {}
+        if not isinstance(fn, dict):
+            return
+        if isinstance(fn.get("name"), str):
+            slot.name += fn["name"]
+        if isinstance(fn.get("arguments"), str):
+            slot.arguments.append(fn["arguments"])
+        elif isinstance(fn.get("arguments"), dict):  # Ollama sends whole objects
+            slot.arguments.append(json.dumps(fn["arguments"]))
+
     def response(self) -> ModelResponse:
-        if not self.done and self.finish_reason is None:
-            # The connection closed cleanly but the reply had not ended (a proxy cut it, a worker died):
-            # the same request may well succeed.
-            raise ProviderRetryableError(f"{self.provider}: stream ended before the reply was complete")
+        if self.finish_reason is None:
+            self.ended()
         calls = [
             parse_tool_call({"id": slot.id, "function": {"name": slot.name, "arguments": "".join(slot.arguments)}})
             for _, slot in sorted(self.calls.items())
         ]
-        return ModelResponse(
-            message=Message(role="assistant", content=self.text.text(), tool_calls=calls),
+        return self.reply(
+            calls,
             input_tokens=token_count(self.usage.get("prompt_tokens")),
             output_tokens=token_count(self.usage.get("completion_tokens")),
             finish_reason=self.finish_reason,
@@ -183,6 +181,8 @@ class OpenAIProvider(HttpProvider):
     """POST {base_url}/chat/completions, streamed unless ``stream=False`` (servers that cannot)."""
 
     default_name = "openai"
+    path = "/chat/completions"
+    reply_type = _Reply
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": request.model, "messages": to_openai_messages(request.messages)}
@@ -210,16 +210,11 @@ class OpenAIProvider(HttpProvider):
             payload["stream_options"] = {"include_usage": True}
         return payload
 
-    async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+    def headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json"}
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
-        return await complete_streamed(
-            self.client,
-            self.name,
-            f"{self.base_url}/chat/completions",
-            headers=headers,
-            payload=self.payload(request),
-            reply=_Reply(self.name, ReplyText(self.name, on_text)),
-            whole=parse_completion,
-        )
+        return headers
+
+    def whole(self, body: dict[str, Any]) -> ModelResponse:
+        return parse_completion(self.name, body)

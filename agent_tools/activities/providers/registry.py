@@ -23,8 +23,8 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 class ProviderRegistry:
-    """Builds one provider per prefix over a shared HTTP client (whose own retries stay off: Temporal's
-    retry policy is the only one)."""
+    """The worker's default model provider: one provider per prefix over a shared HTTP client (whose own
+    retries stay off: Temporal's retry policy is the only one)."""
 
     def __init__(self, settings: Settings, client: httpx.AsyncClient) -> None:
         self.settings = settings
@@ -38,6 +38,9 @@ class ProviderRegistry:
         if prefix not in self._cache:
             self._cache[prefix] = self._build(prefix)
         return self._cache[prefix], model
+
+    def check(self, spec: str) -> None:
+        check_spec(spec, self.settings)
 
     def _build(self, prefix: str) -> Provider:
         s = self.settings

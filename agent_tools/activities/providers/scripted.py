@@ -6,7 +6,7 @@ import asyncio
 from functools import lru_cache
 from pathlib import Path
 
-from agent_tools.activities.providers.base import ModelRequest, ModelResponse, TextSink
+from agent_tools.activities.providers.base import ModelRequest, ModelResponse, TextSink, estimated_response
 from agent_tools.errors import ConfigurationError, ProviderRequestError, ProviderRetryableError
 from agent_tools.testing import Script, ScriptedTurn, words
 
@@ -45,14 +45,7 @@ class ScriptedProvider:
                 on_text(piece)
         if failure is not None:
             raise failure
-        chars_in = sum(len(m.content) for m in request.messages)
-        # Rough token estimate (4 chars per token) so usage and cost paths are exercised offline.
-        return ModelResponse(
-            message=message,
-            input_tokens=chars_in // 4 + 1,
-            output_tokens=len(message.content) // 4 + 1,
-            finish_reason="tool_calls" if message.tool_calls else "stop",
-        )
+        return estimated_response(request, message)
 
     @staticmethod
     def _failure(turn: ScriptedTurn | None, request: ModelRequest) -> Exception | None:

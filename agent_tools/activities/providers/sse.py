@@ -12,19 +12,22 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
 from agent_tools.activities.providers.base import (
     MAX_BODY_BYTES,
     ModelResponse,
+    ReplyText,
+    TextSink,
     decode_object,
     is_event_stream,
     open_stream,
     read_bounded,
 )
-from agent_tools.errors import ProviderRequestError
+from agent_tools.errors import ProviderRequestError, ProviderRetryableError
+from agent_tools.messages import Message, ToolCall
 
 MAX_LINE_BYTES = 1_000_000
 MAX_STREAM_BYTES = 32_000_000
@@ -106,14 +109,38 @@ def event_object(provider: str, event: SseEvent) -> dict[str, Any]:
     return value
 
 
-class StreamedReply(Protocol):
-    """A provider's reply as its events build it."""
+@dataclass
+class StreamedReply:
+    """A provider's reply as its events build it: the text so far, and whether the reply has ended. Each
+    provider's subclass reads its own events and keeps its tool calls and usage."""
 
-    done: bool
+    provider: str
+    text: ReplyText
+    done: bool = False
 
-    def take(self, event: dict[str, Any]) -> None: ...
+    def take(self, event: dict[str, Any]) -> None:
+        """Read one event of the stream (``done`` once the reply has ended)."""
+        raise NotImplementedError
 
-    def response(self) -> ModelResponse: ...
+    def response(self) -> ModelResponse:
+        """The whole reply, once the stream is over."""
+        raise NotImplementedError
+
+    def ended(self) -> None:
+        """Raise unless the reply ended: a stream that closed cleanly before (a proxy cut it, a worker
+        died) is worth the same request again."""
+        if not self.done:
+            raise ProviderRetryableError(f"{self.provider}: stream ended before the reply was complete")
+
+    def reply(
+        self, calls: list[ToolCall], *, input_tokens: int, output_tokens: int, finish_reason: str | None
+    ) -> ModelResponse:
+        return ModelResponse(
+            message=Message(role="assistant", content=self.text.text(), tool_calls=calls),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            finish_reason=finish_reason,
+        )
 
 
 async def complete_streamed(
@@ -123,14 +150,17 @@ async def complete_streamed(
     *,
     headers: dict[str, str],
     payload: dict[str, Any],
-    reply: StreamedReply,
-    whole: Callable[[str, dict[str, Any]], ModelResponse],
+    reply_type: type[StreamedReply],
+    whole: Callable[[dict[str, Any]], ModelResponse],
+    on_text: TextSink | None,
 ) -> ModelResponse:
-    """POST, then feed the reply the stream's events until it is done (``data: [DONE]`` ends OpenAI's);
-    a server that answered one JSON body instead is parsed by ``whole``."""
+    """POST, then feed a ``reply_type`` the stream's events until it is done (``data: [DONE]`` ends
+    OpenAI's), its text going to ``on_text``; a server that answered one JSON body instead is parsed by
+    ``whole``."""
+    reply = reply_type(provider, ReplyText(provider, on_text))
     async with open_stream(client, provider, url, headers=headers, payload=payload) as response:
         if not is_event_stream(response):
-            return whole(provider, decode_object(provider, await read_bounded(response, MAX_BODY_BYTES, provider)))
+            return whole(decode_object(provider, await read_bounded(response, MAX_BODY_BYTES, provider)))
         async for event in sse_events(response, provider):
             if event.data.strip() == "[DONE]":
                 reply.done = True

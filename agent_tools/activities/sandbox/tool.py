@@ -55,7 +55,6 @@ from agent_tools.settings import Settings
 log = logging.getLogger(__name__)
 
 TOOL_NAME = "exec_python"
-_ENGINE_KEY = "sandbox"
 UNSAFE_SETTING = "AGENT_TOOLS_SANDBOX__UNSAFE_RUN_WITHOUT_ISOLATION"
 # The errors the launcher reports itself (the others are the worker's reading of how the code ended).
 _REPORTED_ERRORS: dict[str, ExecError] = {
@@ -233,27 +232,16 @@ def _failed(message: str, started: float) -> ExecPythonResult:
     )
 
 
-def engine_of(services: Services) -> SandboxEngine:
-    """The worker's sandbox engine (created on first use, shared by every call)."""
-    engine = services.engines.get(_ENGINE_KEY)
-    if engine is None:
-        engine = services.engines[_ENGINE_KEY] = SandboxEngine(
-            services.settings.sandbox, protected=protected_paths(services.settings)
-        )
-    assert isinstance(engine, SandboxEngine)
-    return engine
-
-
 async def offered(services: Services) -> bool:
     """Whether this worker may offer ``exec_python`` to an agent: only with a sandbox (or the opt-in)."""
-    return (await engine_of(services).availability()).offered
+    return (await services.sandbox.availability()).offered
 
 
 async def announce(services: Services) -> None:
     """Say, when a worker starts, how it runs ``exec_python``, and why it does not offer it if it does not."""
     if services.catalog.get(TOOL_NAME) is None or TOOL_NAME in services.settings.disabled_tools:
         return
-    found = await engine_of(services).availability()
+    found = await services.sandbox.availability()
     if found.sandbox is not None:
         sandbox = found.sandbox
         log.info(
@@ -270,7 +258,7 @@ async def announce(services: Services) -> None:
 
 
 async def exec_python(args: ExecPythonArgs, ctx: BuiltinContext) -> ToolCallOutput:
-    result = await engine_of(ctx.services).run(args)
+    result = await ctx.services.sandbox.run(args)
     # A failing script is an error result for the model (and is never spilled: its traceback matters).
     return ToolCallOutput(content=result.model_dump_json(exclude_none=True), is_error=not result.ok)
 

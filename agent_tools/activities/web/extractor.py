@@ -20,13 +20,13 @@ import copy
 import functools
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
 import lxml.html  # type: ignore[import-untyped]
 from lxml import etree  # type: ignore[import-untyped]
 
+from agent_tools.contracts.web.models import Extracted
 from agent_tools.contracts.web.text import tidy_markdown, words
 
 _BOILERPLATE_TAGS = (
@@ -52,18 +52,6 @@ _BOILERPLATE_HINT = re.compile(
     r"popup|modal)([\s_-]|$)",
     re.I,
 )
-
-
-@dataclass
-class Extracted:
-    markdown: str
-    title: str | None = None
-    byline: str | None = None
-    description: str | None = None
-    canonical: str | None = None
-    lang: str | None = None
-    published_at: str | None = None
-    extractor: str = "trafilatura"
 
 
 _META_CHARS = 2000  # a title or byline longer than this is junk, and it would ride in every cached page

@@ -91,7 +91,7 @@ _FRESHNESS_DAYS = {"day": 1, "week": 7, "month": 31, "year": 365}
 
 
 class WebService:
-    """Shared by every activity of a worker (``services.engines["web"]``) or by the HTTP service."""
+    """Shared by every activity of a worker (``Services.web``) or by the HTTP service."""
 
     PROFILES: dict[str, FetchLimits] = {
         # codai web_fetch: 10 s, 3 MB, at most 3 redirects (each checked), other hosts followed.
@@ -199,14 +199,7 @@ class WebService:
             final_url=raw.final_url,
             status=raw.status,
             content_type=raw.content_type or "text/html",
-            title=extracted.title,
-            byline=extracted.byline,
-            description=extracted.description,
-            canonical=extracted.canonical,
-            lang=extracted.lang,
-            published_at=extracted.published_at,
-            markdown=extracted.markdown,
-            extractor=extracted.extractor,
+            **extracted.model_dump(),
             bytes=len(raw.body),
             body_truncated=raw.truncated,
             fetched_at=now,

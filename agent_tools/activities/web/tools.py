@@ -8,12 +8,12 @@ from typing import Any, Literal
 from agent_tools.activities.context import BuiltinContext, ToolImpl
 from agent_tools.activities.model_calls import UsageAccount, complete
 from agent_tools.activities.query import bounded_query
-from agent_tools.activities.web import get_web
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.contracts.query import JsonQueryError, parse_document
 from agent_tools.contracts.web.models import (
     HttpFetchArgs,
     JsonQueryArgs,
+    Page,
     RtcSearchResult,
     WebFetchArgs,
     WebFetchRtcArgs,
@@ -42,7 +42,7 @@ def _fail(exc: WebError) -> ToolFailure:
 
 
 async def web_search_rtc(args: WebSearchRtcArgs, ctx: BuiltinContext) -> ToolCallOutput:
-    web = get_web(ctx.services)
+    web = ctx.services.web
     try:
         outcome = await web.search_rtc(args.query, max_results=args.max_results, time_range=args.time_range)
     except WebError as exc:
@@ -68,7 +68,7 @@ async def web_search_rtc(args: WebSearchRtcArgs, ctx: BuiltinContext) -> ToolCal
 async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallOutput:
     """webFetch: the page as Markdown; over the threshold, the small model answers the prompt from it."""
     services = ctx.services
-    web = get_web(services)
+    web = services.web
     url = args.url.strip()
     if not url.lower().startswith(("http://", "https://")):
         raise ToolFailure(
@@ -79,19 +79,14 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallO
     except WebError as exc:
         raise ToolFailure(f"Error fetching {url}: {exc.message}", data={"code": exc.code, **exc.details}) from exc
     if page.redirect_to:
-        result = WebFetchRtcResult(
-            url=url,
-            final_url=page.final_url,
-            status_code=page.status,
+        return _rtc_fetched(
+            url,
+            page,
+            cached,
+            f"REDIRECT DETECTED: {page.final_url} redirects to a different host: {page.redirect_to}\nTo read it, "
+            f'call webFetch again with url="{page.redirect_to}" and the same prompt.',
             redirect_url=page.redirect_to,
-            cached=cached,
-            content=(
-                f"REDIRECT DETECTED: {page.final_url} redirects to a different host: "
-                f"{page.redirect_to}\nTo read it, call webFetch again with "
-                f'url="{page.redirect_to}" and the same prompt.'
-            ),
         )
-        return ToolCallOutput(content=result.content, data=result.model_dump(exclude={"content"}))
     markdown = page.markdown
     size = len(markdown.encode("utf-8"))
     # The worker's web service read its settings once; a call does not parse the environment again.
@@ -148,21 +143,30 @@ async def web_fetch_rtc(args: WebFetchRtcArgs, ctx: BuiltinContext) -> ToolCallO
     header = f"URL: {page.final_url}\n" + (f"Title: {page.title}\n" if page.title else "")
     if extracted_by == "none":
         header += f"Prompt: {args.prompt}\n(The page is short enough to read whole; answer the prompt from it.)\n"
-    result = WebFetchRtcResult(
-        url=url,
-        final_url=page.final_url,
-        status_code=page.status,
+    return _rtc_fetched(
+        url,
+        page,
+        cached,
+        header + "\n" + body,
+        usage=usage,
         content_type=page.content_type,
         bytes=size,
         extracted_by=extracted_by,
-        cached=cached,
-        content=header + "\n" + body,
+    )
+
+
+def _rtc_fetched(
+    url: str, page: Page, cached: bool, content: str, *, usage: Usage | None = None, **fields: Any
+) -> ToolCallOutput:
+    """webFetch's result: ``content`` for the model, the rest of :class:`WebFetchRtcResult` as data."""
+    result = WebFetchRtcResult(
+        url=url, final_url=page.final_url, status_code=page.status, cached=cached, content=content, **fields
     )
     return ToolCallOutput(content=result.content, usage=usage, data=result.model_dump(exclude={"content"}))
 
 
 async def web_search(args: WebSearchArgs, ctx: BuiltinContext) -> ToolCallOutput:
-    web = get_web(ctx.services)
+    web = ctx.services.web
     try:
         outcome = await web.web_search(args)
     except WebError as exc:
@@ -187,7 +191,7 @@ async def web_search(args: WebSearchArgs, ctx: BuiltinContext) -> ToolCallOutput
 
 
 async def web_fetch(args: WebFetchArgs, ctx: BuiltinContext) -> ToolCallOutput:
-    web = get_web(ctx.services)
+    web = ctx.services.web
     try:
         page = await web.web_fetch(args)
     except WebError as exc:
@@ -196,7 +200,7 @@ async def web_fetch(args: WebFetchArgs, ctx: BuiltinContext) -> ToolCallOutput:
 
 
 async def http_fetch(args: HttpFetchArgs, ctx: BuiltinContext) -> ToolCallOutput:
-    web = get_web(ctx.services)
+    web = ctx.services.web
     try:
         result = await web.http_fetch(args)
     except WebError as exc:

@@ -76,13 +76,18 @@ class SearchOutcome(BaseModel):
     cached: bool = False
 
 
-class Page(BaseModel):
-    """A fetched and extracted page, as the pipeline caches it."""
+class Fetched(BaseModel):
+    """Where a page came from: the URL asked for, the one that answered, its status and type."""
 
     url: str
     final_url: str
     status: int
     content_type: str
+
+
+class Extracted(BaseModel):
+    """A document's text as Markdown, with the metadata extraction found."""
+
     title: str | None = None
     byline: str | None = None
     description: str | None = None
@@ -91,6 +96,12 @@ class Page(BaseModel):
     published_at: str | None = None
     markdown: str = ""
     extractor: str = Field(default="none", description="trafilatura | fallback | plain | json")
+
+
+class Page(Extracted, Fetched):
+    """A fetched and extracted page, as the pipeline caches it (the fields of :class:`Fetched`, then of
+    :class:`Extracted`, then these)."""
+
     bytes: int = 0
     body_truncated: bool = False
     fetched_at: str = ""
