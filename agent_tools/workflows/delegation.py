@@ -24,15 +24,8 @@ from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowEr
 
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.budget import tree_spend
+from agent_tools.contracts import delegation as contract
 from agent_tools.contracts.delegation import (
-    ACT_AWAIT_SESSION,
-    ACT_CHECK_AGENT,
-    ACT_HANDOFF_HISTORY,
-    ACT_LATEST_MESSAGE,
-    ACT_LIST_TREE,
-    ACT_PLAN_SPAWN,
-    ACT_SEND_MESSAGE,
-    ACT_STOP_TREE,
     ASYNC_RUNNING_NOTE,
     COST_CEILING_USD,
     INVOKE_RUNNING_NOTE,
@@ -286,7 +279,7 @@ class DelegationPart(CapabilityPart):
 
     async def _watch_by_activity(self, child_id: str) -> None:
         out = await self.port.execute_activity(
-            ACT_AWAIT_SESSION,
+            contract.ACT_AWAIT_SESSION,
             AwaitSessionInput(session_id=child_id),
             result_type=AwaitSessionOutput,
             summary=f"await sub-agent {child_id}",
@@ -471,7 +464,7 @@ class DelegationPart(CapabilityPart):
     async def _tool_list_sub_agent(self, args: NoArgs, call: ToolCall) -> ToolCallOutput:
         out = await self._lookup(
             "listSubAgent",
-            ACT_LIST_TREE,
+            contract.ACT_LIST_TREE,
             TreeInput(
                 caller=self._caller(),
                 # This session's own running children are known here, fresher than visibility may be.
@@ -498,7 +491,12 @@ class DelegationPart(CapabilityPart):
     async def _tool_get_sub_agent_message(self, args: SubSessionArgs, call: ToolCall) -> ToolCallOutput:
         target = TargetInput(caller=self._caller(), target=args.sub_session_id)
         return await self._relay(
-            "getSubAgentMessage", ACT_LATEST_MESSAGE, target, LatestMessageOutput, lambda o: o.message, "no message"
+            "getSubAgentMessage",
+            contract.ACT_LATEST_MESSAGE,
+            target,
+            LatestMessageOutput,
+            lambda o: o.message,
+            "no message",
         )
 
     async def _tool_stop_sub_agent(self, args: SubSessionArgs, call: ToolCall) -> ToolCallOutput:
@@ -510,7 +508,7 @@ class DelegationPart(CapabilityPart):
             caller=self._caller(), target=args.sub_session_id, reason=f"stopped by {self.config.session_id}"
         )
         reply = await self._relay(
-            "stopSubAgent", ACT_STOP_TREE, target, StopTreeOutput, lambda o: o.result, "not stopped", long=True
+            "stopSubAgent", contract.ACT_STOP_TREE, target, StopTreeOutput, lambda o: o.result, "not stopped", long=True
         )
         if reply.is_error and own is not None:
             own.stop_requested = was_requested
@@ -525,7 +523,7 @@ class DelegationPart(CapabilityPart):
             request_id=f"{self.config.session_id}/step-{self.state.steps}/{call.id}",
         )
         return await self._relay(
-            "sendMessageToSubAgent", ACT_SEND_MESSAGE, target, SendOutput, lambda o: o.result, "not delivered"
+            "sendMessageToSubAgent", contract.ACT_SEND_MESSAGE, target, SendOutput, lambda o: o.result, "not delivered"
         )
 
     # ---- FYAI: invoke_sub_agent, hand_off_to_agent ----------------------------------------------------
@@ -546,7 +544,7 @@ class DelegationPart(CapabilityPart):
             child_id = self._next_child_id()
             checked = await self._checked(
                 "invoke_sub_agent",
-                ACT_CHECK_AGENT,
+                contract.ACT_CHECK_AGENT,
                 CheckAgentInput(
                     project=c.project,
                     agent_name=args.agent_name,
@@ -609,7 +607,7 @@ class DelegationPart(CapabilityPart):
             )
         prep = await self._checked(
             "hand_off_to_agent",
-            ACT_HANDOFF_HISTORY,
+            contract.ACT_HANDOFF_HISTORY,
             HandoffHistoryInput(caller=self._caller(), agent_name=args.agent_name),
             HandoffHistoryOutput,
             f"hand-off history for {args.agent_name}",
@@ -678,7 +676,7 @@ class DelegationPart(CapabilityPart):
         child_id = self._next_child_id()
         plan = await self._lookup(
             "spawn_agent",
-            ACT_PLAN_SPAWN,
+            contract.ACT_PLAN_SPAWN,
             PlanSpawnInput(session=self._caller(), role=role.name, parent_tools=list(c.tools)),
             PlanSpawnOutput,
             f"plan {role.name} sub-agent",
