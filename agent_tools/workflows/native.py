@@ -5,7 +5,7 @@ parked waits it resumes (:meth:`CapabilityPart.resume_handlers`); the session me
 """
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_tools.activity_io import ToolCallOutput
 from agent_tools.messages import ToolCall
@@ -17,9 +17,12 @@ NativeHandler = Callable[[Any, ToolCall], Awaitable[ToolCallOutput]]
 ResumeHandler = Callable[[ParkedCall, ToolCall], Awaitable[ToolCallOutput]]
 
 
-def merged(tables: Iterable[Mapping[str, Any]], what: str) -> dict[str, Any]:
+H = TypeVar("H")
+
+
+def merged(tables: Iterable[Mapping[str, H]], what: str) -> dict[str, H]:
     """One registry from the parts' tables; a name two parts claim is a bug caught at start."""
-    out: dict[str, Any] = {}
+    out: dict[str, H] = {}
     for table in tables:
         for name, handler in table.items():
             if name in out:

@@ -366,7 +366,7 @@ class AgentSession:
                 continue
             step = self._inflight
             assert step is not None  # _handover_due checked it
-            # From here a wait that wakes stays parked (SessionBase.parked_wait): the new run completes it.
+            # From here a wait that wakes stays parked (``parked_wait``): the new run completes it.
             self._handover = True
             await self._drain()
             if self._stop_reason is not None:
@@ -646,7 +646,7 @@ class AgentSession:
             )
         return None
 
-    async def _native_tool(self, handler: Callable[[Any, ToolCall], Any], args: Any, call: ToolCall) -> ToolCallOutput:
+    async def _native_tool(self, handler: NativeHandler | ResumeHandler, args: Any, call: ToolCall) -> ToolCallOutput:
         """Run a workflow-native tool. A bug in one (any exception) becomes a tool error for the model and a
         log line for the operator: raised, it would fail the workflow task, which Temporal retries for ever."""
         try:
