@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from temporalio import workflow
 
@@ -210,21 +210,24 @@ P = TypeVar("P", bound=CapabilityPart)
 class Handler:
     """One signal, update or query of a part: its wire name and the part's method that answers it."""
 
-    kind: str  # "signal", "update" or "query"
+    kind: Literal["signal", "update", "query"]
     name: str
     fn: Callable[..., Any]
     validator: Callable[..., None] | None = None
 
 
 def signal(name: str, fn: Callable[..., None]) -> Handler:
+    """The signal ``name``, handled by the part's method ``fn`` (which records what it cannot take)."""
     return Handler("signal", name, fn)
 
 
 def update(name: str, fn: Callable[..., Any], validator: Callable[..., None]) -> Handler:
+    """The update ``name``: ``validator`` refuses before history, ``fn`` changes the state and answers."""
     return Handler("update", name, fn, validator)
 
 
 def query(name: str, fn: Callable[..., Any]) -> Handler:
+    """The query ``name``, read by the part's method ``fn``."""
     return Handler("query", name, fn)
 
 
