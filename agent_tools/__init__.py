@@ -1,7 +1,7 @@
 """Durable Agent Tools: LLM agent sessions as Temporal workflows, with every built-in tool.
 
-The public API is small and loaded lazily, so that importing a pure submodule (as workflow sandboxes do)
-does not pull in the client, the plugin or the activities.
+The public API is small and loaded lazily, so that importing a pure submodule (as a host's sandboxed workflow
+does) does not pull in the client, the plugin or the activities.
 """
 
 from __future__ import annotations

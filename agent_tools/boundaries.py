@@ -206,7 +206,7 @@ def limit(
     two cannot drift. The limits live in the schema rather than as pydantic constraints because workflow code
     validates the workflow-native tools' arguments on replay too: a pydantic constraint added to such a model
     would refuse, on replay, a call that a recorded history accepted (a non-deterministic replay). The schema
-    check applies to histories begun after it (see ``SessionBase.bounded_inputs``).
+    check applies to histories begun after it (see ``AgentSession.bounded_inputs``).
     """
     extra: dict[str, Any] = {}
     if chars is not None:

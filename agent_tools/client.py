@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools import search_attributes as sa
+from agent_tools import session_names as names
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.boundaries import ID_CHARS, NOTE_CHARS, cap_text, clean_json, clean_text, request_problems
 from agent_tools.contracts.approvals import ApprovalAccepted, PendingApproval
@@ -33,7 +34,6 @@ from agent_tools.contracts.human import AnswerAccepted, PendingQuestion
 from agent_tools.contracts.output import schema_dict, schema_refusal
 from agent_tools.errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools.messages import Message
-from agent_tools.progress_text import session_details, session_summary
 from agent_tools.session import (
     WORKFLOW_NAME,
     LatestMessageView,
@@ -47,6 +47,7 @@ from agent_tools.session import (
     StatusView,
     StopRequest,
 )
+from agent_tools.session_start import root_start
 from agent_tools.settings import Settings
 
 if TYPE_CHECKING:
@@ -118,26 +119,26 @@ class SessionHandle:
         """
         async with _refusals(self.id, "message"):
             accepted: SendMessageAccepted = await self.workflow.execute_update(
-                "send_message", SendMessage(content=clean_text(content)), result_type=SendMessageAccepted
+                names.UPDATE_SEND_MESSAGE, SendMessage(content=clean_text(content)), result_type=SendMessageAccepted
             )
             return accepted
 
     async def send_signal(self, content: str) -> None:
         """Fire-and-forget twin of :meth:`send` for clients that can only signal."""
         async with _refusals(self.id, "message"):
-            await self.workflow.signal("send_message", SendMessage(content=clean_text(content)))
+            await self.workflow.signal(names.SIGNAL_SEND_MESSAGE, SendMessage(content=clean_text(content)))
 
     async def stop(self, reason: str = "stopped by user") -> None:
         """Stop the session and its sub-agents (leaf first)."""
         async with _refusals(self.id, "stop"):
-            await self.workflow.signal("stop", StopRequest(reason=cap_text(clean_text(reason), NOTE_CHARS)))
+            await self.workflow.signal(names.SIGNAL_STOP, StopRequest(reason=cap_text(clean_text(reason), NOTE_CHARS)))
 
     async def status(self) -> StatusView:
         """Raises: SessionError: there is no such session."""
-        return await self.query("status", StatusView)
+        return await self.query(names.QUERY_STATUS, StatusView)
 
     async def latest_message(self) -> LatestMessageView:
-        return await self.query("latest_message", LatestMessageView)
+        return await self.query(names.QUERY_LATEST_MESSAGE, LatestMessageView)
 
     async def query(self, name: str, result_type: type[T], *args: Any) -> T:
         """Run one of the session's queries (``status``, ``todos``, ``goals``, ``subagents``, ...)."""
@@ -463,36 +464,19 @@ class AgentToolsClient:
         sid = session_id or new_session_id()
         if len(sid) > ID_CHARS or clean_text(sid) != sid:
             raise SessionError(f"session ids are at most {ID_CHARS} characters of text, got {sid[:80]!r}")
-        attrs = None
-        if self.settings.search_attributes:
-            attrs = sa.at_start(
-                agent=request.agent,
-                root_id=request.root_id or sid,
-                parent_id=request.parent_id,
-                depth=request.depth,
-                title=request.title or (request.prompt or request.agent)[:60],
-            )
+        start = root_start(request, sid, search_attributes=self.settings.search_attributes)
         try:
             await self.temporal.start_workflow(
-                WORKFLOW_NAME,
+                start.workflow,
                 SessionInput(request=request),
-                id=sid,
+                id=start.id,
                 task_queue=self.settings.task_queue,
-                search_attributes=attrs,
+                search_attributes=start.search_attributes,
                 # The Temporal UI's list and the top of the session's page name it by these.
-                static_summary=session_summary(request.agent, request.title, request.prompt),
-                static_details=session_details(
-                    agent=request.agent,
-                    title=request.title,
-                    prompt=request.prompt,
-                    model=request.model,
-                    scope=f"{request.organisation}/{request.project} · user {request.user}",
-                    parent_id=request.parent_id,
-                    root_id=request.root_id,
-                    depth=request.depth,
-                ),
+                static_summary=start.summary,
+                static_details=start.details,
                 task_timeout=timedelta(seconds=self.settings.policy.workflow_task_timeout_seconds),
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_reuse_policy=start.id_reuse_policy,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             )
         except WorkflowAlreadyStartedError as exc:

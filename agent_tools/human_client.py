@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_tools import session_names as names
 from agent_tools.contracts.approvals import (
     ApprovalAccepted,
     ApprovalDecision,
@@ -50,35 +51,35 @@ async def answer_questions(handle: SessionHandle, answers: Any, *, by_signal: bo
     """
     request = parse_answer_payload(answers)
     if by_signal:
-        await handle.workflow.signal("answer_questions_signal", request.model_dump(mode="json"))
+        await handle.workflow.signal(names.SIGNAL_ANSWER_QUESTIONS, request.model_dump(mode="json"))
         return None
     result: AnswerAccepted = await handle.workflow.execute_update(
-        "answer_questions", request, result_type=AnswerAccepted
+        names.UPDATE_ANSWER_QUESTIONS, request, result_type=AnswerAccepted
     )
     return result
 
 
 async def pending_questions(handle: SessionHandle) -> list[PendingQuestion]:
     """The questions the session is waiting on (empty when it waits on none)."""
-    result: list[PendingQuestion] = await handle.query("pending_questions", list[PendingQuestion])
+    result: list[PendingQuestion] = await handle.query(names.QUERY_PENDING_QUESTIONS, list[PendingQuestion])
     return result
 
 
 async def human_state(handle: SessionHandle) -> HumanState:
     """Pending questions, answered questions (structured) and rejected signalled answers."""
-    result: HumanState = await handle.query("human_state", HumanState)
+    result: HumanState = await handle.query(names.QUERY_HUMAN_STATE, HumanState)
     return result
 
 
 async def pending_approvals(handle: SessionHandle) -> list[PendingApproval]:
     """The tool calls the session is waiting to have approved (empty when none)."""
-    result: list[PendingApproval] = await handle.query("pending_approvals", list[PendingApproval])
+    result: list[PendingApproval] = await handle.query(names.QUERY_PENDING_APPROVALS, list[PendingApproval])
     return result
 
 
 async def approval_state(handle: SessionHandle) -> ApprovalState:
     """Pending approvals, recent decisions and rejected signalled decisions."""
-    result: ApprovalState = await handle.query("approval_state", ApprovalState)
+    result: ApprovalState = await handle.query(names.QUERY_APPROVAL_STATE, ApprovalState)
     return result
 
 
@@ -114,9 +115,9 @@ async def decide_approval(
         approval_id=approval_id, digest=digest, approve=approve, reason=reason, decided_by=decided_by
     )
     if by_signal:
-        await handle.workflow.signal("decide_approval_signal", decision.model_dump(mode="json"))
+        await handle.workflow.signal(names.SIGNAL_DECIDE_APPROVAL, decision.model_dump(mode="json"))
         return None
-    return await handle.update("decide_approval", decision, ApprovalAccepted)
+    return await handle.update(names.UPDATE_DECIDE_APPROVAL, decision, ApprovalAccepted)
 
 
 __all__ = [

@@ -8,8 +8,9 @@ The plugin composes with what the host application configured instead of replaci
 * **data converter**: the host's payload codec (encryption, compression) and failure converter stay; only
   the payload converter becomes pydantic's, which the engine's models need. A host payload converter that
   is neither the default nor pydantic's is kept as it is (see :func:`compose_data_converter`).
-* **workflow runner**: a sandboxed runner keeps its restrictions and gains our passthrough modules; an
-  unsandboxed or custom runner is left alone.
+* **workflow runner**: the engine's workflows run unsandboxed; a host's sandboxed runner keeps its
+  restrictions and gains the passthrough its own workflows need to import our models; an unsandboxed or
+  custom runner is left alone.
 * **registration**: only workers on the task queues that serve agent sessions (``settings.task_queue`` by
   default) get our workflows and activities; ``register_workflows`` / ``register_activities`` split them
   so that model keys and database credentials need not sit on every worker.
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import pkgutil
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -44,71 +44,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PASSTHROUGH_MODULES",
-    "WORKFLOW_HELPER_MODULES",
     "AgentToolsPlugin",
     "compose_data_converter",
     "compose_workflow_runner",
-    "ensure_workflow_bytecode",
-    "workflow_runner",
 ]
 
 log = logging.getLogger(__name__)
 
-# The session's capability mixins and their helpers: deterministic workflow code that defines no workflow
-# class, and whose only module-level state is filled once at import (NATIVE_TOOLS, by decorators).
-# tests/test_architecture.py checks that they define and import no workflow class, and checks all workflow
-# code for non-deterministic calls and ``global``, which the sandbox no longer sees here. Re-importing
-# them on every run measured as 40% of the session workflow's start-up CPU; only the modules that define
-# workflow classes (``agent_tools.workflows.session``, ``.research``, ``.event_router``) are loaded afresh
-# per run.
-WORKFLOW_HELPER_MODULES = (
-    "agent_tools.workflows.base",
-    "agent_tools.workflows.native",
-    "agent_tools.workflows.human",
-    "agent_tools.workflows.planning",
-    "agent_tools.workflows.delegation",
-    "agent_tools.workflows.budget",
-    "agent_tools.workflows.output",
-    "agent_tools.workflows.events",
-    "agent_tools.workflows.approvals",
-)
-
-# Parts of agent_tools that the sandbox must not share: the workflow layer (its workflow modules are loaded
-# afresh per run; its helpers are listed above) and the activity layer (never imported by workflow code).
-_NOT_SHARED = frozenset({"workflows", "activities"})
-
-
-def _pure_agent_tools_modules() -> tuple[str, ...]:
-    """Every top-level module and subpackage of agent_tools but the two layers above.
-
-    Listed one by one because a passthrough entry covers its submodules: ``agent_tools`` as a whole would
-    pass the workflow modules through too.
-    """
-    import agent_tools
-
-    return tuple(
-        f"agent_tools.{m.name}" for m in pkgutil.iter_modules(agent_tools.__path__) if m.name not in _NOT_SHARED
-    )
-
-
-# Modules the workflow sandbox shares with the worker instead of re-importing them for every workflow run:
-# they are pure (no I/O, no global mutation at call time), and re-importing pydantic models per run is the
-# single largest CPU cost an agent workflow can have.
-PASSTHROUGH_MODULES = (
-    *_pure_agent_tools_modules(),
-    "pydantic",
-    "pydantic_core",
-    "annotated_types",
-    "typing_inspection",
-    "yaml",
-    # Stateless at module level (its state lives on the WorkflowStream instance); sharing it spares a
-    # re-import of its dataclasses on every workflow run.
-    "temporalio.contrib.workflow_streams",
-    # Workflow spans (agent_tools.tracing) use the process's tracer provider and OpenTelemetry's context,
-    # which must be the worker's, not a copy per run (temporalio's OpenTelemetryPlugin passes it too).
-    "opentelemetry",
-    *WORKFLOW_HELPER_MODULES,
-)
+# What a host's own sandboxed workflow shares with the worker when it imports our models (to start a session
+# as its child, say): the engine's workflows run unsandboxed, so nothing of ours needs re-importing per run,
+# and one pydantic keeps one class per model on both sides of the sandbox.
+PASSTHROUGH_MODULES = ("agent_tools", "pydantic", "pydantic_core", "annotated_types", "typing_inspection")
 
 
 def compose_data_converter(existing: DataConverter | None) -> DataConverter:
@@ -132,7 +78,8 @@ def compose_data_converter(existing: DataConverter | None) -> DataConverter:
 
 
 def compose_workflow_runner(existing: WorkflowRunner | None) -> WorkflowRunner:
-    """The host's sandbox with our passthrough modules added; any other runner unchanged."""
+    """The host's sandbox with our passthrough modules added (its workflows may import our models); any other
+    runner unchanged."""
     if existing is None:
         return SandboxedWorkflowRunner(
             restrictions=SandboxedWorkflowRunner().restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
@@ -142,29 +89,6 @@ def compose_workflow_runner(existing: WorkflowRunner | None) -> WorkflowRunner:
             existing, restrictions=existing.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
         )
     return existing
-
-
-def workflow_runner() -> WorkflowRunner:
-    """The default sandbox with our passthrough modules (for a Replayer or Worker built without the plugin)."""
-    return compose_workflow_runner(None)
-
-
-def ensure_workflow_bytecode() -> None:
-    """Write the package's bytecode if it is missing.
-
-    A sandbox imports workflow modules afresh for every workflow run, and every worker start imports the
-    whole package. Without cached bytecode (an environment with PYTHONDONTWRITEBYTECODE, a fresh
-    checkout) each of them compiles the modules from source again: the largest share of a session's CPU
-    when the engine's workflows ran sandboxed, and about 0.3 s of every worker start. ``compileall``
-    writes the cache regardless of that setting (and only stats the files once it is current); afterwards
-    every run and every start loads bytecode.
-    """
-    import compileall
-
-    import agent_tools
-
-    for folder in agent_tools.__path__:
-        compileall.compile_dir(folder, quiet=2, workers=1)
 
 
 class AgentToolsPlugin(SimplePlugin):
@@ -248,7 +172,7 @@ class AgentToolsPlugin(SimplePlugin):
     def holder(self) -> ServicesHolder:
         """The worker-side services (store, HTTP client, providers), opened on first use."""
         if self._holder is None:
-            # Imported here so that `import agent_tools` stays light for workflow sandboxes and clients.
+            # Imported here so that `import agent_tools` stays light for clients.
             from agent_tools.activities.services import ServicesHolder
 
             self._holder = ServicesHolder(
@@ -288,10 +212,8 @@ class AgentToolsPlugin(SimplePlugin):
 
     @asynccontextmanager
     async def _serving(self, worker: Worker) -> AsyncIterator[None]:
-        if self.register_workflows:
-            if self.settings.search_attributes:
-                await self.ensure_search_attributes(worker.client)
-            ensure_workflow_bytecode()
+        if self.register_workflows and self.settings.search_attributes:
+            await self.ensure_search_attributes(worker.client)
         if self.register_activities:
             # Open the services (and create or migrate the store) before the first task: clients never
             # create the store, so it must exist once a worker runs; a bad database URL fails here, once.

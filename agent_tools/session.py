@@ -380,7 +380,7 @@ class SendMessageAccepted(BaseModel):
 
 
 class StopRequest(BaseModel):
-    # A stop is never refused: a longer reason is cut (SessionBase stops with at most NOTE_CHARS of it).
+    # A stop is never refused: a longer reason is cut (the session stops with at most NOTE_CHARS of it).
     reason: str = Field(default="stopped by request", **limit(chars=NOTE_CHARS))
 
 

@@ -55,6 +55,7 @@ PURE = [
     ROOT / "agent_tools" / "boundaries.py",
     ROOT / "agent_tools" / "errors.py",
     ROOT / "agent_tools" / "policy.py",
+    ROOT / "agent_tools" / "session_names.py",
 ]
 
 
@@ -87,8 +88,8 @@ def test_public_api() -> None:
         assert getattr(agent_tools, name) is not None
 
 
-# Calls that differ between a workflow's first run and its replay, or reach outside the workflow. The sandbox
-# catches them at run time only in the modules it re-imports; the passed-through helpers are checked here.
+# Calls that differ between a workflow's first run and its replay, or reach outside the workflow. The engine's
+# workflows run unsandboxed, so no sandbox catches them at run time: every module they load is checked here.
 _NONDETERMINISTIC_ATTRS = {"now", "utcnow", "today", "time", "time_ns", "monotonic", "perf_counter", "uuid1", "uuid4"}
 _OUTSIDE_BUILTINS = {"open", "print", "input", "exec", "eval"}
 
@@ -104,8 +105,8 @@ def _nondeterministic_calls(path: Path) -> list[str]:
         if isinstance(f, ast.Name) and f.id in _OUTSIDE_BUILTINS:
             found.append(f"line {node.lineno}: {f.id}()")
         if isinstance(f, ast.Attribute) and f.attr in _NONDETERMINISTIC_ATTRS:
-            owner = f.value.id if isinstance(f.value, ast.Name) else ""
-            if owner != "workflow":
+            # The workflow's own clock and ids, directly or through the port a capability part holds.
+            if ast.unparse(f.value) not in {"workflow", "self.port"}:
                 found.append(f"line {node.lineno}: {ast.unparse(f)}()")
     return found
 
@@ -115,6 +116,29 @@ def test_workflow_code_makes_no_nondeterministic_calls() -> None:
         str(p.relative_to(ROOT)): calls for p in WORKFLOWS.rglob("*.py") if (calls := _nondeterministic_calls(p))
     }
     assert offenders == {}
+
+
+def _dispatch_by_name(path: Path) -> list[str]:
+    """``getattr``/``setattr`` on ``self``: a method or attribute chosen by a string at run time."""
+    return [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in {"getattr", "setattr"}
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "self"
+    ]
+
+
+def test_the_workflow_layer_dispatches_by_no_method_name(tmp_path: Path) -> None:
+    """Native tools, resumed waits and handlers are typed bound callables, never a method named by a string."""
+    offenders = {str(p.relative_to(ROOT)): found for p in WORKFLOWS.rglob("*.py") if (found := _dispatch_by_name(p))}
+    assert offenders == {}
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(self, m):\n    return getattr(self, m)(1)\n")
+    assert _dispatch_by_name(bad) == ["line 2: getattr(self, m)"]
 
 
 def test_nondeterministic_call_check_catches_the_usual_mistakes(tmp_path: Path) -> None:
@@ -129,40 +153,6 @@ def test_nondeterministic_call_check_catches_the_usual_mistakes(tmp_path: Path) 
         "datetime.now()",
         "uuid.uuid4()",
     ]
-
-
-def _defines_workflow(path: Path) -> bool:
-    return "@workflow.defn" in path.read_text()
-
-
-def test_passed_through_workflow_modules_are_helpers_only() -> None:
-    from agent_tools.plugin import PASSTHROUGH_MODULES, WORKFLOW_HELPER_MODULES
-
-    assert set(WORKFLOW_HELPER_MODULES) <= set(PASSTHROUGH_MODULES)
-    modules = {f"agent_tools.workflows.{p.stem}": p for p in WORKFLOWS.glob("*.py") if p.stem != "__init__"}
-    for name in WORKFLOW_HELPER_MODULES:
-        assert name in modules, f"{name} does not exist"
-        assert not _defines_workflow(modules[name]), f"{name} defines a workflow class: it must be re-imported per run"
-        helper_imports = _imports(modules[name])
-        assert not any(m in helper_imports for m, p in modules.items() if _defines_workflow(p)), (
-            f"{name} imports a workflow module"
-        )
-    # Every other module defines a workflow class (re-imported per run) or is the registry the worker uses.
-    rest = set(modules) - set(WORKFLOW_HELPER_MODULES) - {"agent_tools.workflows.registry"}
-    assert all(_defines_workflow(modules[m]) for m in rest), sorted(
-        m for m in rest if not _defines_workflow(modules[m])
-    )
-
-
-def test_workflow_modules_are_loaded_afresh_per_run() -> None:
-    """A passthrough entry covers its submodules: none may cover a module that defines a workflow class."""
-    from agent_tools.plugin import PASSTHROUGH_MODULES
-
-    workflow_modules = [f"agent_tools.workflows.{p.stem}" for p in WORKFLOWS.glob("*.py") if _defines_workflow(p)]
-    assert len(workflow_modules) >= 3
-    for module in workflow_modules:
-        covering = [p for p in PASSTHROUGH_MODULES if module == p or module.startswith(p + ".")]
-        assert covering == [], f"{module} is passed through by {covering}"
 
 
 def test_the_package_imports_only_itself_of_the_repository() -> None:
@@ -265,7 +255,7 @@ def test_the_engine_workflows_run_unsandboxed() -> None:
 
     for cls in all_workflows():
         defn = _Definition.must_from_class(cls)
-        assert defn.sandboxed is False, f"{defn.name}: the figures in the design notes assume sandboxed=False"
+        assert defn.sandboxed is False, f"{defn.name}: the engine's workflows run unsandboxed"
 
 
 def test_everything_the_workflows_load_is_deterministic_and_does_no_io() -> None:

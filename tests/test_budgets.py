@@ -15,6 +15,7 @@ import pytest
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.budget import (
     BudgetLimits,
+    BudgetNotice,
     BudgetSettings,
     BudgetState,
     budget_line,
@@ -251,3 +252,34 @@ async def test_spawn_agent_reads_the_same_spend_and_the_lower_ceiling_binds(
         assert preview == f"error: request_cost_ceiling; ceiling_usd: 0.5; spent_usd: {result.usage.cost_usd}"
         assert result.usage.calls == 1 and result.usage.cost_usd > 0.5
         assert await handle.query("subagents", list[dict[str, Any]]) == []
+
+
+async def test_a_parents_budget_signal_in_the_first_activation_reaches_the_budget_part(
+    settings: Settings, script: Callable[[list[Any]], str], worker_for: Any
+) -> None:
+    """A part's signal that arrives with the start (before prepare has run) is routed to the part and kept:
+    the session then refuses to start a sub-agent."""
+    from agent_tools.session import SessionInput, SessionRequest, SessionResult
+    from agent_tools.session_names import SIGNAL_BUDGET_REACHED
+
+    settings.model = script(
+        [
+            {"tool_calls": [{"name": "subAgent", "arguments": {"title": "t", "instruction": "go", "mode": "sync"}}]},
+            {"say": "after: {{last_tool}}"},
+        ]
+    )
+    async with worker_for() as client:
+        handle = await client.temporal.start_workflow(
+            "AgentSession",
+            SessionInput(request=SessionRequest(prompt="delegate", tools=["subAgent"])),
+            id=f"first-activation-{settings.task_queue}",
+            task_queue=settings.task_queue,
+            start_signal=SIGNAL_BUDGET_REACHED,
+            start_signal_args=[BudgetNotice(reason="root: spent")],
+            result_type=SessionResult,
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == SessionStatus.completed
+    assert result.final_message == (
+        "after: subAgent refused: told by the parent root: spent; no new sub-agents start. Finish with what you have."
+    )

@@ -16,7 +16,6 @@ from temporalio.worker import Replayer
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.delegation import ChildRecord
-from agent_tools.plugin import workflow_runner
 from agent_tools.session import SessionStatus
 from agent_tools.workflows.registry import all_workflows
 
@@ -32,9 +31,7 @@ async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float = 15.0
 
 async def assert_replays(handle: SessionHandle) -> None:
     """The recorded history replays on the current workflow code (determinism of the delegation paths)."""
-    replayer = Replayer(
-        workflows=all_workflows(), data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
-    )
+    replayer = Replayer(workflows=all_workflows(), data_converter=pydantic_data_converter)
     await replayer.replay_workflow(await handle.workflow.fetch_history())
 
 

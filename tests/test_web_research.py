@@ -12,7 +12,6 @@ from temporalio.worker import Replayer
 
 from agent_tools.contracts.web.config import WebConfig
 from agent_tools.contracts.web.models import ResearchCandidate, ResearchSearchOutput
-from agent_tools.plugin import workflow_runner
 from agent_tools.settings import Settings
 from agent_tools.workflows.registry import all_workflows
 from agent_tools.workflows.research import pick_sources
@@ -87,9 +86,7 @@ async def test_report_cites_sources(settings: Settings, script: Any, worker_for:
     assert await store.usage_total(session_id=job.id) == done.usage
     assert web_env.hits("/news") == 1  # the writer read the page from the cache
     # the recorded history replays on the current workflow code (determinism)
-    replayer = Replayer(
-        workflows=all_workflows(), data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
-    )
+    replayer = Replayer(workflows=all_workflows(), data_converter=pydantic_data_converter)
     await replayer.replay_workflow(history)
 
 

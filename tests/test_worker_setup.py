@@ -133,7 +133,7 @@ async def test_plugin_registers_only_on_the_queues_it_serves(
     assert not ours.get("activities")  # register_activities=False: a workflow-only worker
     assert not other.get("workflows") and other.get("activities") == [_app_activity]
     # The other worker keeps the SDK's default runner: the plugin touched nothing of it.
-    assert "agent_tools.session" not in other["workflow_runner"].restrictions.passthrough_modules  # type: ignore[attr-defined]
+    assert "agent_tools" not in other["workflow_runner"].restrictions.passthrough_modules  # type: ignore[attr-defined]
 
     activity_only = AgentToolsPlugin(settings, register_workflows=False)
     client2 = await Client.connect(temporal_env.client.service_client.config.target_host, plugins=[activity_only])
@@ -150,9 +150,27 @@ def test_runner_composition_keeps_the_hosts_choice() -> None:
     mine = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules("my_codec"))
     plugin = AgentToolsPlugin(Settings(agents_file=None))
     composed: Any = plugin.workflow_runner(mine)  # type: ignore[operator,misc]
-    assert {"my_codec", "agent_tools.session", "pydantic"} <= set(composed.restrictions.passthrough_modules)
+    assert {"my_codec", "agent_tools", "pydantic"} <= set(composed.restrictions.passthrough_modules)
     unsandboxed = UnsandboxedWorkflowRunner()
     assert plugin.workflow_runner(unsandboxed) is unsandboxed  # type: ignore[operator,misc]
+
+
+async def test_a_hosts_sandboxed_workflow_starts_a_session_with_our_models(
+    settings: Settings, script: Any, worker_for: Any
+) -> None:
+    """The engine's workflows run unsandboxed; a host's own workflow in the SDK's sandbox imports our models
+    and runs a session as its child. The plugin's passthrough shares the worker's modules with the sandbox,
+    which would otherwise import the package afresh for every run of the host's workflow."""
+    from agent_tools.session import SessionInput
+    from tests.fixtures.host_parent import HostParent
+
+    settings.model = script([{"say": "hello from the child"}])
+    async with worker_for(workflows=[HostParent]) as client:
+        outcome, model_id = await client.temporal.execute_workflow(
+            HostParent.run, "hi", id=f"host-{settings.task_queue}", task_queue=settings.task_queue
+        )
+    assert outcome == "completed: hello from the child"
+    assert model_id == str(id(SessionInput))
 
 
 def test_data_converter_composition_keeps_codec_and_failure_converter() -> None:

@@ -108,8 +108,8 @@ class CompleteGoalArgs(GoalIdArgs):
 class TrackedItem(BaseModel):
     """What goals and loops share: an id, a status that ends, and the reason it ended.
 
-    The session's planning part finds, refuses and finishes both the same way; each kind names its id
-    field, its live statuses and the trigger kind its turns have.
+    The session finds, refuses and finishes both the same way (``PlanningPart._live_item`` and
+    ``_finish_item``); each kind names its id field, its live statuses and the trigger kind its turns have.
     """
 
     KIND: ClassVar[str]

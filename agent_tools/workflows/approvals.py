@@ -3,8 +3,8 @@
 The wait is a ``workflow.wait_condition`` like askUser's: no timer unless the agent sets a timeout, so a
 call may wait for weeks at no cost. Everything about the wait lives in ``SessionState.approvals`` (looked
 up by approval id, never held in a local), so the state a continue-as-new carries is all it needs. It is a
-parked wait (issue 21, ``SessionBase.parked_wait``): a run may continue-as-new while the call waits, and
-the new run resumes the wait (``_resume_approval``) and then runs the tool, with the approval's own deadline.
+parked wait (``SessionPort.parked_wait``): a run may continue-as-new while the call waits, and
+the new run resumes the wait (``resume_approval``) and then runs the tool, with the approval's own deadline.
 
 Decisions come by the ``decide_approval`` update (refused with a reason when they do not fit: unknown or
 already decided id, a digest other than the call's, a decider not among the approvers) or by the
@@ -17,51 +17,54 @@ the tool activity claims once before it runs the tool (agent_tools/activities/ap
 import asyncio
 from datetime import datetime, timedelta
 
-from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from agent_tools.activity_io import ToolCallOutput
+from agent_tools.boundaries import (
+    NOTE_CHARS,
+    cap_text,
+    clean_text,
+    model_problems,
+)
+from agent_tools.contracts.approvals import (
+    ACTIVITY_RECORD_APPROVAL,
+    MAX_DECIDED_KEPT,
+    MAX_REJECTED_DECISIONS_KEPT,
+    REJECTED_PREVIEW_BYTES,
+    ApprovalAccepted,
+    ApprovalDecision,
+    ApprovalRejected,
+    ApprovalState,
+    ApprovalVia,
+    DecidedApproval,
+    PendingApproval,
+    RecordApprovalInput,
+    RecordedDecision,
+    RejectedDecision,
+    argument_digest,
+    arguments_preview,
+    check_decision,
+    denied_message,
+    render_pending_approvals,
+    timeout_message,
+)
+from agent_tools.errors import InvalidInput, error_type
+from agent_tools.messages import ToolCall
+from agent_tools.session import ParkedCall, SessionStatus
+from agent_tools.session_names import (
+    QUERY_APPROVAL_STATE,
+    QUERY_PENDING_APPROVALS,
+    SIGNAL_DECIDE_APPROVAL,
+    UPDATE_DECIDE_APPROVAL,
+)
 from agent_tools.workflows.base import (
-    SessionBase,
     local_call_options,
     read_signal,
     signal_rejection,
     tool_error,
 )
-
-with workflow.unsafe.imports_passed_through():
-    from agent_tools.activity_io import ToolCallOutput
-    from agent_tools.boundaries import (
-        NOTE_CHARS,
-        cap_text,
-        clean_text,
-        model_problems,
-    )
-    from agent_tools.contracts.approvals import (
-        ACTIVITY_RECORD_APPROVAL,
-        MAX_DECIDED_KEPT,
-        MAX_REJECTED_DECISIONS_KEPT,
-        REJECTED_PREVIEW_BYTES,
-        ApprovalAccepted,
-        ApprovalDecision,
-        ApprovalRejected,
-        ApprovalState,
-        ApprovalVia,
-        DecidedApproval,
-        PendingApproval,
-        RecordApprovalInput,
-        RecordedDecision,
-        RejectedDecision,
-        argument_digest,
-        arguments_preview,
-        check_decision,
-        denied_message,
-        render_pending_approvals,
-        timeout_message,
-    )
-    from agent_tools.errors import InvalidInput, error_type
-    from agent_tools.messages import ToolCall
-    from agent_tools.session import ParkedCall, SessionStatus
+from agent_tools.workflows.port import CapabilityPart, SessionPort, query, signal, update
 
 # Marks histories that may wait for approvals; it is only ever reached by a call that needs one, and
 # sessions recorded before approvals existed have none, so their replay never meets it.
@@ -71,9 +74,15 @@ PATCH_APPROVALS = "tool-approvals"
 PATCH_APPROVAL_PARKED = "approval-parked-wait"
 
 
-class ApprovalMixin(SessionBase):
-    # Whether approval waits are parked waits (:data:`PATCH_APPROVAL_PARKED`); set at the start of ``run``.
-    _approvals_park: bool = False
+class ApprovalsPart(CapabilityPart):
+    """The approval gate of tool calls, the ``decide_approval`` update and signal, and their queries."""
+
+    def __init__(self, port: SessionPort) -> None:
+        super().__init__(port)
+        # Whether approval waits are parked waits (:data:`PATCH_APPROVAL_PARKED`); set at the start of ``run``.
+        self.park = False
+        # The approvals a call of this run waits on (run-local: a new run starts with none).
+        self._waiters: set[str] = set()
 
     # ---- the gate ---------------------------------------------------------------------------------
 
@@ -81,16 +90,16 @@ class ApprovalMixin(SessionBase):
         approvals = self.config.approvals
         return approvals is not None and call.name in approvals.tools
 
-    async def _await_approval(self, call: ToolCall) -> tuple[ToolCallOutput | None, str | None]:
+    async def await_approval(self, call: ToolCall) -> tuple[ToolCallOutput | None, str | None]:
         """Wait for a decision on this call: (the tool error when it must not run, the approval id when it may)."""
-        if not self._needs_approval(call) or not self.patched(PATCH_APPROVALS):
+        if not self._needs_approval(call) or not self.port.patched(PATCH_APPROVALS):
             return None, None
         approvals = self.config.approvals
         assert approvals is not None
         state = self.state.approvals
         seconds = approvals.timeout_seconds or 0.0
         timeout = timedelta(seconds=seconds) if seconds > 0 else None
-        now = workflow.now()
+        now = self.port.now()
         digest = argument_digest(call.arguments)
         carried = self._carried_approval(call, digest)
         if carried is not None:
@@ -99,7 +108,7 @@ class ApprovalMixin(SessionBase):
             approval_id = carried.approval_id
             timeout, seconds = self._remaining_wait(carried)
         else:
-            approval_id = f"apr_{workflow.uuid4().hex[:20]}"
+            approval_id = f"apr_{self.port.uuid4().replace('-', '')[:20]}"
             state.pending.append(
                 PendingApproval(
                     approval_id=approval_id,
@@ -114,7 +123,7 @@ class ApprovalMixin(SessionBase):
             )
             pending = self._pending_approval(approval_id)
             assert pending is not None
-            self.publish(
+            self.port.publish(
                 "approval",
                 state="pending",
                 approval_id=approval_id,
@@ -125,12 +134,12 @@ class ApprovalMixin(SessionBase):
                 deadline=pending.deadline,
                 approvers=pending.approvers,
             )
-        # A parked wait (issue 21): the run may continue-as-new while the call waits, and the new run resumes
-        # it (``_resume_approval``). Histories begun before that hand approvals over never park them.
-        parked = self.parked_call(call, "approval", approval_id) if self._approvals_park else None
+        # A parked wait: the run may continue-as-new while the call waits, and the new run resumes
+        # it (``resume_approval``). Histories begun before that hand approvals over never park them.
+        parked = self.port.parked_call(call, "approval", approval_id) if self.park else None
         return await self._decide_call(call, approval_id, timeout, seconds, parked)
 
-    async def _resume_approval(self, parked: ParkedCall, call: ToolCall) -> tuple[ToolCallOutput | None, str | None]:
+    async def resume_approval(self, parked: ParkedCall, call: ToolCall) -> tuple[ToolCallOutput | None, str | None]:
         """The approval wait of a call the previous run continued-as-new in: wait on for the carried approval
         (a decision that came during the hand-over is in its record), with what is left of its deadline."""
         pending = self._pending_approval(parked.ref)
@@ -147,7 +156,7 @@ class ApprovalMixin(SessionBase):
             return None, 0.0
         deadline = datetime.fromisoformat(pending.deadline)
         seconds = (deadline - datetime.fromisoformat(pending.requested_at)).total_seconds()
-        return max(deadline - workflow.now(), timedelta(milliseconds=1)), seconds
+        return max(deadline - self.port.now(), timedelta(milliseconds=1)), seconds
 
     async def _decide_call(
         self,
@@ -159,11 +168,11 @@ class ApprovalMixin(SessionBase):
     ) -> tuple[ToolCallOutput | None, str | None]:
         """Wait for the decision on ``approval_id`` and consume it, once."""
         state = self.state.approvals
-        self._approval_waiters.add(approval_id)
-        self.set_status(SessionStatus.waiting_for_user)
-        self.refresh_details()
+        self._waiters.add(approval_id)
+        self.port.set_status(SessionStatus.waiting_for_user)
+        self.port.refresh_details()
         try:
-            await self.parked_wait(
+            await self.port.parked_wait(
                 parked, lambda: self._decision_of(approval_id) is not None, timeout=timeout, summary="approval timeout"
             )
         except TimeoutError:
@@ -173,7 +182,7 @@ class ApprovalMixin(SessionBase):
             state.pending = [p for p in state.pending if p.approval_id != approval_id]
             raise
         finally:
-            self._approval_waiters.discard(approval_id)
+            self._waiters.discard(approval_id)
         # Consumed here, once: the approval leaves ``pending``, so no later decision can reach it.
         pending = self._pending_approval(approval_id)
         assert pending is not None
@@ -195,7 +204,7 @@ class ApprovalMixin(SessionBase):
         state.decided.append(decided)
         del state.decided[:-MAX_DECIDED_KEPT]
         recorded = await self._record_decision(decided, pending.arguments_preview)
-        self.publish(
+        self.port.publish(
             "approval",
             state=outcome,
             approval_id=approval_id,
@@ -205,8 +214,8 @@ class ApprovalMixin(SessionBase):
             reason=decided.reason,
         )
         if not self.state.human.pending and not state.waiting():
-            self.set_status(SessionStatus.running)
-        self.refresh_details()
+            self.port.set_status(SessionStatus.running)
+        self.port.refresh_details()
         if decision is None:
             return tool_error(timeout_message(call.name, seconds)), None
         if not decision.approve:
@@ -220,27 +229,20 @@ class ApprovalMixin(SessionBase):
         try:
             # A local activity: one small store write, which would otherwise cost a round trip through the
             # server (and three history events) between the decision and the call.
-            await workflow.execute_local_activity(
+            await self.port.execute_activity(
                 ACTIVITY_RECORD_APPROVAL,
                 RecordApprovalInput(
                     session_id=self.config.session_id, arguments_preview=preview, **decided.model_dump()
                 ),
+                result_type=None,
                 summary=f"record approval {decided.outcome}: {decided.tool}",
-                **local_call_options(self.config.policy.engine),
+                options=local_call_options(self.config.policy.engine),
+                local=True,
             )
         except ActivityError:
-            workflow.logger.exception("approval %s could not be recorded", decided.approval_id)
+            self.port.logger.exception("approval %s could not be recorded", decided.approval_id)
             return False
         return True
-
-    _approval_waiter_ids: set[str] | None = None
-
-    @property
-    def _approval_waiters(self) -> set[str]:
-        """The approvals a call of this run waits on (run-local: a new run starts with none)."""
-        if self._approval_waiter_ids is None:
-            self._approval_waiter_ids = set()
-        return self._approval_waiter_ids
 
     def _carried_approval(self, call: ToolCall, digest: str) -> PendingApproval | None:
         """A pending approval of this call that no call of this run waits on: one a continue-as-new carried
@@ -249,7 +251,7 @@ class ApprovalMixin(SessionBase):
             (
                 p
                 for p in self.state.approvals.pending
-                if p.call_id == call.id and p.digest == digest and p.approval_id not in self._approval_waiters
+                if p.call_id == call.id and p.digest == digest and p.approval_id not in self._waiters
             ),
             None,
         )
@@ -273,7 +275,7 @@ class ApprovalMixin(SessionBase):
             via=via,
             decided_at=self.now_iso(),
         )
-        self.publish(
+        self.port.publish(
             "approval",
             state="decided",
             approval_id=found.approval_id,
@@ -282,12 +284,11 @@ class ApprovalMixin(SessionBase):
             via=via,
         )
         self.touch()
-        self.refresh_details()
+        self.port.refresh_details()
         return ApprovalAccepted(
             approval_id=found.approval_id, approved=decision.approve, remaining=len(self.state.approvals.waiting())
         )
 
-    @workflow.update(name="decide_approval")
     def update_decide_approval(self, decision: ApprovalDecision) -> ApprovalAccepted:
         try:
             return self._apply_decision(decision, "update")
@@ -296,15 +297,13 @@ class ApprovalMixin(SessionBase):
             # is refused here. An ApplicationError fails that update, never the workflow task.
             raise ApplicationError(str(exc), type=error_type(InvalidInput), non_retryable=True) from None
 
-    @update_decide_approval.validator
-    def _validate_decide_approval(self, decision: ApprovalDecision) -> None:
+    def validate_decide_approval(self, decision: ApprovalDecision) -> None:
         # Raising here refuses the update before it reaches history; the caller sees the reason.
         problems = model_problems(decision)
         if problems is not None:
             raise ApprovalRejected(f"decision out of bounds: {problems}")
         check_decision(self.state.approvals, decision)
 
-    @workflow.signal(name="decide_approval_signal")
     def signal_decide_approval(self, payload: RawValue) -> None:
         # Decoded by hand (read_signal), so that every rejected signal is recorded.
         size = len(payload.payload.data)
@@ -326,25 +325,29 @@ class ApprovalMixin(SessionBase):
             )
         )
         del rejected[:-MAX_REJECTED_DECISIONS_KEPT]
-        self.publish("input_rejected", input="decide_approval_signal", reason=reason[:500])
+        self.port.publish("input_rejected", input=SIGNAL_DECIDE_APPROVAL, reason=reason[:500])
         self.touch()
 
-    @workflow.query(name="pending_approvals")
     def query_pending_approvals(self) -> list[PendingApproval]:
         return self.state.approvals.waiting()
 
-    @workflow.query(name="approval_state")
     def query_approval_state(self) -> ApprovalState:
         return self.state.approvals
 
     # ---- hooks --------------------------------------------------------------------------------------
 
-    async def _on_stop(self, reason: str) -> None:
+    async def on_stop(self, reason: str) -> None:
         self.state.approvals.pending = []
-        await super()._on_stop(reason)
 
-    def _details_sections(self) -> list[str]:
-        sections = super()._details_sections()
+    def details_sections(self) -> list[str]:
+        sections: list[str] = []
         if self.state.approvals.waiting():
             sections.append("**Waiting for approval**\n" + render_pending_approvals(self.state.approvals))
         return sections
+
+    HANDLERS = (
+        update(UPDATE_DECIDE_APPROVAL, update_decide_approval, validate_decide_approval),
+        signal(SIGNAL_DECIDE_APPROVAL, signal_decide_approval),
+        query(QUERY_PENDING_APPROVALS, query_pending_approvals),
+        query(QUERY_APPROVAL_STATE, query_approval_state),
+    )

@@ -1,25 +1,20 @@
-"""The session's shared state and the hooks capability mixins extend (each calls ``super()``)."""
+"""Helpers the session and its capability parts share: call options, signal decoding, failures, patch ids."""
 
-import asyncio
 import typing
 from collections.abc import Sequence
 from datetime import timedelta
 
+from pydantic import BaseModel, ValidationError
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
-from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ApplicationError
 
-with workflow.unsafe.imports_passed_through():
-    from pydantic import BaseModel, ValidationError
-
-    from agent_tools.activity_io import ProgressEvent, ProgressKind, SessionRef, ToolCallOutput
-    from agent_tools.boundaries import MAX_JSON_DEPTH, describe_validation_error, json_depth, model_problems
-    from agent_tools.errors import NON_RETRYABLE_MODEL_ERRORS, NON_RETRYABLE_TOOL_ERRORS
-    from agent_tools.messages import Message, ToolCall
-    from agent_tools.policy import CallPolicy, ExecutionPolicy
-    from agent_tools.session import ParkedCall, SessionConfig, SessionRequest, SessionState, SessionStatus, Trigger
-
+from agent_tools.activity_io import ProgressKind, ToolCallOutput
+from agent_tools.boundaries import MAX_JSON_DEPTH, describe_validation_error, json_depth, model_problems
+from agent_tools.errors import NON_RETRYABLE_MODEL_ERRORS, NON_RETRYABLE_TOOL_ERRORS
+from agent_tools.messages import Message, ToolCall
+from agent_tools.policy import CallPolicy, ExecutionPolicy
+from agent_tools.session import ParkedCall
 
 PROGRESS_KINDS = frozenset(typing.get_args(ProgressKind))
 
@@ -112,7 +107,7 @@ def tool_error(text: str) -> ToolCallOutput:
 # Histories begun with this marker check the limits of the tools' schemas and of client input (see
 # agent_tools.boundaries.limit); recorded ones replay with the rules they ran with.
 PATCH_BOUNDED_INPUTS = "bounded-inputs"
-# Histories begun with this marker refuse unknown tool parameters and "yes" for a boolean (issue 14.16);
+# Histories begun with this marker refuse unknown tool parameters and "yes" for a boolean;
 # before it, such arguments were accepted, and recorded runs replay that way.
 PATCH_STRICT_ARGUMENTS = "strict-tool-arguments"
 # Runs begun with this one marker have the patches below without asking for them: each marker cost a cached
@@ -179,160 +174,3 @@ class InflightStep:
     def all_out_parked(self) -> bool:
         out = [i for i, r in enumerate(self.results) if r is None]
         return bool(out) and all(i in self.parked for i in out)
-
-
-class SessionBase:
-    """Attributes every mixin may use, and hook methods with neutral defaults."""
-
-    _bounded_inputs: bool | None = None
-    # The step in progress, and whether the run is handing it to its successor (continue-as-new mid-wait).
-    _inflight: InflightStep | None = None
-    _handover: bool = False
-
-    _strict_arguments: bool | None = None
-    # The patches this run's lean-start marker stands for (:data:`LEAN_START_2_IMPLIES`,
-    # :data:`LEAN_START_IMPLIES`, or none for a run begun before both); set first thing in ``AgentSession.run``.
-    _implied_patches: frozenset[str] = frozenset()
-
-    def patched(self, patch_id: str) -> bool:
-        """``workflow.patched``, true without a marker for the patches a lean-start run stands for.
-
-        A handler that runs before ``run`` (a signal in the first activation) asks the patch itself, as it
-        always did; its replay asks in the same order.
-        """
-        return patch_id in self._implied_patches or workflow.patched(patch_id)
-
-    @property
-    def strict_arguments(self) -> bool:
-        """Whether native tools refuse unknown parameters and non-boolean flags (:data:`PATCH_STRICT_ARGUMENTS`)."""
-        if self._strict_arguments is None:
-            self._strict_arguments = self.patched(PATCH_STRICT_ARGUMENTS)
-        return self._strict_arguments
-
-    @property
-    def bounded_inputs(self) -> bool:
-        """Whether this run checks the input limits added with :data:`PATCH_BOUNDED_INPUTS`."""
-        if self._bounded_inputs is None:
-            self._bounded_inputs = self.patched(PATCH_BOUNDED_INPUTS)
-        return self._bounded_inputs
-
-    request: SessionRequest
-    _config: SessionConfig | None
-    state: SessionState
-    stream: WorkflowStream
-    _stop_reason: str | None
-
-    # ---- helpers for mixins -------------------------------------------------------------------------
-
-    @property
-    def config(self) -> SessionConfig:
-        """The resolved config; set by the first activity of the first run, before any turn or tool runs."""
-        assert self._config is not None, "session config is resolved before any handler needs it"
-        return self._config
-
-    @property
-    def session_id(self) -> str:
-        return self.config.session_id
-
-    def session_ref(self) -> SessionRef:
-        return SessionRef.of(self.config, workflow.info().run_id, self.state.turns)
-
-    def now_iso(self) -> str:
-        return workflow.now().isoformat()
-
-    def enqueue(self, trigger: Trigger) -> None:
-        self.state.inbox.append(trigger)
-        self.touch()
-
-    def publish(self, kind: str, **data: object) -> None:
-        """Publish a live progress event (a ``ProgressEvent`` on the ``progress`` topic).
-
-        It goes through the workflow's payload converter, and the poll that delivers it through the whole
-        data converter, so the host's codec covers progress as it covers everything else.
-        """
-        if kind not in PROGRESS_KINDS:
-            raise ValueError(f"unknown progress event kind {kind!r}")
-        self.stream.topic("progress").publish(ProgressEvent(kind=kind, session_id=self.config.session_id, data=data))  # type: ignore[arg-type]
-
-    async def wait_until(
-        self, done: typing.Callable[[], bool], timeout: float | timedelta | None = None, *, summary: str | None = None
-    ) -> None:
-        """``workflow.wait_condition`` for a tool's durable wait, which also ends when the session stops.
-
-        A stop cancels the running turn, but an activity that completes in the same activation absorbs that
-        cancellation (Temporal hands back its result), and the turn goes on into its wait. So the waits check
-        the stop themselves. Raises ``asyncio.CancelledError`` when stopped first, ``TimeoutError`` on timeout.
-        ``summary`` names the timer in the Temporal UI's timeline.
-        """
-        await workflow.wait_condition(
-            lambda: done() or self._stop_reason is not None, timeout=timeout, timeout_summary=summary
-        )
-        if self._stop_reason is not None and not done():
-            raise asyncio.CancelledError(f"session stopped: {self._stop_reason}")
-
-    def parked_call(self, call: ToolCall, kind: str, ref: str) -> ParkedCall | None:
-        """The parked-wait record for ``call`` of the step in progress (None outside a tracked step)."""
-        step = self._inflight
-        index = step.index_of(call) if step is not None else None
-        if index is None:
-            return None
-        return ParkedCall(index=index, kind=kind, ref=ref)  # type: ignore[arg-type]
-
-    async def parked_wait(
-        self,
-        parked: ParkedCall | None,
-        done: typing.Callable[[], bool],
-        timeout: float | timedelta | None = None,
-        *,
-        summary: str | None = None,
-    ) -> None:
-        """:meth:`wait_until` for a wait the run may continue-as-new in the middle of.
-
-        While it waits the call is parked: the session loop may hand the step to a new run (the waits'
-        records are in the state). A wait that wakes once the hand-over has begun stays parked (it never
-        completes in this run); the new run finds the answer, the event or the passed deadline in the carried
-        state and completes the call there, so a call is completed exactly once.
-        """
-        step = self._inflight
-        if parked is not None and step is not None:
-            step.parked[parked.index] = parked
-        timed_out = False
-        try:
-            await self.wait_until(done, timeout=timeout, summary=summary)
-        except TimeoutError:
-            timed_out = True
-        if self._handover:
-            # Only a stop (which cancels the turn) ends this: the run continues-as-new around it.
-            await workflow.wait_condition(lambda: False)
-        if parked is not None and step is not None:
-            step.parked.pop(parked.index, None)
-        if timed_out:
-            raise TimeoutError
-
-    def touch(self) -> None:
-        self.state.updated_at = self.now_iso()
-
-    def set_status(self, status: SessionStatus) -> None:
-        raise NotImplementedError  # provided by AgentSession
-
-    def refresh_details(self) -> None:
-        raise NotImplementedError  # provided by AgentSession
-
-    # ---- hooks --------------------------------------------------------------------------------------
-
-    def _on_start(self) -> None:
-        """Called once per run after the config is known (start background timers here)."""
-
-    async def _after_turn(self, trigger: Trigger) -> None:
-        """Called after every completed turn (goals judge here)."""
-
-    def _pending_work(self) -> list[str]:
-        """Reasons the session must not finish yet (active loops, goals, running children...)."""
-        return []
-
-    async def _on_stop(self, reason: str) -> None:
-        """Called when the session stops or is cancelled (stop children here)."""
-
-    def _details_sections(self) -> list[str]:
-        """Markdown sections for the Temporal UI's current details."""
-        return []

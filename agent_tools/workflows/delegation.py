@@ -13,124 +13,134 @@ so a tree stops leaf first. A child the current run did not start (after continu
 an activity.
 """
 
-from __future__ import annotations
-
 import asyncio
 import json
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
-from temporalio import workflow
-from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
 
-from agent_tools.workflows.base import SessionBase, call_options, failure_detail, tool_error
-from agent_tools.workflows.native import native_tool
-
-with workflow.unsafe.imports_passed_through():
-    from agent_tools import search_attributes as sa
-    from agent_tools.activity_io import ToolCallOutput
-    from agent_tools.budget import tree_spend
-    from agent_tools.contracts.delegation import (
-        ACT_AWAIT_SESSION,
-        ACT_CHECK_AGENT,
-        ACT_HANDOFF_HISTORY,
-        ACT_LATEST_MESSAGE,
-        ACT_LIST_TREE,
-        ACT_PLAN_SPAWN,
-        ACT_SEND_MESSAGE,
-        ACT_STOP_TREE,
-        ASYNC_RUNNING_NOTE,
-        COST_CEILING_USD,
-        INVOKE_RUNNING_NOTE,
-        INVOKE_WAIT_SECONDS,
-        MAX_SUBAGENT_DEPTH,
-        RESULT_KEEP_CHARS,
-        ROLES,
-        SPAWN_FANOUT_CAP,
-        SPAWN_MAX_TOKENS,
-        STOP_WAIT_SECONDS,
-        AwaitSessionInput,
-        AwaitSessionOutput,
-        Caller,
-        CheckAgentInput,
-        CheckAgentOutput,
-        ChildRecord,
-        Face,
-        HandOffArgs,
-        HandoffHistoryInput,
-        HandoffHistoryOutput,
-        HandoffRecord,
-        HandOffResult,
-        InvokeSubAgentArgs,
-        InvokeSubAgentResult,
-        LatestMessageOutput,
-        NoArgs,
-        PlanSpawnInput,
-        PlanSpawnOutput,
-        PriorMessage,
-        SendMessageArgs,
-        SendOutput,
-        SpawnAgentArgs,
-        StopTreeOutput,
-        SubAgentArgs,
-        SubAgentInfo,
-        SubAgentResult,
-        SubSessionArgs,
-        TargetInput,
-        TreeInput,
-        TreeOutput,
-        WaitMode,
-        clamp_steps,
-        error_json,
-        handoff_refusal,
-        invoke_refusal,
-        notification_text,
-        spawn_result_text,
-    )
-    from agent_tools.messages import Message, ToolCall, Usage
-    from agent_tools.progress_text import session_details
-    from agent_tools.session import (
-        ParkedCall,
-        SessionInput,
-        SessionResult,
-        SessionStatus,
-        StopRequest,
-        Trigger,
-    )
-
+from agent_tools.activity_io import ToolCallOutput
+from agent_tools.budget import tree_spend
+from agent_tools.contracts import delegation as contract
+from agent_tools.contracts.delegation import (
+    ASYNC_RUNNING_NOTE,
+    COST_CEILING_USD,
+    INVOKE_RUNNING_NOTE,
+    INVOKE_WAIT_SECONDS,
+    MAX_SUBAGENT_DEPTH,
+    RESULT_KEEP_CHARS,
+    ROLES,
+    SPAWN_FANOUT_CAP,
+    SPAWN_MAX_TOKENS,
+    STOP_WAIT_SECONDS,
+    AwaitSessionInput,
+    AwaitSessionOutput,
+    Caller,
+    CheckAgentInput,
+    CheckAgentOutput,
+    ChildRecord,
+    Face,
+    HandOffArgs,
+    HandoffHistoryInput,
+    HandoffHistoryOutput,
+    HandoffRecord,
+    HandOffResult,
+    InvokeSubAgentArgs,
+    InvokeSubAgentResult,
+    LatestMessageOutput,
+    NoArgs,
+    PlanSpawnInput,
+    PlanSpawnOutput,
+    PriorMessage,
+    SendMessageArgs,
+    SendOutput,
+    SpawnAgentArgs,
+    StopTreeOutput,
+    SubAgentArgs,
+    SubAgentInfo,
+    SubAgentResult,
+    SubSessionArgs,
+    TargetInput,
+    TreeInput,
+    TreeOutput,
+    WaitMode,
+    clamp_steps,
+    error_json,
+    handoff_refusal,
+    invoke_refusal,
+    notification_text,
+    spawn_result_text,
+)
+from agent_tools.messages import Message, ToolCall, Usage
+from agent_tools.session import (
+    ParkedCall,
+    SessionInput,
+    SessionResult,
+    SessionStatus,
+    StopRequest,
+    Trigger,
+)
+from agent_tools.session_names import QUERY_HANDOFF, QUERY_SUBAGENTS, SIGNAL_STOP
+from agent_tools.session_start import child_start, handoff_start
+from agent_tools.workflows.base import call_options, failure_detail, tool_error
+from agent_tools.workflows.native import NativeHandler, ResumeHandler
+from agent_tools.workflows.port import CapabilityPart, ChildHandle, SessionPort, query
 
 R = TypeVar("R")
 
 
-class DelegationMixin(SessionBase):
+class _Answer(Protocol):
+    """A delegation activity's result that may carry its refusal."""
+
+    @property
+    def error(self) -> str | None: ...
+
+
+A = TypeVar("A", bound=_Answer)
+
+
+class DelegationPart(CapabilityPart):
     """subAgent, listSubAgent, getSubAgentMessage, stopSubAgent, sendMessageToSubAgent, invoke_sub_agent,
     spawn_agent and hand_off_to_agent: faces of one child-session engine."""
 
-    # Per-run, not state: handles of the children this run started (a continue-as-new run has none).
-    _child_handles: dict[str, Any]
-    # Watcher tasks, referenced so they are not garbage-collected while they wait.
-    _watchers: list[asyncio.Task[None]]
+    def __init__(self, port: SessionPort) -> None:
+        super().__init__(port)
+        # Per-run, not state: handles of the children this run started (a continue-as-new run has none).
+        self._child_handles: dict[str, ChildHandle] = {}
+        # Watcher tasks, referenced so they are not garbage-collected while they wait.
+        self._watchers: list[asyncio.Task[None]] = []
+
+    def native_tools(self) -> dict[str, NativeHandler]:
+        return {
+            "subAgent": self._tool_sub_agent,
+            "listSubAgent": self._tool_list_sub_agent,
+            "getSubAgentMessage": self._tool_get_sub_agent_message,
+            "stopSubAgent": self._tool_stop_sub_agent,
+            "sendMessageToSubAgent": self._tool_send_message_to_sub_agent,
+            "invoke_sub_agent": self._tool_invoke_sub_agent,
+            "hand_off_to_agent": self._tool_hand_off,
+            "spawn_agent": self._tool_spawn_agent,
+        }
+
+    def resume_handlers(self) -> dict[str, ResumeHandler]:
+        return {"subagent": self._resume_subagent}
 
     # ---- hooks --------------------------------------------------------------------------------------
 
-    def _on_start(self) -> None:
-        super()._on_start()
-        self._child_handles = {}
-        self._watchers = []
+    def on_start(self) -> None:
         # Children still running when the previous run continued-as-new: wait for them through an activity.
         for rec in self.state.delegation.running():
             self._watchers.append(asyncio.create_task(self._watch_by_activity(rec.session_id)))
 
-    def _pending_work(self) -> list[str]:
-        reasons = super()._pending_work()
+    def pending_work(self) -> list[str]:
+        reasons: list[str] = []
         reasons += [f"sub-agent {rec.session_id} is running" for rec in self.state.delegation.running()]
         return reasons
 
-    async def _on_stop(self, reason: str) -> None:
-        await super()._on_stop(reason)
+    async def on_stop(self, reason: str) -> None:
         running = self.state.delegation.running()
         if not running:
             return
@@ -139,15 +149,15 @@ class DelegationMixin(SessionBase):
         # Every child stops its own children before it ends, so waiting for the children is bottom-up.
         await asyncio.gather(*(self._signal_stop(rec.session_id, reason) for rec in running))
         try:
-            await workflow.wait_condition(lambda: not self.state.delegation.running(), timeout=STOP_WAIT_SECONDS)
+            await self.port.wait_condition(lambda: not self.state.delegation.running(), timeout=STOP_WAIT_SECONDS)
         except TimeoutError:
-            workflow.logger.warning(
+            self.port.logger.warning(
                 "sub-agents did not confirm their stop in time: %s",
                 [r.session_id for r in self.state.delegation.running()],
             )
 
-    def _details_sections(self) -> list[str]:
-        sections = super()._details_sections()
+    def details_sections(self) -> list[str]:
+        sections: list[str] = []
         d = self.state.delegation
         if d.children:
             lines = [f"- `{c.session_id}` {c.title} · {c.face} · **{c.status}**" for c in d.children[-20:]]
@@ -158,11 +168,9 @@ class DelegationMixin(SessionBase):
 
     # ---- queries ------------------------------------------------------------------------------------
 
-    @workflow.query(name="subagents")
     def query_subagents(self) -> list[ChildRecord]:
         return self.state.delegation.children
 
-    @workflow.query(name="handoff")
     def query_handoff(self) -> HandoffRecord | None:
         return self.state.delegation.handoff
 
@@ -222,30 +230,9 @@ class DelegationMixin(SessionBase):
             updated_at=now,
         )
         d.children.append(rec)
+        start = child_start(request, child_id, search_attributes=c.options.search_attributes is not False)
         try:
-            handle = await workflow.start_child_workflow(
-                "AgentSession",
-                SessionInput(request=request),
-                id=child_id,
-                result_type=SessionResult,
-                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                # The deployment's workflow task timeout (a policy setting the client starts a root with).
-                task_timeout=workflow.info().task_timeout,
-                static_summary=f"{agent}: {title}"[:200],
-                static_details=session_details(
-                    agent=agent,
-                    title=title,
-                    prompt=prompt,
-                    model=request.model,
-                    scope=f"{c.organisation}/{c.project}",
-                    parent_id=c.session_id,
-                    root_id=c.root_id,
-                    depth=c.depth + 1,
-                ),
-                search_attributes=self._child_search_attributes(agent, title, depth=c.depth + 1),
-                # One run per id: a second would mix two runs' transcripts under one session id.
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            )
+            handle = await self.port.start_child(SessionInput(request=request), start)
         except Exception as exc:  # e.g. the id is taken: the model gets a clear error, the session goes on
             rec.finished, rec.delivered, rec.status, rec.error = (
                 True,
@@ -256,17 +243,9 @@ class DelegationMixin(SessionBase):
             return rec
         self._child_handles[child_id] = handle
         self._watchers.append(asyncio.create_task(self._watch_handle(child_id, handle)))
-        self.publish("subagent_started", id=child_id, role=role or face, task=prompt[:200], title=title)
-        self.refresh_details()
+        self.port.publish("subagent_started", id=child_id, role=role or face, task=prompt[:200], title=title)
+        self.port.refresh_details()
         return rec
-
-    def _child_search_attributes(self, agent: str, title: str, *, depth: int) -> TypedSearchAttributes | None:
-        """The tree links from the first moment (the child upserts them again itself): a child listed through
-        visibility right after its start already shows its root and parent."""
-        c = self.config
-        if c.options.search_attributes is False:
-            return None
-        return sa.at_start(agent=agent, root_id=c.root_id, parent_id=c.session_id, depth=depth, title=title)
 
     def _next_child_id(self) -> str:
         """Deterministic child ids, numbered in call order (taken before any await, so that parallel calls
@@ -275,9 +254,9 @@ class DelegationMixin(SessionBase):
         d.counter += 1
         return f"{self.config.session_id}/sub-{d.counter}"
 
-    async def _watch_handle(self, child_id: str, handle: Any) -> None:
+    async def _watch_handle(self, child_id: str, handle: ChildHandle) -> None:
         # Wait for the handle without awaiting it: cancelling an await on a child handle cancels the child.
-        await workflow.wait_condition(handle.done)
+        await self.port.wait_condition(handle.done)
         try:
             result: SessionResult = handle.result()
         except ChildWorkflowError as exc:
@@ -299,12 +278,12 @@ class DelegationMixin(SessionBase):
         )
 
     async def _watch_by_activity(self, child_id: str) -> None:
-        out = await workflow.execute_activity(
-            ACT_AWAIT_SESSION,
+        out = await self.port.execute_activity(
+            contract.ACT_AWAIT_SESSION,
             AwaitSessionInput(session_id=child_id),
             result_type=AwaitSessionOutput,
             summary=f"await sub-agent {child_id}",
-            **call_options(self.config.policy.child_session.await_call),
+            options=call_options(self.config.policy.child_session.await_call),
         )
         self._child_ended(child_id, out.status, out.final_message, out.error, out.usage)
 
@@ -321,7 +300,7 @@ class DelegationMixin(SessionBase):
         self._child_handles.pop(child_id, None)
         # Usage flows up the tree: the child's own spend plus its descendants'.
         self.state.tree_usage = self.state.tree_usage + usage
-        self.publish(
+        self.port.publish(
             "subagent_done",
             id=child_id,
             role=rec.role or rec.face,
@@ -329,7 +308,7 @@ class DelegationMixin(SessionBase):
             status=status,
             preview=(final or error or "")[:200],
         )
-        if rec.waiters == 0 and not rec.delivered and not rec.stop_requested and self._stop_reason is None:
+        if rec.waiters == 0 and not rec.delivered and not rec.stop_requested and not self.port.stopping:
             rec.delivered = True
             self.enqueue(
                 Trigger(
@@ -339,7 +318,7 @@ class DelegationMixin(SessionBase):
                 )
             )
         self.touch()
-        self.refresh_details()
+        self.port.refresh_details()
 
     async def _wait_child(
         self, rec: ChildRecord, timeout: float | None = None, *, parked: ParkedCall | None = None
@@ -349,12 +328,12 @@ class DelegationMixin(SessionBase):
         if not rec.finished:
             rec.waiters += 1
             if parked is not None and timeout is not None and parked.deadline is None:
-                parked.deadline = workflow.now() + timedelta(seconds=timeout)
+                parked.deadline = self.port.now() + timedelta(seconds=timeout)
             try:
                 if timeout is not None and timeout <= 0:
                     pass  # a resumed bounded wait whose time ran out during the hand-over
                 else:
-                    await self.parked_wait(
+                    await self.port.parked_wait(
                         parked, lambda: rec.finished, timeout=timeout, summary=f"wait for sub-agent {rec.agent}"
                     )
             except TimeoutError:
@@ -367,11 +346,9 @@ class DelegationMixin(SessionBase):
 
     async def _signal_stop(self, child_id: str, reason: str) -> None:
         try:
-            await workflow.get_external_workflow_handle(child_id).signal(
-                "stop", StopRequest(reason=f"parent stopped: {reason}")
-            )
+            await self.port.signal_external(child_id, SIGNAL_STOP, StopRequest(reason=f"parent stopped: {reason}"))
         except Exception as exc:  # already closed: nothing to stop
-            workflow.logger.info("stop signal to %s not delivered: %s", child_id, exc)
+            self.port.logger.info("stop signal to %s not delivered: %s", child_id, exc)
 
     async def _lookup(
         self,
@@ -392,10 +369,36 @@ class DelegationMixin(SessionBase):
             options["start_to_close_timeout"] = timedelta(seconds=STOP_WAIT_SECONDS * 10)
             options["heartbeat_timeout"] = timedelta(seconds=30)
         try:
-            out: R = await workflow.execute_activity(name, arg, result_type=result_type, summary=summary, **options)
+            out: R = await self.port.execute_activity(
+                name, arg, result_type=result_type, summary=summary, options=options
+            )
         except ActivityError as exc:
             return failed(exc) if failed is not None else tool_error(f"{tool} failed: {failure_detail(exc)}")
         return out
+
+    async def _checked(self, tool: str, name: str, arg: Any, result_type: type[A], summary: str) -> A | ToolCallOutput:
+        """:meth:`_lookup`, with the activity's own refusal (its ``error``) as the tool error too."""
+        out = await self._lookup(tool, name, arg, result_type, summary)
+        if isinstance(out, ToolCallOutput) or not out.error:
+            return out
+        return tool_error(out.error)
+
+    async def _relay(
+        self,
+        tool: str,
+        name: str,
+        target: TargetInput,
+        result_type: type[A],
+        answer: Callable[[A], BaseModel | None],
+        default: str,
+        *,
+        long: bool = False,
+    ) -> ToolCallOutput:
+        """A look-up about another session for ``tool``: ``answer`` of its result as JSON, or the refusal."""
+        out = await self._lookup(tool, name, target, result_type, f"{tool}: {target.target}", long=long)
+        if isinstance(out, ToolCallOutput):
+            return out
+        return self._reply(answer(out), out.error, default)
 
     @staticmethod
     def _reply(result: BaseModel | None, error: str | None, default: str) -> ToolCallOutput:
@@ -406,7 +409,6 @@ class DelegationMixin(SessionBase):
 
     # ---- RTC faces ----------------------------------------------------------------------------------
 
-    @native_tool("subAgent")
     async def _tool_sub_agent(self, args: SubAgentArgs, call: ToolCall) -> ToolCallOutput:
         c = self.config
         if c.depth + 1 > MAX_SUBAGENT_DEPTH:
@@ -425,7 +427,7 @@ class DelegationMixin(SessionBase):
                 sub_session_id=rec.session_id, title=rec.title, mode="async", status="running", note=ASYNC_RUNNING_NOTE
             )
             return ToolCallOutput(content=out.model_dump_json(exclude_none=True))
-        await self._wait_child(rec, parked=self.parked_call(call, "subagent", rec.session_id))
+        await self._wait_child(rec, parked=self.port.parked_call(call, "subagent", rec.session_id))
         return self._sub_agent_result(rec)
 
     @staticmethod
@@ -449,7 +451,7 @@ class DelegationMixin(SessionBase):
             return tool_error(f"{call.name}: the sub-agent was lost across continue-as-new")
         timeout = None
         if parked.deadline is not None:
-            timeout = max(0.0, (parked.deadline - workflow.now()).total_seconds())
+            timeout = max(0.0, (parked.deadline - self.port.now()).total_seconds())
         # The waiter count was carried: the resumed wait is the same waiter, not one more.
         rec.waiters -= 1
         finished = await self._wait_child(rec, timeout, parked=parked)
@@ -459,11 +461,10 @@ class DelegationMixin(SessionBase):
             return self._spawn_result(rec)
         return self._sub_agent_result(rec)
 
-    @native_tool("listSubAgent")
     async def _tool_list_sub_agent(self, args: NoArgs, call: ToolCall) -> ToolCallOutput:
         out = await self._lookup(
             "listSubAgent",
-            ACT_LIST_TREE,
+            contract.ACT_LIST_TREE,
             TreeInput(
                 caller=self._caller(),
                 # This session's own running children are known here, fresher than visibility may be.
@@ -474,7 +475,7 @@ class DelegationMixin(SessionBase):
                         status="running",
                         created_at=rec.created_at,
                         updated_at=rec.updated_at,
-                        parent_id=self.session_id,
+                        parent_id=self.config.session_id,
                         agent=rec.agent,
                     )
                     for rec in self.state.delegation.running()
@@ -487,61 +488,46 @@ class DelegationMixin(SessionBase):
             return out
         return ToolCallOutput(content=json.dumps([s.model_dump() for s in out.sessions], ensure_ascii=False))
 
-    @native_tool("getSubAgentMessage")
     async def _tool_get_sub_agent_message(self, args: SubSessionArgs, call: ToolCall) -> ToolCallOutput:
-        out = await self._lookup(
+        target = TargetInput(caller=self._caller(), target=args.sub_session_id)
+        return await self._relay(
             "getSubAgentMessage",
-            ACT_LATEST_MESSAGE,
-            TargetInput(caller=self._caller(), target=args.sub_session_id),
+            contract.ACT_LATEST_MESSAGE,
+            target,
             LatestMessageOutput,
-            f"getSubAgentMessage: {args.sub_session_id}",
+            lambda o: o.message,
+            "no message",
         )
-        if isinstance(out, ToolCallOutput):
-            return out
-        return self._reply(out.message, out.error, "no message")
 
-    @native_tool("stopSubAgent")
     async def _tool_stop_sub_agent(self, args: SubSessionArgs, call: ToolCall) -> ToolCallOutput:
         own = self.state.delegation.get(args.sub_session_id)
         was_requested = own.stop_requested if own else False
         if own is not None:
             own.stop_requested = True  # the model asked for it: its end is not news to the model
-        out = await self._lookup(
-            "stopSubAgent",
-            ACT_STOP_TREE,
-            TargetInput(caller=self._caller(), target=args.sub_session_id, reason=f"stopped by {self.session_id}"),
-            StopTreeOutput,
-            f"stopSubAgent: {args.sub_session_id}",
-            long=True,
+        target = TargetInput(
+            caller=self._caller(), target=args.sub_session_id, reason=f"stopped by {self.config.session_id}"
         )
-        reply = out if isinstance(out, ToolCallOutput) else self._reply(out.result, out.error, "not stopped")
+        reply = await self._relay(
+            "stopSubAgent", contract.ACT_STOP_TREE, target, StopTreeOutput, lambda o: o.result, "not stopped", long=True
+        )
         if reply.is_error and own is not None:
             own.stop_requested = was_requested
         return reply
 
-    @native_tool("sendMessageToSubAgent")
     async def _tool_send_message_to_sub_agent(self, args: SendMessageArgs, call: ToolCall) -> ToolCallOutput:
         target = TargetInput(
             caller=self._caller(),
             target=args.sub_session_id,
             message=args.message,
             # The update id makes a retried activity deliver the message once.
-            request_id=f"{self.session_id}/step-{self.state.steps}/{call.id}",
+            request_id=f"{self.config.session_id}/step-{self.state.steps}/{call.id}",
         )
-        out = await self._lookup(
-            "sendMessageToSubAgent",
-            ACT_SEND_MESSAGE,
-            target,
-            SendOutput,
-            f"sendMessageToSubAgent: {args.sub_session_id}",
+        return await self._relay(
+            "sendMessageToSubAgent", contract.ACT_SEND_MESSAGE, target, SendOutput, lambda o: o.result, "not delivered"
         )
-        if isinstance(out, ToolCallOutput):
-            return out
-        return self._reply(out.result, out.error, "not delivered")
 
     # ---- FYAI: invoke_sub_agent, hand_off_to_agent ----------------------------------------------------
 
-    @native_tool("invoke_sub_agent")
     async def _tool_invoke_sub_agent(self, args: InvokeSubAgentArgs, call: ToolCall) -> ToolCallOutput:
         c = self.config
         if args.resume_execution_id:
@@ -556,9 +542,9 @@ class DelegationMixin(SessionBase):
             if refusal:
                 return tool_error(refusal)
             child_id = self._next_child_id()
-            checked = await self._lookup(
+            checked = await self._checked(
                 "invoke_sub_agent",
-                ACT_CHECK_AGENT,
+                contract.ACT_CHECK_AGENT,
                 CheckAgentInput(
                     project=c.project,
                     agent_name=args.agent_name,
@@ -569,8 +555,6 @@ class DelegationMixin(SessionBase):
             )
             if isinstance(checked, ToolCallOutput):
                 return checked
-            if checked.error:
-                return tool_error(checked.error)
             rec = await self._start_child(
                 face="invoke_sub_agent",
                 agent=args.agent_name,
@@ -582,7 +566,7 @@ class DelegationMixin(SessionBase):
                 child_id=child_id,
             )
         wait = c.options.delegation_invoke_wait_seconds or INVOKE_WAIT_SECONDS
-        finished = await self._wait_child(rec, wait, parked=self.parked_call(call, "subagent", rec.session_id))
+        finished = await self._wait_child(rec, wait, parked=self.port.parked_call(call, "subagent", rec.session_id))
         return self._invoke_result(rec, finished)
 
     @staticmethod
@@ -606,7 +590,6 @@ class DelegationMixin(SessionBase):
         )
         return ToolCallOutput(content=out.model_dump_json(exclude_none=True), is_error=status != "completed")
 
-    @native_tool("hand_off_to_agent")
     async def _tool_hand_off(self, args: HandOffArgs, call: ToolCall) -> ToolCallOutput:
         c = self.config
         refusal = handoff_refusal(
@@ -622,20 +605,18 @@ class DelegationMixin(SessionBase):
             return tool_error(
                 "Sub-agents of this conversation are still running; stop them or wait for them before handing off."
             )
-        prep = await self._lookup(
+        prep = await self._checked(
             "hand_off_to_agent",
-            ACT_HANDOFF_HISTORY,
+            contract.ACT_HANDOFF_HISTORY,
             HandoffHistoryInput(caller=self._caller(), agent_name=args.agent_name),
             HandoffHistoryOutput,
             f"hand-off history for {args.agent_name}",
         )
         if isinstance(prep, ToolCallOutput):
             return prep
-        if prep.error:
-            return tool_error(prep.error)
         if self.state.handed_off_to is not None:  # a parallel call in the same step won the race
             return tool_error("This conversation has already been handed off once; it cannot be handed off again.")
-        new_id = f"session-{workflow.uuid4()}"
+        new_id = f"session-{self.port.uuid4()}"
         self.state.handed_off_to = new_id  # claim it before the await so a parallel call is refused
         request = c.scoped_request(
             args.agent_name,
@@ -647,14 +628,8 @@ class DelegationMixin(SessionBase):
         )
         try:
             # A child in Temporal's eyes (the UI links them), abandoned so it outlives this session.
-            await workflow.start_child_workflow(
-                "AgentSession",
-                SessionInput(request=request),
-                id=new_id,
-                result_type=SessionResult,
-                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                task_timeout=workflow.info().task_timeout,
-                static_summary=f"{args.agent_name}: hand-off from {c.agent}"[:200],
+            await self.port.start_child(
+                SessionInput(request=request), handoff_start(new_id, agent=args.agent_name, from_agent=c.agent)
             )
         except Exception as exc:
             self.state.handed_off_to = None
@@ -667,13 +642,12 @@ class DelegationMixin(SessionBase):
         self.state.last_message = Message(role="assistant", content=notice)
         self.state.last_input = None
         self.state.last_message_at = now
-        self.set_status(SessionStatus.handed_off)
-        self.publish("status", status=SessionStatus.handed_off.value, handed_off_to=new_id, agent=args.agent_name)
+        self.port.set_status(SessionStatus.handed_off)
+        self.port.publish("status", status=SessionStatus.handed_off.value, handed_off_to=new_id, agent=args.agent_name)
         return ToolCallOutput(content=HandOffResult(agent_name=args.agent_name, session_id=new_id).model_dump_json())
 
     # ---- codai: spawn_agent ---------------------------------------------------------------------------
 
-    @native_tool("spawn_agent")
     async def _tool_spawn_agent(self, args: SpawnAgentArgs, call: ToolCall) -> ToolCallOutput:
         c = self.config
         d = self.state.delegation
@@ -702,7 +676,7 @@ class DelegationMixin(SessionBase):
         child_id = self._next_child_id()
         plan = await self._lookup(
             "spawn_agent",
-            ACT_PLAN_SPAWN,
+            contract.ACT_PLAN_SPAWN,
             PlanSpawnInput(session=self._caller(), role=role.name, parent_tools=list(c.tools)),
             PlanSpawnOutput,
             f"plan {role.name} sub-agent",
@@ -724,7 +698,7 @@ class DelegationMixin(SessionBase):
             system_prompt=args.system,
             child_id=child_id,
         )
-        await self._wait_child(rec, parked=self.parked_call(call, "subagent", rec.session_id))
+        await self._wait_child(rec, parked=self.port.parked_call(call, "subagent", rec.session_id))
         return self._spawn_result(rec)
 
     @staticmethod
@@ -732,3 +706,8 @@ class DelegationMixin(SessionBase):
         if rec.status != "completed":
             return tool_error(error_json("sub_agent_failed", id=rec.session_id, status=rec.status, detail=rec.error))
         return ToolCallOutput(content=spawn_result_text(rec.role or "", rec.final_message or ""))
+
+    HANDLERS = (
+        query(QUERY_SUBAGENTS, query_subagents),
+        query(QUERY_HANDOFF, query_handoff),
+    )

@@ -21,32 +21,29 @@ that turn direct delivery off (the waits and the events then reach it too, and i
 did not: a wait subscribed before the store kept waits), and replays its recorded histories.
 """
 
-from __future__ import annotations
-
 import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-with workflow.unsafe.imports_passed_through():
-    from agent_tools.contracts.events import (
-        ACTIVITY_DELIVER_EVENTS,
-        PATCH_ROUTER_BATCHED_DELIVERY,
-        ROUTER_WORKFLOW,
-        SIGNAL_EVENT,
-        SIGNAL_EVENT_ARRIVED,
-        SIGNAL_SUBSCRIBE,
-        DeliverEventsInput,
-        DeliverEventsOutput,
-        EventDelivery,
-        RouterEvent,
-        RouterInput,
-        RouterView,
-        SessionDelivery,
-        Subscription,
-        subscription_matches,
-    )
+from agent_tools.contracts.events import (
+    ACTIVITY_DELIVER_EVENTS,
+    PATCH_ROUTER_BATCHED_DELIVERY,
+    ROUTER_WORKFLOW,
+    SIGNAL_EVENT,
+    SIGNAL_EVENT_ARRIVED,
+    SIGNAL_SUBSCRIBE,
+    DeliverEventsInput,
+    DeliverEventsOutput,
+    EventDelivery,
+    RouterEvent,
+    RouterInput,
+    RouterView,
+    SessionDelivery,
+    Subscription,
+    subscription_matches,
+)
 
 
 @workflow.defn(name=ROUTER_WORKFLOW, sandboxed=False)

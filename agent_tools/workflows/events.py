@@ -6,51 +6,52 @@ by the session's next activity (``load_event``, a local activity since patch ``l
 also saves a large payload as an artifact.
 """
 
-from __future__ import annotations
-
 import asyncio
 from datetime import timedelta
 
-from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from agent_tools.workflows.base import SessionBase, call_options, failure_detail, local_call_options
-from agent_tools.workflows.native import native_tool
+from agent_tools.activity_io import ToolCallOutput
+from agent_tools.contracts.events import (
+    ACTIVITY_LOAD_EVENT,
+    ACTIVITY_SUBSCRIBE,
+    PATCH_INLINE_EVENT,
+    PATCH_LOAD_EVENT_LOCAL,
+    EventDelivery,
+    EventWait,
+    EventWaitState,
+    LoadEventInput,
+    SubscribeInput,
+    SubscribeOutput,
+    Subscription,
+    WaitForEventArgs,
+    WaitForEventResult,
+    received_result,
+    render_result,
+    timeout_message,
+)
+from agent_tools.messages import ToolCall
+from agent_tools.session import ParkedCall, SessionStatus
+from agent_tools.session_names import QUERY_EVENT_STATE, QUERY_EVENT_WAITS, SIGNAL_EVENT_ARRIVED
+from agent_tools.spill import should_spill
+from agent_tools.workflows.base import call_options, failure_detail, local_call_options
+from agent_tools.workflows.native import NativeHandler, ResumeHandler
+from agent_tools.workflows.port import CapabilityPart, query, signal
 
-with workflow.unsafe.imports_passed_through():
-    from agent_tools.activity_io import ToolCallOutput
-    from agent_tools.contracts.events import (
-        ACTIVITY_LOAD_EVENT,
-        ACTIVITY_SUBSCRIBE,
-        PATCH_INLINE_EVENT,
-        PATCH_LOAD_EVENT_LOCAL,
-        SIGNAL_EVENT_ARRIVED,
-        EventDelivery,
-        EventWait,
-        EventWaitState,
-        LoadEventInput,
-        SubscribeInput,
-        SubscribeOutput,
-        Subscription,
-        WaitForEventArgs,
-        WaitForEventResult,
-        received_result,
-        render_result,
-        timeout_message,
-    )
-    from agent_tools.messages import ToolCall
-    from agent_tools.session import ParkedCall, SessionStatus
-    from agent_tools.spill import should_spill
 
-
-class EventWaitMixin(SessionBase):
+class EventsPart(CapabilityPart):
     """wait_for_event, the ``event_arrived`` signal and the ``event_waits``/``event_state`` queries."""
 
-    @native_tool("wait_for_event")
+    def native_tools(self) -> dict[str, NativeHandler]:
+        return {"wait_for_event": self._tool_wait_for_event}
+
+    def resume_handlers(self) -> dict[str, ResumeHandler]:
+        return {"wait_for_event": self._resume_wait_for_event}
+
     async def _tool_wait_for_event(self, args: WaitForEventArgs, call: ToolCall) -> ToolCallOutput:
         ev = self.state.events
-        started = workflow.now()
-        sub_id = str(workflow.uuid4())
+        started = self.port.now()
+        sub_id = self.port.uuid4()
         wait = EventWait(
             subscription_id=sub_id,
             call_id=call.id,
@@ -61,15 +62,15 @@ class EventWaitMixin(SessionBase):
         )
         ev.waits[sub_id] = wait
         ev.waits_started += 1
-        self.set_status(SessionStatus.waiting_for_event)
-        self.publish(
+        self.port.set_status(SessionStatus.waiting_for_event)
+        self.port.publish(
             "event",
             action="waiting",
             event_kind=args.kind,
             match=wait.match,
             timeout_seconds=args.timeout_seconds,
         )
-        self.refresh_details()
+        self.port.refresh_details()
         # No ``finally``: when the worker evicts this run from its cache the coroutine is closed, and
         # workflow calls are not allowed then; a replay rebuilds the wait anyway.
         try:
@@ -84,14 +85,14 @@ class EventWaitMixin(SessionBase):
         ev = self.state.events
         ev.waits.pop(sub_id, None)
         if not ev.waits and self.state.status == SessionStatus.waiting_for_event:
-            self.set_status(SessionStatus.running)
-        self.refresh_details()
+            self.port.set_status(SessionStatus.running)
+        self.port.refresh_details()
 
     async def _wait_for_event(self, wait: EventWait, args: WaitForEventArgs, call: ToolCall) -> ToolCallOutput:
         sub_id = wait.subscription_id
         sub = Subscription(
             subscription_id=wait.subscription_id,
-            session_id=self.session_id,
+            session_id=self.config.session_id,
             kind=wait.kind,
             match=wait.match,
             since=wait.started_at,
@@ -99,18 +100,20 @@ class EventWaitMixin(SessionBase):
             exclude_event_ids=list(self.state.events.delivered_event_ids),
         )
         try:
-            subscribed = await workflow.execute_activity(
+            subscribed = await self.port.execute_activity(
                 ACTIVITY_SUBSCRIBE,
                 SubscribeInput(organisation=self.config.organisation, project=self.config.project, subscription=sub),
                 result_type=SubscribeOutput,
                 summary=f"subscribe {wait.kind}",
-                **call_options(self.config.policy.engine),
+                options=call_options(self.config.policy.engine),
             )
         except ActivityError as exc:
             return ToolCallOutput(content=f"wait_for_event could not subscribe: {failure_detail(exc)}", is_error=True)
         if subscribed.backlog is not None and wait.arrived is None:
             wait.arrived = subscribed.backlog
-        return await self._await_event(wait, args.timeout_seconds, self.parked_call(call, "wait_for_event", sub_id))
+        return await self._await_event(
+            wait, args.timeout_seconds, self.port.parked_call(call, "wait_for_event", sub_id)
+        )
 
     async def _resume_wait_for_event(self, parked: ParkedCall, call: ToolCall) -> ToolCallOutput:
         """The wait_for_event call of a step the previous run continued-as-new in: the wait's row (and a
@@ -128,10 +131,10 @@ class EventWaitMixin(SessionBase):
         return out
 
     async def _await_event(self, wait: EventWait, timeout_seconds: float, parked: ParkedCall | None) -> ToolCallOutput:
-        remaining = (wait.deadline - workflow.now()).total_seconds()
+        remaining = (wait.deadline - self.port.now()).total_seconds()
         if wait.arrived is None and remaining > 0:
             try:
-                await self.parked_wait(
+                await self.port.parked_wait(
                     parked,
                     lambda: wait.arrived is not None,
                     timeout=remaining,
@@ -139,10 +142,10 @@ class EventWaitMixin(SessionBase):
                 )
             except TimeoutError:
                 pass
-        waited = (workflow.now() - wait.started_at).total_seconds()
+        waited = (self.port.now() - wait.started_at).total_seconds()
         if wait.arrived is None:
             self.state.events.timeouts += 1
-            self.publish("event", action="timeout", event_kind=wait.kind)
+            self.port.publish("event", action="timeout", event_kind=wait.kind)
             result = WaitForEventResult(
                 status="timeout",
                 kind=wait.kind,
@@ -154,8 +157,8 @@ class EventWaitMixin(SessionBase):
         delivery = wait.arrived
         self.state.events.events_received += 1
         self.state.events.remember(delivery.event_id)
-        self.publish("event", action="received", event_kind=delivery.kind, event_id=delivery.event_id)
-        ref = self.session_ref()
+        self.port.publish("event", action="received", event_kind=delivery.kind, event_id=delivery.event_id)
+        ref = self.port.session_ref()
         load = LoadEventInput(
             session_id=ref.session_id,
             run_id=ref.run_id,
@@ -173,29 +176,20 @@ class EventWaitMixin(SessionBase):
             # Rendered here when it needs no artifact (a spilled result is written by load_event). Asked only
             # for a delivery that carries its event, so the other deliveries record no marker; a history
             # whose worker loaded a carried event anyway (one from before this) replays that load.
-            if not should_spill(content, ref.spill_threshold, exempt=False) and self.patched(PATCH_INLINE_EVENT):
+            if not should_spill(content, ref.spill_threshold, exempt=False) and self.port.patched(PATCH_INLINE_EVENT):
                 return ToolCallOutput(content=content, data=data)
+        # A local activity since the patch: one store read (and a spill of a large event), which as a regular
+        # activity cost a round trip through the server and a workflow task of its own before the next step.
+        local = self.port.patched(PATCH_LOAD_EVENT_LOCAL)
         try:
-            loaded: ToolCallOutput
-            if self.patched(PATCH_LOAD_EVENT_LOCAL):
-                # A local activity: one store read (and a spill of a large event), which as a regular activity
-                # cost a round trip through the server and a workflow task of its own between the event's
-                # arrival and the next model step: a third of a woken session's work under a burst.
-                loaded = await workflow.execute_local_activity(
-                    ACTIVITY_LOAD_EVENT,
-                    load,
-                    result_type=ToolCallOutput,
-                    summary=f"event {delivery.kind}",
-                    **local_call_options(engine),
-                )
-            else:  # histories recorded before the patch
-                loaded = await workflow.execute_activity(
-                    ACTIVITY_LOAD_EVENT,
-                    load,
-                    result_type=ToolCallOutput,
-                    summary=f"event {delivery.kind}",
-                    **call_options(engine),
-                )
+            loaded: ToolCallOutput = await self.port.execute_activity(
+                ACTIVITY_LOAD_EVENT,
+                load,
+                result_type=ToolCallOutput,
+                summary=f"event {delivery.kind}",
+                options=local_call_options(engine) if local else call_options(engine),
+                local=local,
+            )
             return loaded
         except ActivityError as exc:
             return ToolCallOutput(
@@ -203,23 +197,19 @@ class EventWaitMixin(SessionBase):
                 is_error=True,
             )
 
-    @workflow.signal(name=SIGNAL_EVENT_ARRIVED)
-    def _signal_event_arrived(self, delivery: EventDelivery) -> None:
+    def on_event_arrived(self, delivery: EventDelivery) -> None:
         wait = self.state.events.waits.get(delivery.subscription_id)
         # A late delivery (the wait timed out or was stopped) has nothing to wake; the first delivery wins.
         if wait is not None and wait.arrived is None:
             wait.arrived = delivery
 
-    @workflow.query(name="event_waits")
-    def _query_event_waits(self) -> list[EventWait]:
+    def query_event_waits(self) -> list[EventWait]:
         return list(self.state.events.waits.values())
 
-    @workflow.query(name="event_state")
-    def _query_event_state(self) -> EventWaitState:
+    def query_event_state(self) -> EventWaitState:
         return self.state.events
 
-    def _on_start(self) -> None:
-        super()._on_start()
+    def on_start(self) -> None:
         # A wait lives inside a tool call: the waits of a step carried into this run (continue-as-new
         # mid-wait) are resumed by its turn; any other carried wait is a leftover with no tool call to wake.
         parked = self.state.parked
@@ -228,14 +218,14 @@ class EventWaitMixin(SessionBase):
         for sub_id in [k for k in waits if k not in keep]:
             del waits[sub_id]
 
-    def _pending_work(self) -> list[str]:
-        reasons = super()._pending_work()
+    def pending_work(self) -> list[str]:
+        reasons: list[str] = []
         if self.state.events.waits:
             reasons.append(f"waiting for {len(self.state.events.waits)} event(s)")
         return reasons
 
-    def _details_sections(self) -> list[str]:
-        sections = super()._details_sections()
+    def details_sections(self) -> list[str]:
+        sections: list[str] = []
         waits = self.state.events.waits.values()
         if waits:
             lines = [
@@ -244,3 +234,9 @@ class EventWaitMixin(SessionBase):
             ]
             sections.append("**Waiting for events**\n" + "\n".join(lines))
         return sections
+
+    HANDLERS = (
+        signal(SIGNAL_EVENT_ARRIVED, on_event_arrived),
+        query(QUERY_EVENT_WAITS, query_event_waits),
+        query(QUERY_EVENT_STATE, query_event_state),
+    )

@@ -7,75 +7,84 @@ when they do not fit) or by the ``answer_questions_signal`` signal (a bad answer
 answer instead, since a signal cannot be refused). Both keep unanswered questions pending.
 """
 
-from __future__ import annotations
-
 import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
+from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RawValue
 
-from agent_tools.workflows.base import SessionBase, read_signal, signal_rejection
-from agent_tools.workflows.native import native_tool
+from agent_tools.activity_io import ToolCallOutput
+from agent_tools.boundaries import (
+    NOTE_CHARS,
+    cap_text,
+    clean_text,
+    model_problems,
+)
+from agent_tools.contracts.human import (
+    MAX_ANSWERED_KEPT,
+    MAX_REJECTED_KEPT,
+    REJECTED_PREVIEW_BYTES,
+    AnswerAccepted,
+    AnsweredAsk,
+    AnswerQuestions,
+    AnswerRejected,
+    AnswerVia,
+    AskUserArgs,
+    HumanState,
+    PendingAsk,
+    PendingQuestion,
+    RejectedAnswer,
+    default_answer,
+    format_answers,
+    render_pending,
+    resolve_answers,
+)
+from agent_tools.messages import ToolCall
+from agent_tools.session import ParkedCall, SessionStatus
+from agent_tools.session_names import (
+    QUERY_HUMAN_STATE,
+    QUERY_PENDING_QUESTIONS,
+    SIGNAL_ANSWER_QUESTIONS,
+    UPDATE_ANSWER_QUESTIONS,
+)
+from agent_tools.workflows.base import read_signal, signal_rejection
+from agent_tools.workflows.native import NativeHandler, ResumeHandler
+from agent_tools.workflows.port import CapabilityPart, query, signal, update
 
-with workflow.unsafe.imports_passed_through():
-    from pydantic import ValidationError
 
-    from agent_tools.activity_io import ToolCallOutput
-    from agent_tools.boundaries import (
-        NOTE_CHARS,
-        cap_text,
-        clean_text,
-        model_problems,
-    )
-    from agent_tools.contracts.human import (
-        MAX_ANSWERED_KEPT,
-        MAX_REJECTED_KEPT,
-        REJECTED_PREVIEW_BYTES,
-        AnswerAccepted,
-        AnsweredAsk,
-        AnswerQuestions,
-        AnswerRejected,
-        AnswerVia,
-        AskUserArgs,
-        HumanState,
-        PendingAsk,
-        PendingQuestion,
-        RejectedAnswer,
-        default_answer,
-        format_answers,
-        render_pending,
-        resolve_answers,
-    )
-    from agent_tools.messages import ToolCall
-    from agent_tools.session import ParkedCall, SessionStatus
+class HumanPart(CapabilityPart):
+    """askUser, the ``answer_questions`` update and signal, and the questions' queries."""
 
+    def native_tools(self) -> dict[str, NativeHandler]:
+        return {"askUser": self._tool_ask_user}
 
-class HumanLoopMixin(SessionBase):
+    def resume_handlers(self) -> dict[str, ResumeHandler]:
+        return {"askUser": self._resume_ask_user}
+
     # ---- the tool -----------------------------------------------------------------------------------
 
-    @native_tool("askUser")
     async def _tool_ask_user(self, args: AskUserArgs, call: ToolCall) -> ToolCallOutput:
         human = self.state.human
         timeout = self._ask_timeout()
-        now = workflow.now()
+        now = self.port.now()
         ask = PendingAsk(
-            ask_id=call.id or str(workflow.uuid4()),
+            ask_id=call.id or self.port.uuid4(),
             questions=list(args.questions),
             asked_at=now.isoformat(),
             deadline=(now + timeout).isoformat() if timeout else None,
         )
         human.pending.append(ask)
-        self.publish(
+        self.port.publish(
             "question",
             ask_id=ask.ask_id,
             questions=[q.model_dump() for q in ask.questions],
             deadline=ask.deadline,
         )
-        self.set_status(SessionStatus.waiting_for_user)
-        self.refresh_details()
-        return await self._await_answers(ask, self.parked_call(call, "askUser", ask.ask_id))
+        self.port.set_status(SessionStatus.waiting_for_user)
+        self.port.refresh_details()
+        return await self._await_answers(ask, self.port.parked_call(call, "askUser", ask.ask_id))
 
     async def _resume_ask_user(self, parked: ParkedCall, call: ToolCall) -> ToolCallOutput:
         """The askUser call of a step the previous run continued-as-new in: wait on for the carried ask."""
@@ -88,13 +97,13 @@ class HumanLoopMixin(SessionBase):
         human = self.state.human
         timeout = self._ask_timeout()
         # The deadline is the ask's own (set when it was asked): a wait resumed by a new run keeps it.
-        remaining = (datetime.fromisoformat(ask.deadline) - workflow.now()).total_seconds() if ask.deadline else None
+        remaining = (datetime.fromisoformat(ask.deadline) - self.port.now()).total_seconds() if ask.deadline else None
         timed_out = False
         try:
             if remaining is not None and remaining <= 0:
                 timed_out = not ask.complete()
             else:
-                await self.parked_wait(parked, ask.complete, timeout=remaining, summary="askUser timeout")
+                await self.port.parked_wait(parked, ask.complete, timeout=remaining, summary="askUser timeout")
         except TimeoutError:
             timed_out = True
         except asyncio.CancelledError:
@@ -121,8 +130,8 @@ class HumanLoopMixin(SessionBase):
         )
         del human.answered[:-MAX_ANSWERED_KEPT]
         if not human.pending and not self.state.approvals.waiting():
-            self.set_status(SessionStatus.running)
-        self.refresh_details()
+            self.port.set_status(SessionStatus.running)
+        self.port.refresh_details()
         content = format_answers(
             ask.questions, ask.answers, timeout_seconds=timeout.total_seconds() if timeout else None
         )
@@ -145,29 +154,26 @@ class HumanLoopMixin(SessionBase):
             answer.via = via
             answer.answered_at = at
             ask.answers[answer.question] = answer
-        self.publish("answer", via=via, answers=[a.model_dump() for _, a in resolved])
+        self.port.publish("answer", via=via, answers=[a.model_dump() for _, a in resolved])
         self.touch()
-        self.refresh_details()
+        self.port.refresh_details()
         return AnswerAccepted(
             accepted=[a.question for _, a in resolved], remaining=len(self.state.human.pending_questions())
         )
 
-    @workflow.update(name="answer_questions")
     def update_answer_questions(self, request: AnswerQuestions) -> AnswerAccepted:
         return self._apply_answers(request, "update")
 
-    @update_answer_questions.validator
-    def _validate_answer_questions(self, request: AnswerQuestions) -> None:
+    def validate_answer_questions(self, request: AnswerQuestions) -> None:
         # Raising here refuses the update before it reaches history; the caller sees the reason.
         problems = model_problems(request)
         if problems is not None:
             raise AnswerRejected(f"answers out of bounds: {problems}")
         resolve_answers(self.state.human.pending, request)
 
-    @workflow.signal(name="answer_questions_signal")
     def signal_answer_questions(self, payload: RawValue) -> None:
         # Decoded by hand (read_signal), so that every rejected signal is recorded.
-        if not self.bounded_inputs:
+        if not self.port.bounded_inputs:
             try:
                 legacy = workflow.payload_converter().from_payload(payload.payload, dict[str, Any])
             except Exception:
@@ -192,7 +198,7 @@ class HumanLoopMixin(SessionBase):
             )
         )
         del self.state.human.rejected[:-MAX_REJECTED_KEPT]
-        self.publish("answer", via="signal", rejected=True, reason=reason)
+        self.port.publish("answer", via="signal", rejected=True, reason=reason)
         self.touch()
 
     def _legacy_signal_answers(self, payload: dict[str, Any]) -> None:
@@ -204,25 +210,29 @@ class HumanLoopMixin(SessionBase):
             reason = str(exc) if isinstance(exc, AnswerRejected) else f"malformed answers: {exc.errors()[0]['msg']}"
             self.state.human.rejected.append(RejectedAnswer(at=self.now_iso(), reason=reason, payload=payload))
             del self.state.human.rejected[:-MAX_REJECTED_KEPT]
-            self.publish("answer", via="signal", rejected=True, reason=reason)
+            self.port.publish("answer", via="signal", rejected=True, reason=reason)
             self.touch()
 
-    @workflow.query(name="pending_questions")
     def query_pending_questions(self) -> list[PendingQuestion]:
         return self.state.human.pending_questions()
 
-    @workflow.query(name="human_state")
     def query_human_state(self) -> HumanState:
         return self.state.human
 
     # ---- hooks --------------------------------------------------------------------------------------
 
-    async def _on_stop(self, reason: str) -> None:
+    async def on_stop(self, reason: str) -> None:
         self.state.human.pending = []
-        await super()._on_stop(reason)
 
-    def _details_sections(self) -> list[str]:
-        sections = super()._details_sections()
+    def details_sections(self) -> list[str]:
+        sections: list[str] = []
         if self.state.human.pending:
             sections.append("**Waiting for the user**\n" + render_pending(self.state.human))
         return sections
+
+    HANDLERS = (
+        update(UPDATE_ANSWER_QUESTIONS, update_answer_questions, validate_answer_questions),
+        signal(SIGNAL_ANSWER_QUESTIONS, signal_answer_questions),
+        query(QUERY_PENDING_QUESTIONS, query_pending_questions),
+        query(QUERY_HUMAN_STATE, query_human_state),
+    )

@@ -4,20 +4,13 @@ The decisions are pure (:func:`agent_tools.contracts.output.next_output_step`, c
 the answer is checked in the ``llm_step`` activity.
 """
 
-from temporalio import workflow
-
-from agent_tools.workflows.base import SessionBase
-
-with workflow.unsafe.imports_passed_through():
-    from agent_tools.contracts.output import output_line
+from agent_tools.contracts.output import output_line
+from agent_tools.workflows.port import CapabilityPart
 
 
-class OutputMixin(SessionBase):
+class OutputPart(CapabilityPart):
     """The structured result's line in the Temporal UI's current details."""
 
-    def _details_sections(self) -> list[str]:
-        sections = super()._details_sections()
+    def details_sections(self) -> list[str]:
         line = output_line(self.config.output, self.state.output)
-        if line is not None:
-            sections.append(line)
-        return sections
+        return [line] if line is not None else []

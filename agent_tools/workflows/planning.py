@@ -9,68 +9,82 @@
   survives continue-as-new and worker restarts; the new run's scheduler picks up where the old one was.
 """
 
-from __future__ import annotations
-
 import asyncio
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from agent_tools.workflows.base import MODEL_NON_RETRYABLE, SessionBase, call_options, failure_detail, tool_error
-from agent_tools.workflows.native import native_tool
-
-with workflow.unsafe.imports_passed_through():
-    from agent_tools.activity_io import ToolCallOutput
-    from agent_tools.contracts.planning import (
-        ACTIVITY_JUDGE_GOAL,
-        DEFAULT_LOOP_FLOOR_SECONDS,
-        LEGACY_LOOP_FLOOR_SECONDS,
-        PATCH_LOOP_FLOOR,
-        CompleteGoalArgs,
-        CompleteLoopArgs,
-        CreateGoalArgs,
-        CreateLoopArgs,
-        Goal,
-        GoalIdArgs,
-        GoalVerdict,
-        JudgeGoalInput,
-        ListLoopsArgs,
-        Loop,
-        LoopIdArgs,
-        PlanningState,
-        TodoItem,
-        TodoWriteArgs,
-        TrackedItem,
-        loop_expiry,
-        loop_interval_refusal,
-        next_after,
-        parse_time,
-        render_goals,
-        render_loops,
-        render_todos,
-    )
-    from agent_tools.messages import ToolCall
-    from agent_tools.session import Trigger
-
+from agent_tools.activity_io import ToolCallOutput
+from agent_tools.contracts.planning import (
+    ACTIVITY_JUDGE_GOAL,
+    DEFAULT_LOOP_FLOOR_SECONDS,
+    LEGACY_LOOP_FLOOR_SECONDS,
+    PATCH_LOOP_FLOOR,
+    CompleteGoalArgs,
+    CompleteLoopArgs,
+    CreateGoalArgs,
+    CreateLoopArgs,
+    Goal,
+    GoalIdArgs,
+    GoalVerdict,
+    JudgeGoalInput,
+    ListLoopsArgs,
+    Loop,
+    LoopIdArgs,
+    PlanningState,
+    TodoItem,
+    TodoWriteArgs,
+    TrackedItem,
+    loop_expiry,
+    loop_interval_refusal,
+    next_after,
+    parse_time,
+    render_goals,
+    render_loops,
+    render_todos,
+)
+from agent_tools.messages import ToolCall
+from agent_tools.session import Trigger
+from agent_tools.session_names import QUERY_GOALS, QUERY_LOOPS, QUERY_PLANNING_STATE, QUERY_TODOS
+from agent_tools.workflows.base import MODEL_NON_RETRYABLE, call_options, failure_detail, tool_error
+from agent_tools.workflows.native import NativeHandler
+from agent_tools.workflows.port import CapabilityPart, SessionPort, query
 
 T = TypeVar("T", bound=TrackedItem)
 
 
-class PlanningMixin(SessionBase):
-    # Set when loops change so the scheduler recomputes its timer (not state: the schedule itself is state).
-    _loops_changed: bool = False
+class PlanningPart(CapabilityPart):
+    """todoWrite, goals (judged after every turn) and loops (a durable timer for the earliest due one)."""
+
+    def __init__(self, port: SessionPort) -> None:
+        super().__init__(port)
+        # Set when loops change so the scheduler recomputes its timer (not state: the schedule itself is).
+        self._loops_changed = False
+        self._loop_scheduler: asyncio.Task[None] | None = None
+
+    def native_tools(self) -> dict[str, NativeHandler]:
+        return {
+            "todoWrite": self._tool_todo_write,
+            "createGoal": self._tool_create_goal,
+            "completeGoal": self._tool_complete_goal,
+            "cancelGoal": self._tool_cancel_goal,
+            "createLoop": self._tool_create_loop,
+            "cancelLoop": self._tool_cancel_loop,
+            "completeLoop": self._tool_complete_loop,
+            "listLoops": self._tool_list_loops,
+            "pauseLoop": self._tool_pause_loop,
+            "resumeLoop": self._tool_resume_loop,
+        }
 
     # ---- todoWrite ----------------------------------------------------------------------------------
 
-    @native_tool("todoWrite")
     async def _tool_todo_write(self, args: TodoWriteArgs, call: ToolCall) -> ToolCallOutput:
         self.state.planning.todos = list(args.todos)
-        self.publish("todos", todos=[t.model_dump() for t in args.todos])
-        self.refresh_details()
+        self.port.publish("todos", todos=[t.model_dump() for t in args.todos])
+        self.port.refresh_details()
         done = sum(1 for t in args.todos if t.status == "completed")
         return ToolCallOutput(
             content=f"Todo list updated: {len(args.todos)} items, {done} completed.\n" + render_todos(args.todos)
@@ -78,7 +92,6 @@ class PlanningMixin(SessionBase):
 
     # ---- goals --------------------------------------------------------------------------------------
 
-    @native_tool("createGoal")
     async def _tool_create_goal(self, args: CreateGoalArgs, call: ToolCall) -> ToolCallOutput:
         p = self.state.planning
         active = p.active_goal()
@@ -109,21 +122,12 @@ class PlanningMixin(SessionBase):
             data=goal.model_dump(),
         )
 
-    @native_tool("completeGoal")
     async def _tool_complete_goal(self, args: CompleteGoalArgs, call: ToolCall) -> ToolCallOutput:
-        goal = self._live_goal(args.goal_id)
-        if isinstance(goal, ToolCallOutput):
-            return goal
-        self._finish_goal(goal, "completed", args.reason or "completed by the agent")
-        return ToolCallOutput(content=f"Goal {goal.goal_id} marked as completed.", data=goal.model_dump())
+        reason = args.reason or "completed by the agent"
+        return self._ended(self._live_goal(args.goal_id), "completed", reason, "marked as completed.")
 
-    @native_tool("cancelGoal")
     async def _tool_cancel_goal(self, args: GoalIdArgs, call: ToolCall) -> ToolCallOutput:
-        goal = self._live_goal(args.goal_id)
-        if isinstance(goal, ToolCallOutput):
-            return goal
-        self._finish_goal(goal, "cancelled", "cancelled by the agent")
-        return ToolCallOutput(content=f"Goal {goal.goal_id} cancelled.", data=goal.model_dump())
+        return self._ended(self._live_goal(args.goal_id), "cancelled", "cancelled by the agent", "cancelled.")
 
     # ---- goals and loops: one tracked-item mechanism -----------------------------------------------------
 
@@ -152,6 +156,16 @@ class PlanningMixin(SessionBase):
         ]
         return len(self.state.inbox) != before
 
+    def _ended(self, found: Goal | Loop | ToolCallOutput, status: str, reason: str, said: str) -> ToolCallOutput:
+        """The goal or loop tools' end of an item: the look-up's error, or the item ended and ``said``."""
+        if isinstance(found, ToolCallOutput):
+            return found
+        if isinstance(found, Goal):
+            self._finish_goal(found, status, reason)
+        else:
+            self._finish_loop(found, status, reason)
+        return ToolCallOutput(content=f"{found.KIND.capitalize()} {found.item_id} {said}", data=found.model_dump())
+
     def _live_goal(self, goal_id: str) -> Goal | ToolCallOutput:
         return self._live_item(self.state.planning.goals, goal_id)
 
@@ -160,9 +174,9 @@ class PlanningMixin(SessionBase):
         self._goal_event(goal, status)
 
     def _goal_event(self, goal: Goal, event: str) -> None:
-        self.publish("goal", event=event, **goal.model_dump())
+        self.port.publish("goal", event=event, **goal.model_dump())
         self.touch()
-        self.refresh_details()
+        self.port.refresh_details()
 
     async def _check_goal(self) -> None:
         """After a turn: count it for the active goal, judge, then continue, complete or exhaust."""
@@ -211,7 +225,7 @@ class PlanningMixin(SessionBase):
 
     async def _judge(self, goal: Goal) -> GoalVerdict:
         try:
-            verdict: GoalVerdict = await workflow.execute_activity(
+            verdict: GoalVerdict = await self.port.execute_activity(
                 ACTIVITY_JUDGE_GOAL,
                 JudgeGoalInput(
                     session_id=self.config.session_id,
@@ -223,10 +237,10 @@ class PlanningMixin(SessionBase):
                     max_turns=goal.max_turns,
                     position=self.state.transcript_len,
                     judgements=goal.judgements,
-                    budget=self.session_ref().budget,
+                    budget=self.port.session_ref().budget,
                 ),
                 result_type=GoalVerdict,
-                **call_options(self.config.policy.goal_judge, MODEL_NON_RETRYABLE),
+                options=call_options(self.config.policy.goal_judge, MODEL_NON_RETRYABLE),
                 summary=f"judge {goal.goal_id} after turn {goal.completed_turns}",
             )
         except ActivityError as exc:
@@ -238,16 +252,15 @@ class PlanningMixin(SessionBase):
 
     # ---- loops --------------------------------------------------------------------------------------
 
-    @native_tool("createLoop")
     async def _tool_create_loop(self, args: CreateLoopArgs, call: ToolCall) -> ToolCallOutput:
         # Histories begun before the floor was configurable replay with the 60 s they ran with.
         configured = self.config.options.loop_min_interval_seconds or DEFAULT_LOOP_FLOOR_SECONDS
-        floor = configured if self.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
+        floor = configured if self.port.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
         refusal = loop_interval_refusal(args.interval_seconds, floor)
         if refusal is not None:
             return tool_error(refusal)
         p = self.state.planning
-        now = workflow.now()
+        now = self.port.now()
         loop = Loop(
             loop_id=f"loop-{p.next_loop}",
             prompt=args.prompt,
@@ -270,15 +283,9 @@ class PlanningMixin(SessionBase):
             data=loop.model_dump(),
         )
 
-    @native_tool("cancelLoop")
     async def _tool_cancel_loop(self, args: LoopIdArgs, call: ToolCall) -> ToolCallOutput:
-        loop = self._live_loop(args.loop_id)
-        if isinstance(loop, ToolCallOutput):
-            return loop
-        self._finish_loop(loop, "cancelled", "cancelled by the agent")
-        return ToolCallOutput(content=f"Loop {loop.loop_id} cancelled.", data=loop.model_dump())
+        return self._ended(self._live_loop(args.loop_id), "cancelled", "cancelled by the agent", "cancelled.")
 
-    @native_tool("completeLoop")
     async def _tool_complete_loop(self, args: CompleteLoopArgs, call: ToolCall) -> ToolCallOutput:
         p = self.state.planning
         if args.loop_id:
@@ -293,12 +300,8 @@ class PlanningMixin(SessionBase):
             else:
                 known = ", ".join(f"{lp.loop_id} ({lp.status})" for lp in live) or "none"
                 return tool_error(f"Which loop? No loop turn is running; pass loop_id. Live loops: {known}.")
-        if isinstance(found, ToolCallOutput):
-            return found
-        self._finish_loop(found, "completed", args.reason)
-        return ToolCallOutput(content=f"Loop {found.loop_id} completed: {args.reason}", data=found.model_dump())
+        return self._ended(found, "completed", args.reason, f"completed: {args.reason}")
 
-    @native_tool("listLoops")
     async def _tool_list_loops(self, args: ListLoopsArgs, call: ToolCall) -> ToolCallOutput:
         loops = self.state.planning.loops
         rows = [
@@ -319,7 +322,6 @@ class PlanningMixin(SessionBase):
         ]
         return ToolCallOutput(content=json.dumps(rows, ensure_ascii=False), data={"loops": rows})
 
-    @native_tool("pauseLoop")
     async def _tool_pause_loop(self, args: LoopIdArgs, call: ToolCall) -> ToolCallOutput:
         loop = self._live_loop(args.loop_id)
         if isinstance(loop, ToolCallOutput):
@@ -336,14 +338,13 @@ class PlanningMixin(SessionBase):
             data=loop.model_dump(),
         )
 
-    @native_tool("resumeLoop")
     async def _tool_resume_loop(self, args: LoopIdArgs, call: ToolCall) -> ToolCallOutput:
         loop = self._live_loop(args.loop_id)
         if isinstance(loop, ToolCallOutput):
             return loop
         if loop.status != "paused":
             return tool_error(f"Loop {loop.loop_id} is not paused (it is {loop.status}).")
-        now = workflow.now()
+        now = self.port.now()
         if loop.paused_at and loop.expires_at:
             # Paused time does not count towards the loop's expiry.
             loop.expires_at = (parse_time(loop.expires_at) + (now - parse_time(loop.paused_at))).isoformat()
@@ -383,9 +384,9 @@ class PlanningMixin(SessionBase):
     def _loop_event(self, loop: Loop, event: str) -> None:
         loop.updated_at = self.now_iso()
         self._loops_changed = True
-        self.publish("loop", event=event, **loop.model_dump())
+        self.port.publish("loop", event=event, **loop.model_dump())
         self.touch()
-        self.refresh_details()
+        self.port.refresh_details()
 
     async def _run_loop_scheduler(self) -> None:
         """Durable timer for the earliest due loop; recomputed whenever a loop changes."""
@@ -394,14 +395,14 @@ class PlanningMixin(SessionBase):
             self._fire_due_loops()
             due = self._next_due()
             if due is None:
-                await workflow.wait_condition(lambda: self._loops_changed)
+                await self.port.wait_condition(lambda: self._loops_changed)
                 continue
-            delay = due - workflow.now()
+            delay = due - self.port.now()
             if delay <= timedelta(0):
                 continue
             try:
-                await workflow.wait_condition(
-                    lambda: self._loops_changed, timeout=delay, timeout_summary=self._due_summary(due)
+                await self.port.wait_condition(
+                    lambda: self._loops_changed, timeout=delay, summary=self._due_summary(due)
                 )
             except TimeoutError:
                 pass
@@ -430,7 +431,7 @@ class PlanningMixin(SessionBase):
         return ", ".join(ticks)[:200] or "loop timer"
 
     def _fire_due_loops(self) -> None:
-        now = workflow.now()
+        now = self.port.now()
         for lp in self.state.planning.loops:
             if lp.status != "active":
                 continue
@@ -468,38 +469,32 @@ class PlanningMixin(SessionBase):
 
     # ---- queries ------------------------------------------------------------------------------------
 
-    @workflow.query(name="todos")
     def query_todos(self) -> list[TodoItem]:
         return self.state.planning.todos
 
-    @workflow.query(name="goals")
     def query_goals(self) -> list[Goal]:
         return self.state.planning.goals
 
-    @workflow.query(name="loops")
     def query_loops(self) -> list[Loop]:
         return self.state.planning.loops
 
-    @workflow.query(name="planning_state")
     def query_planning_state(self) -> PlanningState:
         return self.state.planning
 
     # ---- hooks --------------------------------------------------------------------------------------
 
-    def _on_start(self) -> None:
-        super()._on_start()
+    def on_start(self) -> None:
         self._loops_changed = False
         # Lives as long as the run; continue-as-new starts a fresh one from the carried state.
         self._loop_scheduler = asyncio.create_task(self._run_loop_scheduler())
 
-    async def _after_turn(self, trigger: Trigger) -> None:
-        await super()._after_turn(trigger)
+    async def after_turn(self, trigger: Trigger) -> None:
         if trigger.kind == "loop":
             self._loop_turn_done(trigger)
         await self._check_goal()
 
-    def _pending_work(self) -> list[str]:
-        reasons = super()._pending_work()
+    def pending_work(self) -> list[str]:
+        reasons: list[str] = []
         p = self.state.planning
         goal = p.active_goal()
         if goal is not None:
@@ -507,17 +502,16 @@ class PlanningMixin(SessionBase):
         reasons += [f"loop {lp.loop_id} is {lp.status}" for lp in p.live_loops()]
         return reasons
 
-    async def _on_stop(self, reason: str) -> None:
+    async def on_stop(self, reason: str) -> None:
         p = self.state.planning
         goal = p.active_goal()
         if goal is not None:
             self._finish_goal(goal, "cancelled", f"session stopped: {reason}")
         for lp in p.live_loops():
             self._finish_loop(lp, "cancelled", f"session stopped: {reason}")
-        await super()._on_stop(reason)
 
-    def _details_sections(self) -> list[str]:
-        sections = super()._details_sections()
+    def details_sections(self) -> list[str]:
+        sections: list[str] = []
         p = self.state.planning
         if p.todos:
             sections.append("**Todos**\n" + render_todos(p.todos))
@@ -526,3 +520,10 @@ class PlanningMixin(SessionBase):
         if p.loops:
             sections.append("**Loops**\n" + render_loops(p.loops))
         return sections
+
+    HANDLERS = (
+        query(QUERY_TODOS, query_todos),
+        query(QUERY_GOALS, query_goals),
+        query(QUERY_LOOPS, query_loops),
+        query(QUERY_PLANNING_STATE, query_planning_state),
+    )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def all_workflows() -> list[type]:
-    # Imported when a worker is built, not with this module: the sandbox loads these afresh per run.
+    # Imported when a worker is built, not with this module: a client that imports the registry's package
+    # does not load the workflow code.
     from agent_tools.workflows.event_router import EventRouter
     from agent_tools.workflows.research import DeepResearch
     from agent_tools.workflows.session import AgentSession

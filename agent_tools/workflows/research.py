@@ -5,8 +5,6 @@ Started by the client API and ``POST /v1/research`` (workflow id ``research-<uui
 stops when the budget minus the writer's reserve is spent, and the writer gets what is left.
 """
 
-from __future__ import annotations
-
 import asyncio
 from datetime import timedelta
 
@@ -14,23 +12,22 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-with workflow.unsafe.imports_passed_through():
-    from agent_tools.contracts.web.models import (
-        ResearchCandidate,
-        ResearchJob,
-        ResearchPlan,
-        ResearchPlanInput,
-        ResearchReadInput,
-        ResearchReadOutput,
-        ResearchRequest,
-        ResearchSearchInput,
-        ResearchSearchOutput,
-        ResearchSource,
-        ResearchWriteInput,
-        ResearchWriteOutput,
-    )
-    from agent_tools.contracts.web.urls import normalize_url
-    from agent_tools.messages import Usage
+from agent_tools.contracts.web.models import (
+    ResearchCandidate,
+    ResearchJob,
+    ResearchPlan,
+    ResearchPlanInput,
+    ResearchReadInput,
+    ResearchReadOutput,
+    ResearchRequest,
+    ResearchSearchInput,
+    ResearchSearchOutput,
+    ResearchSource,
+    ResearchWriteInput,
+    ResearchWriteOutput,
+)
+from agent_tools.contracts.web.urls import normalize_url
+from agent_tools.messages import Usage
 
 RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1), backoff_coefficient=2.0)
 READ_RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1))

@@ -6,11 +6,11 @@ that step's tool calls in parallel -> results -> next step, until the model answ
 the step budget ends. Only new messages cross into history: the transcript lives in the store.
 """
 
-# No `from __future__ import annotations` in workflow modules: the sandbox re-imports them for every run,
-# and string annotations would be re-evaluated (compiled) each time by the SDK's handler inspection.
-
 import asyncio
-from typing import Any
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from temporalio import workflow
@@ -19,76 +19,92 @@ from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import NondeterminismError
 
-from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED, ApprovalMixin
+from agent_tools import search_attributes as sa
+from agent_tools import tracing
+from agent_tools.activity_io import (
+    ACTIVITY_LLM_STEP,
+    ACTIVITY_PREPARE,
+    LlmStepInput,
+    LlmStepOutput,
+    ProgressEvent,
+    SessionRef,
+    ToolCallInput,
+    ToolCallOutput,
+    tool_activity_name,
+)
+from agent_tools.boundaries import (
+    NOTE_CHARS,
+    cap_text,
+    clean_json,
+    clean_text,
+    json_depth,
+    model_problems,
+    preview_json,
+    request_problems,
+)
+from agent_tools.catalog.registry import builtin_specs
+from agent_tools.contracts.output import next_output_step
+from agent_tools.errors import InvalidInput, error_type
+from agent_tools.messages import Message, ToolCall, message_fingerprint
+from agent_tools.policy import ExecutionPolicy
+from agent_tools.progress_text import model_label, preview, shorten, step_summary
+from agent_tools.prompt import render_trigger
+from agent_tools.session import (
+    TERMINAL_STATUSES,
+    WORKFLOW_NAME,
+    LatestMessageView,
+    ParkedCall,
+    ParkedStep,
+    PrepareInput,
+    PrepareOutput,
+    SendMessage,
+    SendMessageAccepted,
+    SessionConfig,
+    SessionInput,
+    SessionRequest,
+    SessionResult,
+    SessionState,
+    SessionStatus,
+    StatusView,
+    StopRequest,
+    Trigger,
+)
+from agent_tools.session_names import (
+    QUERY_LATEST_MESSAGE,
+    QUERY_STATUS,
+    SIGNAL_SEND_MESSAGE,
+    SIGNAL_STOP,
+    UPDATE_SEND_MESSAGE,
+)
+from agent_tools.session_start import SessionStart
+from agent_tools.stream_state import dump_stream_state, load_stream_state
+from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED, ApprovalsPart
 from agent_tools.workflows.base import (
     LEAN_START_2_IMPLIES,
     LEAN_START_IMPLIES,
     MODEL_NON_RETRYABLE,
+    PATCH_BOUNDED_INPUTS,
     PATCH_LEAN_START,
     PATCH_LEAN_START_2,
+    PATCH_STRICT_ARGUMENTS,
+    PROGRESS_KINDS,
     InflightStep,
     call_options,
     failure_detail,
     local_call_options,
     shared_policy,
 )
-from agent_tools.workflows.budget import BudgetMixin
-from agent_tools.workflows.delegation import DelegationMixin
-from agent_tools.workflows.events import EventWaitMixin
-from agent_tools.workflows.human import HumanLoopMixin
-from agent_tools.workflows.native import NATIVE_TOOLS
-from agent_tools.workflows.output import OutputMixin
-from agent_tools.workflows.planning import PlanningMixin
+from agent_tools.workflows.budget import BudgetPart
+from agent_tools.workflows.delegation import DelegationPart
+from agent_tools.workflows.events import EventsPart
+from agent_tools.workflows.human import HumanPart
+from agent_tools.workflows.native import NativeHandler, ResumeHandler, merged
+from agent_tools.workflows.output import OutputPart
+from agent_tools.workflows.planning import PlanningPart
+from agent_tools.workflows.port import CapabilityPart, ChildHandle, part_handlers
 
-with workflow.unsafe.imports_passed_through():
-    from agent_tools import search_attributes as sa
-    from agent_tools import tracing
-    from agent_tools.activity_io import (
-        ACTIVITY_LLM_STEP,
-        ACTIVITY_PREPARE,
-        LlmStepInput,
-        LlmStepOutput,
-        ToolCallInput,
-        ToolCallOutput,
-        tool_activity_name,
-    )
-    from agent_tools.boundaries import (
-        NOTE_CHARS,
-        cap_text,
-        clean_json,
-        clean_text,
-        json_depth,
-        model_problems,
-        preview_json,
-        request_problems,
-    )
-    from agent_tools.catalog.registry import builtin_specs
-    from agent_tools.contracts.output import next_output_step
-    from agent_tools.errors import InvalidInput, error_type
-    from agent_tools.messages import Message, ToolCall, message_fingerprint
-    from agent_tools.policy import ExecutionPolicy
-    from agent_tools.progress_text import model_label, preview, shorten, step_summary
-    from agent_tools.prompt import render_trigger
-    from agent_tools.session import (
-        TERMINAL_STATUSES,
-        WORKFLOW_NAME,
-        LatestMessageView,
-        ParkedCall,
-        ParkedStep,
-        PrepareInput,
-        PrepareOutput,
-        SendMessage,
-        SendMessageAccepted,
-        SessionInput,
-        SessionRequest,
-        SessionResult,
-        SessionState,
-        SessionStatus,
-        StatusView,
-        StopRequest,
-        Trigger,
-    )
-    from agent_tools.stream_state import dump_stream_state, load_stream_state
+R = TypeVar("R")
+P = TypeVar("P", bound=CapabilityPart)
 
 BUILTIN_SPECS = {s.name: s for s in builtin_specs()}
 # Marks histories whose prepare step ran as a local activity (see ``_prepare``).
@@ -109,10 +125,25 @@ _MIN_CAN_EVENTS = 100
 _NATIVE_CALLS_KEPT = 8
 
 
+# The capability parts, in the order their hooks run (``on_stop`` in the reverse order).
+PARTS: tuple[type[CapabilityPart], ...] = (
+    OutputPart,
+    BudgetPart,
+    EventsPart,
+    DelegationPart,
+    PlanningPart,
+    HumanPart,
+    ApprovalsPart,
+)
+
+
+# Unsandboxed: the workflow code is deterministic by construction (tests/test_architecture.py checks every
+# module it loads), and a sandbox would re-import it for every run.
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
-class AgentSession(
-    ApprovalMixin, HumanLoopMixin, PlanningMixin, DelegationMixin, EventWaitMixin, BudgetMixin, OutputMixin
-):
+@part_handlers(*PARTS)
+class AgentSession:
+    """One agent conversation: the loop, the Temporal plumbing, and the port its capability parts reach."""
+
     @workflow.init
     def __init__(self, input: RawValue) -> None:
         # Decoded here rather than by the SDK: an input that cannot be decoded (a raw client's bad start) would
@@ -128,11 +159,36 @@ class AgentSession(
         self._config = decoded.config
         self.state = decoded.state or SessionState()
         self.stream = WorkflowStream(prior_state=load_stream_state(decoded.stream_state))
-        self._stop_reason = None
+        self._stop_reason: str | None = None
         self._turn_task: asyncio.Task[None] | None = None
         self._last_answer: str | None = None
         self._step_position = 0
         self._attributes_due: dict[str, SearchAttributeUpdate[Any]] | None = None
+        # Whether this run checks input limits and strict tool arguments (each a patch, asked when first needed).
+        self._bounded_inputs: bool | None = None
+        self._strict_arguments: bool | None = None
+        # The patches this run's lean-start marker stands for; set first thing in ``run``.
+        self._implied_patches: frozenset[str] = frozenset()
+        self._mid_wait_can = False
+        # The step in progress, and whether the run is handing it to its successor (continue-as-new mid-wait).
+        self._inflight: InflightStep | None = None
+        self._handover = False
+        self.output = OutputPart(self)
+        self.budget = BudgetPart(self)
+        self.events = EventsPart(self)
+        self.delegation = DelegationPart(self)
+        self.planning = PlanningPart(self)
+        self.human = HumanPart(self)
+        self.approvals = ApprovalsPart(self)
+        self._parts: dict[type[CapabilityPart], CapabilityPart] = {
+            type(p): p
+            for p in (self.output, self.budget, self.events, self.delegation, self.planning, self.human, self.approvals)
+        }
+        assert tuple(self._parts) == PARTS
+        self._native: dict[str, NativeHandler] = merged((p.native_tools() for p in self._parts.values()), "tool")
+        self._resume: dict[str, ResumeHandler] = merged(
+            (p.resume_handlers() for p in self._parts.values()), "parked wait"
+        )
         if decoded.state is None and decoded.request.prompt and self._input_error is None:
             self.state.inbox.append(Trigger(kind="user", content=decoded.request.prompt))
 
@@ -151,7 +207,7 @@ class AgentSession(
             self._implied_patches = LEAN_START_IMPLIES
         self._mid_wait_can = self.patched(PATCH_MID_WAIT_CAN)
         # Approval waits became parked waits after that (histories between the two hand none of them over).
-        self._approvals_park = self._mid_wait_can and self.patched(PATCH_APPROVAL_PARKED)
+        self.approvals.park = self._mid_wait_can and self.patched(PATCH_APPROVAL_PARKED)
         # A lean run's first search attributes (the tree's and the first status) go in one command.
         self._attributes_due = {} if self._implied_patches else None
         if self._config is None:
@@ -169,7 +225,8 @@ class AgentSession(
             self.state.created_at = self.now_iso()
         self._keep_only_what_runs_need()
         self._upsert_tree_attributes()
-        self._on_start()
+        for part in self._parts.values():
+            part.on_start()
         c = self.config
         try:
             with tracing.span(
@@ -267,7 +324,8 @@ class AgentSession(
             if self.state.error is not None and not self.config.keep_alive:
                 self.set_status(SessionStatus.failed)
                 return
-            await self._after_turn(trigger)
+            for part in self._parts.values():
+                await part.after_turn(trigger)
             turns_this_run += 1
             if self._continue_as_new_wanted() or (can_after and turns_this_run >= can_after):
                 await self._continue_as_new()
@@ -308,7 +366,7 @@ class AgentSession(
                 continue
             step = self._inflight
             assert step is not None  # _handover_due checked it
-            # From here a wait that wakes stays parked (SessionBase.parked_wait): the new run completes it.
+            # From here a wait that wakes stays parked (``parked_wait``): the new run completes it.
             self._handover = True
             await self._drain()
             if self._stop_reason is not None:
@@ -325,7 +383,12 @@ class AgentSession(
         await task
 
     def _may_finish(self) -> bool:
-        return not self.config.keep_alive and self.state.turns > 0 and not self.state.inbox and not self._pending_work()
+        return (
+            not self.config.keep_alive
+            and self.state.turns > 0
+            and not self.state.inbox
+            and not any(p.pending_work() for p in self._parts.values())
+        )
 
     async def _continue_as_new(self) -> None:
         await self._drain()
@@ -353,7 +416,8 @@ class AgentSession(
         )
 
     async def _finish_stop(self, reason: str) -> None:
-        await self._on_stop(reason)
+        for part in reversed(self._parts.values()):
+            await part.on_stop(reason)
         self.state.error = None
         self.set_status(SessionStatus.stopped)
 
@@ -398,7 +462,7 @@ class AgentSession(
                     # has, says why, and (when kept alive) waits for the next message; the messages stay unsent.
                     self.state.unsent = new_messages
                     self.state.error = f"model call failed: {failure_detail(exc)}"
-                    self.note_refused_step(exc)  # a budget refusal: tell the children, show it
+                    self.budget.note_refused_step(exc)  # a budget refusal: tell the children, show it
                     self._remember_message(Message(role="assistant", content=f"({self.state.error})"))
                     self.publish("assistant_message", content=f"({self.state.error})")
                     return
@@ -458,17 +522,14 @@ class AgentSession(
         """Finish a call the previous run handed over in the middle of its wait."""
         if wait is not None and wait.kind == "approval":
             # Waiting for a person's approval: once it comes, the tool runs here (it publishes its own end).
-            refused, approval_id = await self._resume_approval(wait, call)
+            refused, approval_id = await self.approvals.resume_approval(wait, call)
             return await self._approved_call(call, refused, approval_id)
-        if wait is None:
+        resume = self._resume.get(wait.kind) if wait is not None else None
+        if wait is None or resume is None:
             # Cannot happen (a run hands over only when every call still out is parked); said, not raised.
             out = ToolCallOutput(content=f"Tool {call.name} was interrupted by a continue-as-new", is_error=True)
-        elif wait.kind == "askUser":
-            out = await self._native_tool("_resume_ask_user", wait, call)
-        elif wait.kind == "wait_for_event":
-            out = await self._native_tool("_resume_wait_for_event", wait, call)
         else:
-            out = await self._native_tool("_resume_subagent", wait, call)
+            out = await self._native_tool(resume, wait, call)
         spec = BUILTIN_SPECS.get(call.name)
         self._trace_native(spec.summary(call.arguments) if spec else call.name, out)
         self.publish(
@@ -486,8 +547,7 @@ class AgentSession(
         self.state.steps += 1
         self._step_position = self.state.transcript_len
         self.publish("step_started", step=self.state.steps, position=self._step_position, model=self.config.model)
-        # The summary names the step in the UI's timeline (``model step 3 · gpt-4.1-mini``). It costs the
-        # sandbox entries of one more payload per step (docs/design-notes.md, "Workflow sandbox").
+        # The summary names the step in the UI's timeline (``model step 3 · gpt-4.1-mini``).
         out: LlmStepOutput = await workflow.execute_activity(
             ACTIVITY_LLM_STEP,
             LlmStepInput(
@@ -510,7 +570,7 @@ class AgentSession(
         )
         self.state.transcript_len = out.position
         self.state.usage = self.state.usage + out.usage
-        self.note_step_spend(out)
+        self.budget.note_step_spend(out)
         self._last_answer = message_fingerprint(out.message)
         return out
 
@@ -529,7 +589,7 @@ class AgentSession(
             )
             return refused
         # A call that needs a person's approval waits for it here; denied or timed out, it never runs.
-        refused, approval_id = await self._await_approval(call)
+        refused, approval_id = await self.approvals.await_approval(call)
         return await self._approved_call(call, refused, approval_id)
 
     async def _approved_call(
@@ -550,14 +610,14 @@ class AgentSession(
     async def _run_tool(self, call: ToolCall, approval_id: str | None = None) -> ToolCallOutput:
         spec = BUILTIN_SPECS.get(call.name)
         self.publish("tool_started", tool=call.name, call_id=call.id, arguments=preview_json(call.arguments))
-        method = NATIVE_TOOLS.get(call.name)
-        if method is not None and spec is not None:
+        handler = self._native.get(call.name)
+        if handler is not None and spec is not None:
             try:
                 args = spec.validate_arguments(call.arguments, limits=self.bounded_inputs, strict=self.strict_arguments)
             except ValidationError as exc:
                 out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
             else:
-                out = await self._native_tool(method, args, call)
+                out = await self._native_tool(handler, args, call)
             self._trace_native(spec.summary(call.arguments), out)
         else:
             out = await self._activity_tool(call, spec.summary(call.arguments) if spec else call.name, approval_id)
@@ -576,7 +636,7 @@ class AgentSession(
             )
         if call.refused is not None:
             return ToolCallOutput(content=f"Invalid arguments for {call.name}: {call.refused}", is_error=True)
-        budget = self.budget_tool_refusal(call.name)
+        budget = self.budget.tool_refusal(call.name)
         if budget is not None:
             return ToolCallOutput(content=budget, is_error=True)
         if call.raw_arguments is not None:
@@ -586,11 +646,11 @@ class AgentSession(
             )
         return None
 
-    async def _native_tool(self, method: str, args: Any, call: ToolCall) -> ToolCallOutput:
+    async def _native_tool(self, handler: NativeHandler | ResumeHandler, args: Any, call: ToolCall) -> ToolCallOutput:
         """Run a workflow-native tool. A bug in one (any exception) becomes a tool error for the model and a
         log line for the operator: raised, it would fail the workflow task, which Temporal retries for ever."""
         try:
-            out: ToolCallOutput = await getattr(self, method)(args, call)
+            out: ToolCallOutput = await handler(args, call)
         except NondeterminismError:
             raise  # the code no longer matches the history: only a deploy can fix that
         except Exception as exc:
@@ -684,7 +744,7 @@ class AgentSession(
             f" · turns {self.state.turns}"
             f" · steps {self.state.steps} · tokens {self.state.usage.input_tokens}+{self.state.usage.output_tokens}"
         )
-        sections = [head, *self._details_sections()]
+        sections = [head, *(line for p in self._parts.values() for line in p.details_sections())]
         if self.state.native_calls:
             sections.append("**Workflow tools (latest)**\n" + "\n".join(f"- {c}" for c in self.state.native_calls))
         workflow.set_current_details("\n\n".join(sections))
@@ -718,7 +778,7 @@ class AgentSession(
     def _accept_message(self, message: SendMessage) -> None:
         self.enqueue(Trigger(kind="user", content=clean_text(message.content), meta=clean_json(message.meta)))
 
-    @workflow.signal(name="send_message")
+    @workflow.signal(name=SIGNAL_SEND_MESSAGE)
     def signal_send_message(self, message: SendMessage) -> None:
         refusal = self._message_refusal(message) if self.bounded_inputs else None
         if refusal is not None:
@@ -731,7 +791,7 @@ class AgentSession(
         else:
             self.enqueue(Trigger(kind=message.kind, content=message.content, meta=message.meta))
 
-    @workflow.update(name="send_message")
+    @workflow.update(name=UPDATE_SEND_MESSAGE)
     def update_send_message(self, message: SendMessage) -> SendMessageAccepted:
         if self.bounded_inputs:
             self._accept_message(message)
@@ -745,14 +805,14 @@ class AgentSession(
         if refusal is not None:
             raise ValueError(refusal)
 
-    @workflow.signal(name="stop")
+    @workflow.signal(name=SIGNAL_STOP)
     def signal_stop(self, request: StopRequest) -> None:
         if self._stop_reason is None:
             self._stop_reason = cap_text(clean_text(request.reason), NOTE_CHARS, what="the reason")
             if self._turn_task is not None and not self._turn_task.done():
                 self._turn_task.cancel()
 
-    @workflow.query(name="status")
+    @workflow.query(name=QUERY_STATUS)
     def query_status(self) -> StatusView:
         c = self._config
         return StatusView(
@@ -774,7 +834,7 @@ class AgentSession(
             handed_off_to=self.state.handed_off_to,
         )
 
-    @workflow.query(name="latest_message")
+    @workflow.query(name=QUERY_LATEST_MESSAGE)
     def query_latest_message(self) -> LatestMessageView:
         if self.state.last_input is not None:
             return self.state.last_input
@@ -785,3 +845,179 @@ class AgentSession(
             content=m.content if m else "",
             created_at=self.state.last_message_at if m else None,
         )
+
+    # ---- the port its parts reach it through (SessionPort) --------------------------------------------
+
+    def part(self, cls: type[P]) -> P:
+        """This run's part of class ``cls`` (the parts' signals, updates and queries are routed by it)."""
+        part = self._parts[cls]
+        assert isinstance(part, cls)
+        return part
+
+    @property
+    def config(self) -> SessionConfig:
+        """The resolved config; set by the first activity of the first run, before any turn or tool runs."""
+        assert self._config is not None, "session config is resolved before any handler needs it"
+        return self._config
+
+    @property
+    def prepared(self) -> bool:
+        return self._config is not None
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_reason is not None
+
+    @property
+    def logger(self) -> logging.LoggerAdapter[logging.Logger]:
+        return workflow.logger
+
+    def patched(self, patch_id: str) -> bool:
+        """``workflow.patched``, true without a marker for the patches a lean-start run stands for.
+
+        A handler that runs before ``run`` (a signal in the first activation) asks the patch itself, as it
+        always did; its replay asks in the same order.
+        """
+        return patch_id in self._implied_patches or workflow.patched(patch_id)
+
+    @property
+    def strict_arguments(self) -> bool:
+        """Whether native tools refuse unknown parameters and non-boolean flags (:data:`PATCH_STRICT_ARGUMENTS`)."""
+        if self._strict_arguments is None:
+            self._strict_arguments = self.patched(PATCH_STRICT_ARGUMENTS)
+        return self._strict_arguments
+
+    @property
+    def bounded_inputs(self) -> bool:
+        """Whether this run checks the input limits added with :data:`PATCH_BOUNDED_INPUTS`."""
+        if self._bounded_inputs is None:
+            self._bounded_inputs = self.patched(PATCH_BOUNDED_INPUTS)
+        return self._bounded_inputs
+
+    def now(self) -> datetime:
+        return workflow.now()
+
+    def now_iso(self) -> str:
+        return workflow.now().isoformat()
+
+    def uuid4(self) -> str:
+        return str(workflow.uuid4())
+
+    def touch(self) -> None:
+        self.state.updated_at = self.now_iso()
+
+    def enqueue(self, trigger: Trigger) -> None:
+        self.state.inbox.append(trigger)
+        self.touch()
+
+    def session_ref(self) -> SessionRef:
+        return SessionRef.of(self.config, workflow.info().run_id, self.state.turns)
+
+    def publish(self, kind: str, **data: object) -> None:
+        """Publish a live progress event (a ``ProgressEvent`` on the ``progress`` topic).
+
+        It goes through the workflow's payload converter, and the poll that delivers it through the whole
+        data converter, so the host's codec covers progress as it covers everything else.
+        """
+        if kind not in PROGRESS_KINDS:
+            raise ValueError(f"unknown progress event kind {kind!r}")
+        self.stream.topic("progress").publish(ProgressEvent(kind=kind, session_id=self.config.session_id, data=data))  # type: ignore[arg-type]
+
+    async def wait_condition(
+        self, done: Callable[[], bool], timeout: float | timedelta | None = None, *, summary: str | None = None
+    ) -> None:
+        await workflow.wait_condition(done, timeout=timeout, timeout_summary=summary)
+
+    async def wait_until(
+        self, done: Callable[[], bool], timeout: float | timedelta | None = None, *, summary: str | None = None
+    ) -> None:
+        """``workflow.wait_condition`` for a tool's durable wait, which also ends when the session stops.
+
+        A stop cancels the running turn, but an activity that completes in the same activation absorbs that
+        cancellation (Temporal hands back its result), and the turn goes on into its wait. So the waits check
+        the stop themselves. Raises ``asyncio.CancelledError`` when stopped first, ``TimeoutError`` on timeout.
+        ``summary`` names the timer in the Temporal UI's timeline.
+        """
+        await workflow.wait_condition(
+            lambda: done() or self._stop_reason is not None, timeout=timeout, timeout_summary=summary
+        )
+        if self._stop_reason is not None and not done():
+            raise asyncio.CancelledError(f"session stopped: {self._stop_reason}")
+
+    def parked_call(self, call: ToolCall, kind: str, ref: str) -> ParkedCall | None:
+        """The parked-wait record for ``call`` of the step in progress (None outside a tracked step)."""
+        step = self._inflight
+        index = step.index_of(call) if step is not None else None
+        if index is None:
+            return None
+        return ParkedCall(index=index, kind=kind, ref=ref)  # type: ignore[arg-type]
+
+    async def parked_wait(
+        self,
+        parked: ParkedCall | None,
+        done: Callable[[], bool],
+        timeout: float | timedelta | None = None,
+        *,
+        summary: str | None = None,
+    ) -> None:
+        """:meth:`wait_until` for a wait the run may continue-as-new in the middle of.
+
+        While it waits the call is parked: the session loop may hand the step to a new run (the waits'
+        records are in the state). A wait that wakes once the hand-over has begun stays parked (it never
+        completes in this run); the new run finds the answer, the event or the passed deadline in the carried
+        state and completes the call there, so a call is completed exactly once.
+        """
+        step = self._inflight
+        if parked is not None and step is not None:
+            step.parked[parked.index] = parked
+        timed_out = False
+        try:
+            await self.wait_until(done, timeout=timeout, summary=summary)
+        except TimeoutError:
+            timed_out = True
+        if self._handover:
+            # Only a stop (which cancels the turn) ends this: the run continues-as-new around it.
+            await workflow.wait_condition(lambda: False)
+        if parked is not None and step is not None:
+            step.parked.pop(parked.index, None)
+        if timed_out:
+            raise TimeoutError
+
+    async def execute_activity(
+        self,
+        activity: str,
+        arg: Any,
+        *,
+        result_type: type[R] | None,
+        summary: str | None,
+        options: Mapping[str, Any],
+        local: bool = False,
+    ) -> R:
+        out: R
+        if local:
+            out = await workflow.execute_local_activity(
+                activity, arg, result_type=result_type, summary=summary, **options
+            )
+        else:
+            out = await workflow.execute_activity(activity, arg, result_type=result_type, summary=summary, **options)
+        return out
+
+    async def start_child(self, session: SessionInput, start: SessionStart) -> ChildHandle:
+        # Abandoned: Temporal applies the close policy when a parent continues-as-new too. The child runs
+        # with the deployment's workflow task timeout (a policy setting the client starts a root with).
+        handle = await workflow.start_child_workflow(
+            start.workflow,
+            session,
+            id=start.id,
+            result_type=SessionResult,
+            parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+            task_timeout=workflow.info().task_timeout,
+            static_summary=start.summary,
+            static_details=start.details,
+            search_attributes=start.search_attributes,
+            id_reuse_policy=start.id_reuse_policy,
+        )
+        return handle
+
+    async def signal_external(self, workflow_id: str, signal: str, arg: Any) -> None:
+        await workflow.get_external_workflow_handle(workflow_id).signal(signal, arg)

@@ -11,7 +11,7 @@ import pytest
 
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
-from agent_tools.workflows.planning import PlanningMixin
+from agent_tools.workflows.planning import PlanningPart
 from tests.hostile.support import task_failures
 
 
@@ -21,8 +21,8 @@ async def test_an_exception_in_a_native_tool_becomes_a_tool_error(
     async def broken(self: Any, args: Any, call: Any) -> Any:
         raise KeyError("a bug in todoWrite")
 
-    # The planning mixin is passed through the sandbox: the session class sees the patched method.
-    monkeypatch.setattr(PlanningMixin, "_tool_todo_write", broken)
+    # Each run binds its planning part's handlers when it starts: the session calls the patched method.
+    monkeypatch.setattr(PlanningPart, "_tool_todo_write", broken)
     settings.model = script(
         [{"tool_calls": [{"name": "todoWrite", "arguments": {"todos": []}}]}, {"say": "after: {{last_tool}}"}]
     )

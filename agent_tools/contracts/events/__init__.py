@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field, field_validator
 
+from agent_tools import session_names
 from agent_tools.boundaries import MAX_JSON_DEPTH, clean_text, json_depth
 from agent_tools.catalog.spec import ToolSpec
 
@@ -44,7 +45,8 @@ _KIND_RE = re.compile(KIND_PATTERN)
 ROUTER_WORKFLOW = "EventRouter"
 SIGNAL_SUBSCRIBE = "subscribe"
 SIGNAL_EVENT = "event"
-SIGNAL_EVENT_ARRIVED = "event_arrived"
+# The session's own signal (its one spelling lives with the session's other names).
+SIGNAL_EVENT_ARRIVED = session_names.SIGNAL_EVENT_ARRIVED
 ACTIVITY_SUBSCRIBE = "agent_tools.events.subscribe"
 ACTIVITY_LOAD_EVENT = "agent_tools.events.load_event"
 ACTIVITY_DELIVER_EVENTS = "agent_tools.events.deliver"
