@@ -28,7 +28,7 @@ from agent_tools.contracts.web.models import (
     WebFetchArgs,
     WebSearchArgs,
 )
-from agent_tools.errors import AgentToolsError, StoreNotReady
+from agent_tools.errors import AgentToolsError, StoreNotReady, WebError
 from agent_tools.settings import Settings
 
 if TYPE_CHECKING:
@@ -92,26 +92,31 @@ class ToolsClient:
                     self._web = WebService(self.settings.web, store, owns_store=True)
         return self._web
 
-    async def _run(self, fn: str, args: Any) -> Any:
-        from agent_tools.errors import WebError
+    async def search(self, request: WebSearchArgs | dict[str, Any]) -> SearchResponse:
+        """A verified web search, answered as ``POST /v1/tools/search`` answers it.
 
+        Raises:
+            WebToolError: the search was refused or no engine answered.
+        """
+        args = request if isinstance(request, WebSearchArgs) else WebSearchArgs.model_validate(request)
         web = await self._service()
         try:
-            return await getattr(web, fn)(args)
+            return await search_with(web, args)
         except WebError as exc:
             raise WebToolError(exc.code, exc.message, status=exc.http_status, details=exc.details) from exc
 
-    async def search(self, request: WebSearchArgs | dict[str, Any]) -> SearchResponse:
-        from agent_tools.contracts.web.render import search_response
-
-        args = request if isinstance(request, WebSearchArgs) else WebSearchArgs.model_validate(request)
-        outcome = await self._run("web_search", args)
-        return search_response(outcome, args.max_results)
-
     async def fetch(self, request: WebFetchArgs | dict[str, Any]) -> FetchResponse:
+        """One page as clean Markdown, answered as ``POST /v1/tools/fetch`` answers it.
+
+        Raises:
+            WebToolError: the URL was refused or the page could not be fetched.
+        """
         args = request if isinstance(request, WebFetchArgs) else WebFetchArgs.model_validate(request)
-        result: FetchResponse = await self._run("web_fetch", args)
-        return result
+        web = await self._service()
+        try:
+            return await web.web_fetch(args)
+        except WebError as exc:
+            raise WebToolError(exc.code, exc.message, status=exc.http_status, details=exc.details) from exc
 
     async def aclose(self) -> None:
         if self._web is not None:
@@ -123,6 +128,16 @@ class ToolsClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+async def search_with(web: WebService, args: WebSearchArgs) -> SearchResponse:
+    """``args`` searched on ``web``, with the answer's ``intent`` read from the query: the one rendering of
+    a search that the client and the HTTP service share."""
+    from agent_tools.contracts.web.render import search_intent, search_response
+
+    outcome = await web.web_search(args)
+    intent = search_intent(args.query, include_domains=args.include_domains, freshness=args.freshness)
+    return search_response(outcome, args.max_results, intent=intent)
 
 
 def validate_output_schema(schema: dict[str, Any] | None) -> None:

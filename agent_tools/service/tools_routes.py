@@ -30,18 +30,11 @@ from pydantic import Field
 from starlette.exceptions import HTTPException
 
 from agent_tools.boundaries import describe_validation_error
-from agent_tools.contracts.web.models import (
-    FetchResponse,
-    ResearchJob,
-    ResearchRequest,
-    SearchResponse,
-    WebFetchArgs,
-    WebSearchArgs,
-)
+from agent_tools.contracts.web import models as web_models
 from agent_tools.errors import AgentToolsError, WebError
 from agent_tools.service.auth import bearer_token
 from agent_tools.settings import Settings
-from agent_tools.web_client import ResearchClient
+from agent_tools.web_client import ResearchClient, search_with
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -67,7 +60,7 @@ def error_response(
     return JSONResponse({"error": body}, status_code=status, headers=headers)
 
 
-class ResearchCreate(ResearchRequest):
+class ResearchCreate(web_models.ResearchRequest):
     wait_s: float = Field(default=0, ge=0, le=55, description="Wait this long before answering 202 with a running job")
 
 
@@ -232,37 +225,33 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
 
     @router.post(
         "/tools/search",
-        response_model=SearchResponse,
+        response_model=web_models.SearchResponse,
         summary="Verified web search",
         responses={400: {}, 401: {}, 429: {}, 503: {"description": "search_unavailable"}},
     )
-    async def search(body: WebSearchArgs) -> Any:
-        from agent_tools.contracts.web.render import search_intent, search_response
-
-        outcome = await (await web()).web_search(body)
-        intent = search_intent(body.query, include_domains=body.include_domains, freshness=body.freshness)
-        return search_response(outcome, body.max_results, intent=intent)
+    async def search(body: web_models.WebSearchArgs) -> Any:
+        return await search_with(await web(), body)
 
     @router.post(
         "/tools/fetch",
-        response_model=FetchResponse,
+        response_model=web_models.FetchResponse,
         summary="One page as clean Markdown",
         responses={400: {}, 401: {}, 429: {}, 502: {"description": "upstream_error"}},
     )
-    async def fetch(body: WebFetchArgs) -> Any:
+    async def fetch(body: web_models.WebFetchArgs) -> Any:
         return await (await web()).web_fetch(body)
 
     @router.post(
         "/research",
-        response_model=ResearchJob,
+        response_model=web_models.ResearchJob,
         status_code=202,
         summary="Start a deep_research job",
-        responses={200: {"model": ResearchJob}, 400: {}, 401: {}, 429: {}},
+        responses={200: {"model": web_models.ResearchJob}, 400: {}, 401: {}, 429: {}},
     )
     async def create_research(body: ResearchCreate, response: Response) -> Any:
         client = await research_client()
         try:
-            job = await client.create(ResearchRequest.model_validate(body.model_dump(exclude={"wait_s"})))
+            job = await client.create(web_models.ResearchRequest.model_validate(body.model_dump(exclude={"wait_s"})))
         except ValueError as exc:
             raise Refusal(400, "bad_request", str(exc)) from exc
         if body.wait_s > 0:
@@ -273,7 +262,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
 
     @router.get(
         "/research/{job_id}",
-        response_model=ResearchJob,
+        response_model=web_models.ResearchJob,
         summary="A deep_research job's state",
         responses={401: {}, 404: {}, 429: {}},
     )
