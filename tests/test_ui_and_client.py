@@ -231,3 +231,47 @@ async def test_a_dev_server_that_fails_to_start_says_why_from_its_log(tmp_path: 
     message = str(caught.value)
     assert message.startswith("the Temporal dev server did not start: ") and "no such file or directory" in message
     assert str(log) in message
+
+
+async def test_the_worker_not_the_client_knows_the_model_keys(
+    settings: Any, temporal_env: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A terminal without OPENAI_API_KEY starts an ``openai:`` session that a worker with the key serves; on a
+    worker without one (or without the provider) the session fails, and the terminal prints the one-line reason."""
+    from tests.fake_llm_server import Reply, fake_llm_server, openai_reply
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    env = {
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
+        "AGENT_TOOLS_AGENTS_FILE": "",
+        "AGENT_TOOLS_OPENAI_API_KEY": "",
+        "OPENAI_API_KEY": "",
+    }
+    runner = CliRunner()
+
+    async def run(model: str) -> Any:
+        return await asyncio.to_thread(runner.invoke, app, ["run", "hi", "--model", model], env=env)
+
+    with fake_llm_server() as llm:
+        keyed = settings.model_copy(update={"openai_api_key": "sk-worker", "openai_base_url": llm.base_url})
+        llm.queue(openai_reply("answered with the worker's key"))
+        async with worker_for(settings=keyed):
+            out = await run("openai:gpt-4.1-mini")
+        assert out.exit_code == 0, out.output
+        assert "answered with the worker's key" in out.output
+        assert {k.lower(): v for k, v in llm.requests[-1]["headers"].items()}["authorization"] == "Bearer sk-worker"
+
+        # What OpenAI answers a request without a key.
+        llm.queue(Reply(status=401, body={"error": {"message": "You didn't provide an API key.", "type": "x"}}))
+        async with worker_for(settings=settings.model_copy(update={"openai_base_url": llm.base_url})):
+            out = await run("openai:gpt-4.1-mini")
+            unknown = await run("nosuch:model-x")
+        assert "authorization" not in {k.lower() for k in llm.requests[-1]["headers"]}
+    assert out.exit_code == 1, out.output
+    assert "error: model call failed: openai HTTP 401: You didn't provide an API key." in out.output
+    assert unknown.exit_code == 1, unknown.output
+    assert "Traceback" not in unknown.output
+    reason = unknown.output.strip().splitlines()[-1]
+    assert reason.startswith("session failed: unknown model provider 'nosuch': use openai, anthropic"), reason

@@ -16,6 +16,7 @@ from agent_tools.activity_io import ProgressEvent
 from agent_tools.cli.console import LiveConsole
 from agent_tools.cli.running import log_file, other_terminals, run_or_explain
 from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools.model_spec import split_spec
 from agent_tools.session import TERMINAL_STATUSES
 from agent_tools.settings import Settings
 
@@ -410,10 +411,9 @@ async def _run(run: _Run) -> int:
         fields["output_schema"] = run.output_schema
     spec = model or settings.model
     if spec:
-        # A bad spec fails here, before a session or a server starts, not at the session's first model call.
-        from agent_tools.activities.providers.registry import check_spec
-
-        check_spec(spec, settings)
+        # A malformed spec fails here, before a session or a server starts. Whether the provider exists and
+        # has a key is the worker's to say (its settings, not this terminal's): it fails the session if not.
+        split_spec(spec)
     if not embedded:
         client = await AgentToolsClient.connect(settings)
         return await run_and_follow(client, prompt, yes=yes, chat=chat, **fields)
