@@ -108,6 +108,7 @@ class SessionHandle:
         )
 
     def ui_url(self) -> str:
+        """The session's page in the Temporal UI."""
         return self._client.ui_url(self.id)
 
     async def send(self, content: str) -> SendMessageAccepted:
@@ -137,6 +138,7 @@ class SessionHandle:
         return await self.query("status", StatusView)
 
     async def latest_message(self) -> LatestMessageView:
+        """The latest assistant message, as the session shows it now (a query)."""
         return await self.query("latest_message", LatestMessageView)
 
     async def query(self, name: str, result_type: type[T], *args: Any) -> T:
@@ -160,6 +162,7 @@ class SessionHandle:
         return await answer_questions(self, answers, by_signal=by_signal)
 
     async def pending_questions(self) -> list[PendingQuestion]:
+        """The askUser questions waiting for an answer."""
         from agent_tools.human_client import pending_questions
 
         return await pending_questions(self)
@@ -196,6 +199,7 @@ class SessionHandle:
         return accepted
 
     async def result(self) -> SessionResult:
+        """Wait for the session to end; its final message, status, usage and structured output."""
         async with _existing(self.id):
             return await self.workflow.result()
 
@@ -392,6 +396,7 @@ class AgentToolsClient:
         return cls(temporal, settings)
 
     def ui_url(self, session_id: str) -> str:
+        """The Temporal UI page of a session (``settings.temporal_ui_url``)."""
         base = self.settings.temporal_ui_url.rstrip("/")
         return f"{base}/namespaces/{self.settings.temporal_namespace}/workflows/{session_id}"
 
@@ -551,6 +556,7 @@ class AgentToolsClient:
         return ResearchClient(self)
 
     def session(self, session_id: str) -> SessionHandle:
+        """A handle on an existing session (nothing is checked until it is used)."""
         return SessionHandle(self, session_id)
 
     async def list_sessions(
@@ -605,6 +611,7 @@ class AgentToolsClient:
         return self._transcripts
 
     async def close(self) -> None:
+        """Close what the client opened on use: the web tools' engine and the transcript store."""
         if self._tools is not None:
             await self._tools.aclose()
             self._tools = None

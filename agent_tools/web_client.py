@@ -119,6 +119,7 @@ class ToolsClient:
             raise WebToolError(exc.code, exc.message, status=exc.http_status, details=exc.details) from exc
 
     async def aclose(self) -> None:
+        """Close the engine (its HTTP client and store) if it was opened."""
         if self._web is not None:
             web, self._web = self._web, None
             await web.aclose()
@@ -159,6 +160,11 @@ class ResearchClient:
         self._client = client
 
     async def create(self, request: ResearchRequest | dict[str, Any], *, job_id: str | None = None) -> ResearchJob:
+        """Start a job and return at once (``status`` is ``running``).
+
+        Raises:
+            ValueError: the request's ``output_schema`` is not a valid JSON Schema.
+        """
         req = request if isinstance(request, ResearchRequest) else ResearchRequest.model_validate(request)
         validate_output_schema(req.output_schema)
         job_id = job_id or f"research-{uuid.uuid4()}"
@@ -172,6 +178,7 @@ class ResearchClient:
         return ResearchJob(id=job_id, status="running", question=req.question, phase="starting")
 
     async def retrieve(self, job_id: str) -> ResearchJob:
+        """The job's state now: its result once finished, its phase while running."""
         from temporalio.client import WorkflowExecutionStatus
 
         handle = self._client.temporal.get_workflow_handle(job_id, result_type=ResearchJob)

@@ -23,9 +23,11 @@ class ToolLevel(StrEnum):
 
     @property
     def rank(self) -> int:
+        """The level's order: a higher level allows every tool a lower one does."""
         return _LEVEL_RANK[self]
 
     def allows(self, required: ToolLevel) -> bool:
+        """True when a tool that needs ``required`` may run at this level."""
         return self.rank >= required.rank
 
 
