@@ -10,7 +10,9 @@ the plugin or the activities.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agent_tools.lazy import lazy_names
 
 __all__ = [
     "AgentDefinition",
@@ -135,16 +137,4 @@ if TYPE_CHECKING:
     from agent_tools.worker import build_worker
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agent_tools' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    """The public names."""
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)

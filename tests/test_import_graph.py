@@ -46,6 +46,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "agent_tools.boundaries",
         "agent_tools.budget",
         "agent_tools.errors",
+        "agent_tools.lazy",
         "agent_tools.live_text",
         "agent_tools.messages",
         "agent_tools.model_spec",

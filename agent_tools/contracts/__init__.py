@@ -9,7 +9,9 @@ the workflow layer imports these modules. Everything not in ``__all__`` is imple
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agent_tools.lazy import lazy_names
 
 __all__ = [
     "AnswerAccepted",
@@ -71,16 +73,4 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first use (a workflow importing one contract loads only that one)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agent_tools.contracts' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    """The public names."""
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
