@@ -28,8 +28,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from agent_tools import search_attributes as sa
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.boundaries import ID_CHARS, NOTE_CHARS, cap_text, clean_json, clean_text, request_problems
-from agent_tools.contracts.approvals import ApprovalAccepted, PendingApproval
-from agent_tools.contracts.human import AnswerAccepted, PendingQuestion
+from agent_tools.contracts.approvals import ApprovalAccepted, ApprovalState, PendingApproval
+from agent_tools.contracts.human import AnswerAccepted, HumanState, PendingQuestion
 from agent_tools.contracts.output import schema_dict, schema_refusal
 from agent_tools.errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools.messages import Message
@@ -156,7 +156,12 @@ class SessionHandle:
     # Capability faces of the handle live with their capability; these delegate so users keep one object.
 
     async def answer_questions(self, answers: object, *, by_signal: bool = False) -> AnswerAccepted | None:
-        """Answer the session's pending askUser questions (see :mod:`agent_tools.human_client`)."""
+        """Answer the session's pending askUser questions (``{question or id: answer}``, or a list of answers).
+
+        By update (the default) the session refuses answers that fit no pending question, with the reason.
+        By signal nothing can be refused: a bad answer is recorded in :meth:`human_state` as rejected, the
+        questions stay pending, and this returns None.
+        """
         from agent_tools.human_client import answer_questions
 
         return await answer_questions(self, answers, by_signal=by_signal)
@@ -172,6 +177,39 @@ class SessionHandle:
         from agent_tools.human_client import pending_approvals
 
         return await pending_approvals(self)
+
+    async def human_state(self) -> HumanState:
+        """Pending questions, answered ones (structured) and rejected signalled answers."""
+        from agent_tools.human_client import human_state
+
+        return await human_state(self)
+
+    async def approval_state(self) -> ApprovalState:
+        """Pending approvals, recent decisions and rejected signalled decisions."""
+        from agent_tools.human_client import approval_state
+
+        return await approval_state(self)
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        digest: str | None = None,
+        reason: str | None = None,
+        decided_by: str | None = None,
+        by_signal: bool = False,
+    ) -> ApprovalAccepted | None:
+        """Approve or deny one pending call, by update (as :meth:`approve` and :meth:`deny`) or by signal.
+
+        By signal nothing can be refused: a bad decision is recorded in :meth:`approval_state` as rejected,
+        the call stays pending, and this returns None.
+        """
+        from agent_tools.human_client import decide_approval
+
+        return await decide_approval(
+            self, approval_id, approve=approve, digest=digest, reason=reason, decided_by=decided_by, by_signal=by_signal
+        )
 
     async def approve(
         self, approval_id: str, *, digest: str, reason: str | None = None, decided_by: str | None = None

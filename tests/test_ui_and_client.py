@@ -275,3 +275,37 @@ async def test_the_worker_not_the_client_knows_the_model_keys(
     assert "Traceback" not in unknown.output
     reason = unknown.output.strip().splitlines()[-1]
     assert reason.startswith("session failed: unknown model provider 'nosuch': use openai, anthropic"), reason
+
+
+async def test_the_handle_decides_approvals_by_signal_and_reads_the_state(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """The signal path and the state queries of approvals are on the session handle, the one client face."""
+    from agent_tools import tool
+
+    @tool(description="Look up a balance", requires_approval=True)  # type: ignore[untyped-decorator]
+    async def guarded_balance(account: str) -> str:
+        return f"{account}: 100"
+
+    settings.model = script(
+        [
+            {"say": "", "tool_calls": [{"name": "guarded_balance", "arguments": {"account": "acme"}}]},
+            {"say": "{{last_tool}}"},
+        ]
+    )
+    async with worker_for(tools=[guarded_balance]) as client:
+        handle = await client.start_session("check", tools=["guarded_balance"])
+        await _wait_for(lambda: _has_pending_approval(handle))
+        [pending] = (await handle.approval_state()).pending
+        assert await handle.decide_approval(
+            pending.approval_id, approve=True, digest=pending.digest, decided_by="ana", by_signal=True
+        ) is None  # fmt: skip
+        result = await handle.result()
+        assert result.final_message == "acme: 100"
+        decided = (await handle.approval_state()).decided
+        assert [(d.via, d.decided_by) for d in decided] == [("signal", "ana")]
+        assert (await handle.human_state()).pending == []
+
+
+async def _has_pending_approval(handle: Any) -> bool:
+    return bool(await handle.pending_approvals())

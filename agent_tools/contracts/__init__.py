@@ -18,8 +18,10 @@ __all__ = [
     "ApprovalAccepted",
     "ApprovalDecision",
     "ApprovalPolicy",
+    "ApprovalState",
     "AskOption",
     "FetchResponse",
+    "HumanState",
     "McpConfig",
     "McpServerConfig",
     "OutputContract",
@@ -39,10 +41,12 @@ _LAZY = {
     "PendingApproval": "agent_tools.contracts.approvals",
     "ApprovalDecision": "agent_tools.contracts.approvals",
     "ApprovalAccepted": "agent_tools.contracts.approvals",
+    "ApprovalState": "agent_tools.contracts.approvals",
     # Questions to a person (askUser)
     "PendingQuestion": "agent_tools.contracts.human",
     "AskOption": "agent_tools.contracts.human",
     "AnswerAccepted": "agent_tools.contracts.human",
+    "HumanState": "agent_tools.contracts.human",
     # Structured results
     "OutputContract": "agent_tools.contracts.output",
     "schema_refusal": "agent_tools.contracts.output",
@@ -59,8 +63,14 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from agent_tools.contracts.approvals import ApprovalAccepted, ApprovalDecision, ApprovalPolicy, PendingApproval
-    from agent_tools.contracts.human import AnswerAccepted, AskOption, PendingQuestion
+    from agent_tools.contracts.approvals import (
+        ApprovalAccepted,
+        ApprovalDecision,
+        ApprovalPolicy,
+        ApprovalState,
+        PendingApproval,
+    )
+    from agent_tools.contracts.human import AnswerAccepted, AskOption, HumanState, PendingQuestion
     from agent_tools.contracts.mcp.config import McpConfig, McpServerConfig
     from agent_tools.contracts.output import OutputContract, schema_refusal
     from agent_tools.contracts.web.models import (
