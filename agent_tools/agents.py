@@ -112,6 +112,7 @@ class AgentRegistry:
 
     @classmethod
     def from_file(cls, path: Path | None) -> AgentRegistry:
+        """The agents of a TOML file (``[[agents]]`` tables), or the default agent alone when there is no file."""
         if path is None or not path.is_file():
             return cls()
         try:
@@ -122,6 +123,11 @@ class AgentRegistry:
         return cls(agents)
 
     def get(self, name: str, project: str = "default") -> AgentDefinition:
+        """The agent named ``name`` in ``project``, else in the default project.
+
+        Raises:
+            ConfigurationError: no such agent (the message lists the known ones).
+        """
         agent = self._agents.get((project, name)) or (
             self._agents.get(("default", name)) if project != "default" else None
         )
@@ -131,10 +137,12 @@ class AgentRegistry:
         return agent
 
     def find(self, name: str, project: str = "default") -> AgentDefinition | None:
+        """The agent as :meth:`get` finds it, or None."""
         try:
             return self.get(name, project)
         except ConfigurationError:
             return None
 
     def all(self) -> list[AgentDefinition]:
+        """Every registered agent, of every project."""
         return list(self._agents.values())

@@ -60,6 +60,7 @@ class BudgetLimits(BaseModel):
     tokens: int | None = Field(default=None, ge=0, le=10**12)
 
     def is_set(self) -> bool:
+        """True when either ceiling is set."""
         return self.cost_usd is not None or self.tokens is not None
 
 

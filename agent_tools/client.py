@@ -29,8 +29,8 @@ from agent_tools import search_attributes as sa
 from agent_tools import session_names as names
 from agent_tools.activity_io import ProgressEvent
 from agent_tools.boundaries import ID_CHARS, NOTE_CHARS, cap_text, clean_json, clean_text, request_problems
-from agent_tools.contracts.approvals import ApprovalAccepted, PendingApproval
-from agent_tools.contracts.human import AnswerAccepted, PendingQuestion
+from agent_tools.contracts.approvals import ApprovalAccepted, ApprovalState, PendingApproval
+from agent_tools.contracts.human import AnswerAccepted, HumanState, PendingQuestion
 from agent_tools.contracts.output import schema_dict, schema_refusal
 from agent_tools.errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools.messages import Message
@@ -109,6 +109,7 @@ class SessionHandle:
         )
 
     def ui_url(self) -> str:
+        """The session's page in the Temporal UI."""
         return self._client.ui_url(self.id)
 
     async def send(self, content: str) -> SendMessageAccepted:
@@ -138,6 +139,7 @@ class SessionHandle:
         return await self.query(names.QUERY_STATUS, StatusView)
 
     async def latest_message(self) -> LatestMessageView:
+        """The latest assistant message, as the session shows it now (a query)."""
         return await self.query(names.QUERY_LATEST_MESSAGE, LatestMessageView)
 
     async def query(self, name: str, result_type: type[T], *args: Any) -> T:
@@ -155,12 +157,18 @@ class SessionHandle:
     # Capability faces of the handle live with their capability; these delegate so users keep one object.
 
     async def answer_questions(self, answers: object, *, by_signal: bool = False) -> AnswerAccepted | None:
-        """Answer the session's pending askUser questions (see :mod:`agent_tools.human_client`)."""
+        """Answer the session's pending askUser questions (``{question or id: answer}``, or a list of answers).
+
+        By update (the default) the session refuses answers that fit no pending question, with the reason.
+        By signal nothing can be refused: a bad answer is recorded in :meth:`human_state` as rejected, the
+        questions stay pending, and this returns None.
+        """
         from agent_tools.human_client import answer_questions
 
         return await answer_questions(self, answers, by_signal=by_signal)
 
     async def pending_questions(self) -> list[PendingQuestion]:
+        """The askUser questions waiting for an answer."""
         from agent_tools.human_client import pending_questions
 
         return await pending_questions(self)
@@ -170,6 +178,39 @@ class SessionHandle:
         from agent_tools.human_client import pending_approvals
 
         return await pending_approvals(self)
+
+    async def human_state(self) -> HumanState:
+        """Pending questions, answered ones (structured) and rejected signalled answers."""
+        from agent_tools.human_client import human_state
+
+        return await human_state(self)
+
+    async def approval_state(self) -> ApprovalState:
+        """Pending approvals, recent decisions and rejected signalled decisions."""
+        from agent_tools.human_client import approval_state
+
+        return await approval_state(self)
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        digest: str | None = None,
+        reason: str | None = None,
+        decided_by: str | None = None,
+        by_signal: bool = False,
+    ) -> ApprovalAccepted | None:
+        """Approve or deny one pending call, by update (as :meth:`approve` and :meth:`deny`) or by signal.
+
+        By signal nothing can be refused: a bad decision is recorded in :meth:`approval_state` as rejected,
+        the call stays pending, and this returns None.
+        """
+        from agent_tools.human_client import decide_approval
+
+        return await decide_approval(
+            self, approval_id, approve=approve, digest=digest, reason=reason, decided_by=decided_by, by_signal=by_signal
+        )
 
     async def approve(
         self, approval_id: str, *, digest: str, reason: str | None = None, decided_by: str | None = None
@@ -197,6 +238,7 @@ class SessionHandle:
         return accepted
 
     async def result(self) -> SessionResult:
+        """Wait for the session to end; its final message, status, usage and structured output."""
         async with _existing(self.id):
             return await self.workflow.result()
 
@@ -256,64 +298,92 @@ class SessionHandle:
             async for item in stream.subscribe("progress", from_offset, result_type=ProgressEvent, poll_cooldown=poll):
                 yield item.data
 
-    async def _tree_progress(self, from_offset: int, poll: timedelta) -> AsyncIterator[ProgressEvent]:
+    def _tree_progress(self, from_offset: int, poll: timedelta) -> AsyncIterator[ProgressEvent]:
+        return _ProgressTree(self, self._client, poll).events(from_offset)
+
+
+class _ProgressTree:
+    """A session's progress merged with its sub-agents' (and theirs), each stream polled on its own."""
+
+    def __init__(self, root: SessionHandle, client: AgentToolsClient, poll: timedelta) -> None:
+        self._root = root
+        self._client = client
+        self._poll = poll
         # Items: events, or the id of a session whose stream has ended, or the root's error.
-        queue: asyncio.Queue[ProgressEvent | str | BaseException] = asyncio.Queue()
-        followed: dict[str, asyncio.Task[None]] = {}
-        ended: set[str] = set()
+        self._queue: asyncio.Queue[ProgressEvent | str | BaseException] = asyncio.Queue()
+        self._followed: dict[str, asyncio.Task[None]] = {}
+        self._ended: set[str] = set()
         # A parent's subagent_done is held until the sub-agent's own stream has ended (or for a moment):
         # each stream is polled on its own, so the sub-agent's last words would otherwise come after it.
-        held: dict[str, tuple[float, ProgressEvent]] = {}
+        self._held: dict[str, tuple[float, ProgressEvent]] = {}
+
+    async def events(self, from_offset: int) -> AsyncIterator[ProgressEvent]:
         loop = asyncio.get_running_loop()
-
-        async def pump(handle: SessionHandle, offset: int) -> None:
-            try:
-                async for event in handle.progress(offset, poll=poll):
-                    await queue.put(event)
-            except asyncio.CancelledError:
-                raise
-            except BaseException as exc:
-                # The root's failure ends the iteration with its error; a sub-agent's ends only its part.
-                if handle.id == self.id:
-                    await queue.put(exc)
-                    return
-            await queue.put(handle.id)
-
-        def release(now: float, child: str | None = None) -> list[ProgressEvent]:
-            due = [k for k, (deadline, _) in held.items() if k == child or deadline <= now]
-            return [held.pop(k)[1] for k in due]
-
-        followed[self.id] = asyncio.create_task(pump(self, from_offset))
+        self._follow(self._root, from_offset)
         try:
             while True:
-                timeout = max(0.0, min(d for d, _ in held.values()) - loop.time()) if held else None
+                timeout = max(0.0, min(d for d, _ in self._held.values()) - loop.time()) if self._held else None
                 try:
-                    item = await asyncio.wait_for(queue.get(), timeout)
+                    item = await asyncio.wait_for(self._queue.get(), timeout)
                 except TimeoutError:
-                    for event in release(loop.time()):
+                    for event in self._release(loop.time()):
                         yield event
                     continue
                 if isinstance(item, BaseException):
                     raise item
                 if isinstance(item, str):
-                    ended.add(item)
-                    for event in release(loop.time(), item):
+                    for event in self._stream_ended(item, loop.time()):
                         yield event
-                    if item == self.id:
-                        for _, event in held.values():
-                            yield event
+                    if item == self._root.id:
                         return
                     continue
-                child = item.data.get("id")
-                if item.kind == "subagent_done" and isinstance(child, str) and child in followed and child not in ended:
-                    held[child] = (loop.time() + 2.0, item)
+                if self._hold(item, loop.time()):
                     continue
                 yield item
-                if item.kind == "subagent_started" and isinstance(child, str) and child not in followed:
-                    followed[child] = asyncio.create_task(pump(self._client.session(child), 0))
+                child = item.data.get("id")
+                if item.kind == "subagent_started" and isinstance(child, str) and child not in self._followed:
+                    self._follow(self._client.session(child), 0)
         finally:
-            for task in followed.values():
+            for task in self._followed.values():
                 task.cancel()
+
+    def _follow(self, handle: SessionHandle, offset: int) -> None:
+        self._followed[handle.id] = asyncio.create_task(self._pump(handle, offset))
+
+    async def _pump(self, handle: SessionHandle, offset: int) -> None:
+        try:
+            async for event in handle.progress(offset, poll=self._poll):
+                await self._queue.put(event)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            # The root's failure ends the iteration with its error; a sub-agent's ends only its part.
+            if handle.id == self._root.id:
+                await self._queue.put(exc)
+                return
+        await self._queue.put(handle.id)
+
+    def _hold(self, event: ProgressEvent, now: float) -> bool:
+        """Hold a subagent_done whose sub-agent's stream is still being read; True when held."""
+        child = event.data.get("id")
+        if event.kind != "subagent_done" or not isinstance(child, str):
+            return False
+        if child not in self._followed or child in self._ended:
+            return False
+        self._held[child] = (now + 2.0, event)
+        return True
+
+    def _stream_ended(self, session_id: str, now: float) -> list[ProgressEvent]:
+        """The events a session's ended stream lets out: its held subagent_done, and all held at the root's end."""
+        self._ended.add(session_id)
+        out = self._release(now, session_id)
+        if session_id == self._root.id:
+            out.extend(event for _, event in self._held.values())
+        return out
+
+    def _release(self, now: float, child: str | None = None) -> list[ProgressEvent]:
+        due = [k for k, (deadline, _) in self._held.items() if k == child or deadline <= now]
+        return [self._held.pop(k)[1] for k in due]
 
 
 class AgentToolsClient:
@@ -365,6 +435,7 @@ class AgentToolsClient:
         return cls(temporal, settings)
 
     def ui_url(self, session_id: str) -> str:
+        """The Temporal UI page of a session (``settings.temporal_ui_url``)."""
         base = self.settings.temporal_ui_url.rstrip("/")
         return f"{base}/namespaces/{self.settings.temporal_namespace}/workflows/{session_id}"
 
@@ -507,6 +578,7 @@ class AgentToolsClient:
         return ResearchClient(self)
 
     def session(self, session_id: str) -> SessionHandle:
+        """A handle on an existing session (nothing is checked until it is used)."""
         return SessionHandle(self, session_id)
 
     async def list_sessions(
@@ -561,6 +633,7 @@ class AgentToolsClient:
         return self._transcripts
 
     async def close(self) -> None:
+        """Close what the client opened on use: the web tools' engine and the transcript store."""
         if self._tools is not None:
             await self._tools.aclose()
             self._tools = None

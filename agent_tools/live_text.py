@@ -47,6 +47,7 @@ class LiveText:
     _finished: dict[str, set[int]] = field(default_factory=dict)
 
     def feed(self, event: ProgressEvent) -> list[TextUpdate]:
+        """What one progress event changes in the text shown: appends, a restart after a retried step, or none."""
         sid = event.session_id
         data = event.data
         if event.kind == "text_delta":

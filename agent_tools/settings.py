@@ -185,9 +185,11 @@ class Settings(BaseSettings):
         return f"scripted:{DEMO_SCRIPT}"
 
     def model_for_tier(self, tier: str) -> str:
+        """The model spec for a tier (``model_tiers``), else the default model."""
         return self.model_tiers.get(tier) or self.default_model()
 
     def disabled_for(self, organisation: str) -> list[str]:
+        """The tools turned off for an organisation: everyone's and its own."""
         return [*self.disabled_tools, *self.org_disabled_tools.get(organisation, [])]
 
 

@@ -69,15 +69,20 @@ __all__ = [
 ]
 
 SCRIPT_FINISHED = "(script finished)"
+"""What the scripted model answers once its conversation has run out of turns."""
 
 
 class ScriptedCall(BaseModel):
+    """A tool call the model makes in a turn; ``raw_arguments`` sends arguments exactly as written."""
+
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     raw_arguments: str | None = None
 
 
 class ScriptedTurn(BaseModel):
+    """One model turn: the text it streams (``say``, placeholders filled) and the tool calls it makes."""
+
     say: str = ""
     tool_calls: list[ScriptedCall] = Field(default_factory=list)
     # Optional HTTP-like failure for provider error tests: {"status": 429} etc. handled by the provider.
@@ -88,6 +93,8 @@ class ScriptedTurn(BaseModel):
 
 
 class ScriptMatch(BaseModel):
+    """Which sessions a conversation plays for: every field given must fit (none given: every session)."""
+
     agent: str | None = None
     prompt_contains: str | None = None
     title: str | None = None
@@ -95,6 +102,8 @@ class ScriptMatch(BaseModel):
 
 
 class Conversation(BaseModel):
+    """The turns played, in order, for the sessions its ``match`` fits."""
+
     match: ScriptMatch = Field(default_factory=ScriptMatch)
     turns: list[ScriptedTurn] = Field(default_factory=list)
     # Repeat the last turn forever instead of finishing (long benchmark sessions).
@@ -102,12 +111,15 @@ class Conversation(BaseModel):
 
 
 class Script(BaseModel):
+    """A whole script: the first conversation whose ``match`` fits a session plays for it."""
+
     conversations: list[Conversation]
     # The pace at which every turn streams its words unless the turn sets its own (0: all at once).
     word_seconds: float = 0.0
 
     @classmethod
     def load(cls, path: str | Path) -> Script:
+        """Read a YAML (``.yaml``, ``.yml``) or JSON script; a bare list is the turns of one conversation."""
         text = Path(path).read_text()
         data = yaml.safe_load(text) if str(path).endswith((".yaml", ".yml")) else json.loads(text)
         if isinstance(data, list):
@@ -115,6 +127,7 @@ class Script(BaseModel):
         return cls.model_validate(data)
 
     def choose(self, messages: list[Message], meta: dict[str, Any]) -> Conversation | None:
+        """The first conversation whose ``match`` fits the session (``meta``: agent, title, role), if any."""
         first_user = next((m.content for m in messages if m.role == "user"), "")
         for conv in self.conversations:
             m = conv.match
@@ -168,8 +181,10 @@ _NAMED = re.compile(r"\{\{tool_results:([A-Za-z0-9_\-]+)(?:\.([A-Za-z0-9_]+))?\}
 
 
 def _named_results(messages: list[Message], name: str, field: str | None = None) -> str:
-    """Results of the latest step that called ``name``, in call order; with ``field``, that key of each
-    JSON result."""
+    """Results of the latest step that called ``name``, in call order.
+
+    With ``field``, that key of each JSON result.
+    """
     found: list[str] = []
     for m in reversed(messages):
         if m.role == "tool" and m.name == name:
@@ -267,15 +282,18 @@ class FunctionModel:
     name = "function"
 
     def __init__(self, function: FunctionDef) -> None:
+        """Answer every model call of the worker with ``function``."""
         self.function = function
 
     def resolve(self, spec: str) -> tuple[Provider, str]:
+        """This model for every spec, under the spec's own name."""
         return self, spec
 
     def check(self, spec: str) -> None:
         """Every spec is served."""
 
     async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        """Call the function with the step's messages and what the step offers; its message is the answer."""
         from agent_tools.activities.providers.base import estimated_response
 
         info = ModelInfo(

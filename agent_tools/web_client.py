@@ -28,7 +28,7 @@ from agent_tools.contracts.web.models import (
     WebFetchArgs,
     WebSearchArgs,
 )
-from agent_tools.errors import AgentToolsError, StoreNotReady
+from agent_tools.errors import AgentToolsError, StoreNotReady, WebError
 from agent_tools.settings import Settings
 
 if TYPE_CHECKING:
@@ -92,28 +92,34 @@ class ToolsClient:
                     self._web = WebService(self.settings.web, store, owns_store=True)
         return self._web
 
-    async def _run(self, fn: str, args: Any) -> Any:
-        from agent_tools.errors import WebError
+    async def search(self, request: WebSearchArgs | dict[str, Any]) -> SearchResponse:
+        """A verified web search, answered as ``POST /v1/tools/search`` answers it.
 
+        Raises:
+            WebToolError: the search was refused or no engine answered.
+        """
+        args = request if isinstance(request, WebSearchArgs) else WebSearchArgs.model_validate(request)
         web = await self._service()
         try:
-            return await getattr(web, fn)(args)
+            return await search_with(web, args)
         except WebError as exc:
             raise WebToolError(exc.code, exc.message, status=exc.http_status, details=exc.details) from exc
 
-    async def search(self, request: WebSearchArgs | dict[str, Any]) -> SearchResponse:
-        from agent_tools.contracts.web.render import search_response
-
-        args = request if isinstance(request, WebSearchArgs) else WebSearchArgs.model_validate(request)
-        outcome = await self._run("web_search", args)
-        return search_response(outcome, args.max_results)
-
     async def fetch(self, request: WebFetchArgs | dict[str, Any]) -> FetchResponse:
+        """One page as clean Markdown, answered as ``POST /v1/tools/fetch`` answers it.
+
+        Raises:
+            WebToolError: the URL was refused or the page could not be fetched.
+        """
         args = request if isinstance(request, WebFetchArgs) else WebFetchArgs.model_validate(request)
-        result: FetchResponse = await self._run("web_fetch", args)
-        return result
+        web = await self._service()
+        try:
+            return await web.web_fetch(args)
+        except WebError as exc:
+            raise WebToolError(exc.code, exc.message, status=exc.http_status, details=exc.details) from exc
 
     async def aclose(self) -> None:
+        """Close the engine (its HTTP client and store) if it was opened."""
         if self._web is not None:
             web, self._web = self._web, None
             await web.aclose()
@@ -123,6 +129,16 @@ class ToolsClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+async def search_with(web: WebService, args: WebSearchArgs) -> SearchResponse:
+    """``args`` searched on ``web``, with the answer's ``intent`` read from the query: the one rendering of
+    a search that the client and the HTTP service share."""
+    from agent_tools.contracts.web.render import search_intent, search_response
+
+    outcome = await web.web_search(args)
+    intent = search_intent(args.query, include_domains=args.include_domains, freshness=args.freshness)
+    return search_response(outcome, args.max_results, intent=intent)
 
 
 def validate_output_schema(schema: dict[str, Any] | None) -> None:
@@ -144,6 +160,11 @@ class ResearchClient:
         self._client = client
 
     async def create(self, request: ResearchRequest | dict[str, Any], *, job_id: str | None = None) -> ResearchJob:
+        """Start a job and return at once (``status`` is ``running``).
+
+        Raises:
+            ValueError: the request's ``output_schema`` is not a valid JSON Schema.
+        """
         req = request if isinstance(request, ResearchRequest) else ResearchRequest.model_validate(request)
         validate_output_schema(req.output_schema)
         job_id = job_id or f"research-{uuid.uuid4()}"
@@ -157,6 +178,7 @@ class ResearchClient:
         return ResearchJob(id=job_id, status="running", question=req.question, phase="starting")
 
     async def retrieve(self, job_id: str) -> ResearchJob:
+        """The job's state now: its result once finished, its phase while running."""
         from temporalio.client import WorkflowExecutionStatus
 
         handle = self._client.temporal.get_workflow_handle(job_id, result_type=ResearchJob)

@@ -14,10 +14,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from agent_tools import AgentToolsClient, AgentToolsPlugin, Settings, tool
-from agent_tools.devserver import start_dev_server
+from agent_tools import AgentToolsClient, AgentToolsPlugin, Settings, build_worker, run_and_exit, start_dev_server, tool
 from agent_tools.testing import write_script
-from agent_tools.worker import build_worker
 
 
 @tool
@@ -56,6 +54,4 @@ async def main() -> str:
 if __name__ == "__main__":
     # The Temporal core runtime's threads can abort the interpreter's finalization after the work is done
     # (temporalio/sdk-python#300, exit status 134 at random): leave with the real status, unfinalized.
-    from agent_tools.process_exit import run_and_exit
-
     run_and_exit(lambda: asyncio.run(main()))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from agent_tools import Settings
+from agent_tools import Settings, run_and_exit
 from agent_tools.embedded import embedded
 
 
@@ -37,6 +37,4 @@ async def main() -> str:
 if __name__ == "__main__":
     # The Temporal core runtime's threads can abort the interpreter's finalization after the work is done
     # (temporalio/sdk-python#300, exit status 134 at random): leave with the real status, unfinalized.
-    from agent_tools.process_exit import run_and_exit
-
     run_and_exit(lambda: asyncio.run(main()))

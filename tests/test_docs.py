@@ -1,20 +1,12 @@
-"""The API reference builds from the docstrings, and every public name has one."""
+"""The API reference builds from the docstrings (tests/test_public_api.py checks the names it documents)."""
 
 from __future__ import annotations
 
-import inspect
 import subprocess
 import sys
 from pathlib import Path
 
-import agent_tools
-
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def test_every_public_name_is_documented() -> None:
-    undocumented = [name for name in agent_tools.__all__ if not inspect.getdoc(getattr(agent_tools, name))]
-    assert undocumented == []
 
 
 def test_api_reference_builds_strictly(tmp_path: Path) -> None:

@@ -60,3 +60,23 @@ def test_demo_command_runs_the_main_job(tmp_path: Path) -> None:
     # The dev server's banner goes to its log: on the terminal it repeated our one line about the server.
     assert "Temporal Persistence:" not in out + proc.stderr
     assert "Temporal Persistence:" in (tmp_path / ".agent-tools" / "logs" / "temporal.log").read_text()
+
+
+# The embedded server's function has its module's name, which hides a lazy `agent_tools.embedded` (importing
+# the module sets the package's attribute); it joins `agent_tools` when the module becomes private.
+NOT_YET_ON_A_FACE = {"agent_tools.embedded"}
+
+
+def test_examples_import_only_the_public_faces() -> None:
+    import ast
+
+    faces = {"agent_tools", "agent_tools.testing", "agent_tools.contracts"}
+    deep: set[str] = set()
+    for example in sorted((ROOT / "examples").glob("*.py")):
+        for node in ast.walk(ast.parse(example.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agent_tools"):
+                if node.module not in faces:
+                    deep.add(str(node.module))
+            elif isinstance(node, ast.Import):
+                deep.update(a.name for a in node.names if a.name.startswith("agent_tools.") and a.name not in faces)
+    assert deep == NOT_YET_ON_A_FACE

@@ -231,3 +231,81 @@ async def test_a_dev_server_that_fails_to_start_says_why_from_its_log(tmp_path: 
     message = str(caught.value)
     assert message.startswith("the Temporal dev server did not start: ") and "no such file or directory" in message
     assert str(log) in message
+
+
+async def test_the_worker_not_the_client_knows_the_model_keys(
+    settings: Any, temporal_env: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A terminal without OPENAI_API_KEY starts an ``openai:`` session that a worker with the key serves; on a
+    worker without one (or without the provider) the session fails, and the terminal prints the one-line reason."""
+    from tests.fake_llm_server import Reply, fake_llm_server, openai_reply
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    env = {
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
+        "AGENT_TOOLS_AGENTS_FILE": "",
+        "AGENT_TOOLS_OPENAI_API_KEY": "",
+        "OPENAI_API_KEY": "",
+    }
+    runner = CliRunner()
+
+    async def run(model: str) -> Any:
+        return await asyncio.to_thread(runner.invoke, app, ["run", "hi", "--model", model], env=env)
+
+    with fake_llm_server() as llm:
+        keyed = settings.model_copy(update={"openai_api_key": "sk-worker", "openai_base_url": llm.base_url})
+        llm.queue(openai_reply("answered with the worker's key"))
+        async with worker_for(settings=keyed):
+            out = await run("openai:gpt-4.1-mini")
+        assert out.exit_code == 0, out.output
+        assert "answered with the worker's key" in out.output
+        assert {k.lower(): v for k, v in llm.requests[-1]["headers"].items()}["authorization"] == "Bearer sk-worker"
+
+        # What OpenAI answers a request without a key.
+        llm.queue(Reply(status=401, body={"error": {"message": "You didn't provide an API key.", "type": "x"}}))
+        async with worker_for(settings=settings.model_copy(update={"openai_base_url": llm.base_url})):
+            out = await run("openai:gpt-4.1-mini")
+            unknown = await run("nosuch:model-x")
+        assert "authorization" not in {k.lower() for k in llm.requests[-1]["headers"]}
+    assert out.exit_code == 1, out.output
+    assert "error: model call failed: openai HTTP 401: You didn't provide an API key." in out.output
+    assert unknown.exit_code == 1, unknown.output
+    assert "Traceback" not in unknown.output
+    reason = unknown.output.strip().splitlines()[-1]
+    assert reason.startswith("session failed: unknown model provider 'nosuch': use openai, anthropic"), reason
+
+
+async def test_the_handle_decides_approvals_by_signal_and_reads_the_state(
+    settings: Any, script: Any, worker_for: Any
+) -> None:
+    """The signal path and the state queries of approvals are on the session handle, the one client face."""
+    from agent_tools import tool
+
+    @tool(description="Look up a balance", requires_approval=True)  # type: ignore[untyped-decorator]
+    async def guarded_balance(account: str) -> str:
+        return f"{account}: 100"
+
+    settings.model = script(
+        [
+            {"say": "", "tool_calls": [{"name": "guarded_balance", "arguments": {"account": "acme"}}]},
+            {"say": "{{last_tool}}"},
+        ]
+    )
+    async with worker_for(tools=[guarded_balance]) as client:
+        handle = await client.start_session("check", tools=["guarded_balance"])
+        await _wait_for(lambda: _has_pending_approval(handle))
+        [pending] = (await handle.approval_state()).pending
+        assert await handle.decide_approval(
+            pending.approval_id, approve=True, digest=pending.digest, decided_by="ana", by_signal=True
+        ) is None  # fmt: skip
+        result = await handle.result()
+        assert result.final_message == "acme: 100"
+        decided = (await handle.approval_state()).decided
+        assert [(d.via, d.decided_by) for d in decided] == [("signal", "ana")]
+        assert (await handle.human_state()).pending == []
+
+
+async def _has_pending_approval(handle: Any) -> bool:
+    return bool(await handle.pending_approvals())

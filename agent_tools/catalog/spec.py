@@ -23,9 +23,11 @@ class ToolLevel(StrEnum):
 
     @property
     def rank(self) -> int:
+        """The level's order: a higher level allows every tool a lower one does."""
         return _LEVEL_RANK[self]
 
     def allows(self, required: ToolLevel) -> bool:
+        """True when a tool that needs ``required`` may run at this level."""
         return self.rank >= required.rank
 
 
@@ -129,19 +131,28 @@ def strict_problems(schema: dict[str, Any], value: Any) -> list[tuple[Path, str]
     An object schema with ``properties`` and no ``additionalProperties`` names every key it accepts (the
     models behind the tools' schemas ignore any other key, so a model's ``timeout`` would vanish silently).
     """
-    defs: dict[str, Any] = schema.get("$defs", {})
-    found: list[tuple[Path, str]] = []
+    walker = _StrictWalker(schema.get("$defs", {}))
+    walker.walk(schema, value, ())
+    return walker.found
 
-    def deref(node: Any) -> Any:
+
+class _StrictWalker:
+    """One walk of ``strict_problems``: the schema's ``$defs`` and the problems found so far."""
+
+    def __init__(self, defs: dict[str, Any]) -> None:
+        self.defs = defs
+        self.found: list[tuple[Path, str]] = []
+
+    def deref(self, node: Any) -> Any:
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
-            node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+            node = self.defs.get(node["$ref"].rsplit("/", 1)[-1], {})
         return node
 
-    def branch(node: dict[str, Any], val: Any) -> Any:
+    def branch(self, node: dict[str, Any], val: Any) -> Any:
         options = node.get("anyOf") or node.get("oneOf")
         if not isinstance(options, list):
             return node
-        options = [deref(o) for o in options]
+        options = [self.deref(o) for o in options]
         for option in options:
             if isinstance(option, dict) and _json_type_fits(option, val):
                 return option
@@ -149,32 +160,32 @@ def strict_problems(schema: dict[str, Any], value: Any) -> list[tuple[Path, str]
             return {"type": "boolean"}  # an optional flag given "yes": refused like a required one
         return None  # no branch fits: pydantic's own message says so
 
-    def walk(node: Any, val: Any, path: Path) -> None:
-        node = deref(node)
+    def walk(self, node: Any, val: Any, path: Path) -> None:
+        node = self.deref(node)
         if not isinstance(node, dict):
             return
-        node = branch(node, val)
+        node = self.branch(node, val)
         if node is None:
             return
         kind = node.get("type")
         if kind == "boolean" and not isinstance(val, bool):
-            found.append((path, f"must be true or false, not {val!r}"[:200]))
+            self.found.append((path, f"must be true or false, not {val!r}"[:200]))
         elif isinstance(val, dict) and isinstance(node.get("properties"), dict):
-            props: dict[str, Any] = node["properties"]
-            unknown = [k for k in val if k not in props]
-            if unknown and not node.get("additionalProperties"):
-                valid = ", ".join(props) or "none"
-                names = ", ".join(repr(k)[:60] for k in unknown[:5])
-                found.append((path, f"unknown parameter {names}; valid parameters: {valid}"))
-            for key, item in val.items():
-                if key in props:
-                    walk(props[key], item, (*path, key))
+            self.walk_object(node, val, path)
         elif isinstance(val, list) and isinstance(node.get("items"), dict):
             for i, item in enumerate(val):
-                walk(node["items"], item, (*path, i))
+                self.walk(node["items"], item, (*path, i))
 
-    walk(schema, value, ())
-    return found
+    def walk_object(self, node: dict[str, Any], val: dict[str, Any], path: Path) -> None:
+        props: dict[str, Any] = node["properties"]
+        unknown = [k for k in val if k not in props]
+        if unknown and not node.get("additionalProperties"):
+            valid = ", ".join(props) or "none"
+            names = ", ".join(repr(k)[:60] for k in unknown[:5])
+            self.found.append((path, f"unknown parameter {names}; valid parameters: {valid}"))
+        for key, item in val.items():
+            if key in props:
+                self.walk(props[key], item, (*path, key))
 
 
 def _json_type_fits(node: dict[str, Any], val: Any) -> bool:

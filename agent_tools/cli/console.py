@@ -10,7 +10,7 @@ plainly, without the live region.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,91 +134,133 @@ class LiveConsole:
     # ---- events -------------------------------------------------------------------------------------
 
     def handle(self, event: ProgressEvent) -> None:
-        sid, d, kind = event.session_id, event.data, event.kind
+        """Show one progress event: its live text, then its line or its running item."""
         for update in self.text.feed(event):
             self._text(update)
-        if kind == "turn_started":
-            trigger = d.get("trigger")
-            self.status(
-                self._label(sid, f"── turn {d.get('turn')}" + (f" ({trigger})" if trigger != "user" else "")), "dim"
-            )
-        elif kind == "step_started":
-            model = str(d.get("model") or "")
-            self.models.add(model)
-            self.running[f"{sid}:step"] = _Running(
-                self._label(sid, step_summary(int(d.get("step") or 0), model)), time.monotonic()
-            )
-        elif kind == "assistant_message":
-            self.running.pop(f"{sid}:step", None)
-        elif kind == "tool_started":
-            self.running.pop(f"{sid}:step", None)  # the step has answered with these calls
-            label = self._label(sid, tool_label(str(d.get("tool")), d.get("arguments")))
-            self.running[f"{sid}:{d.get('call_id')}"] = _Running(label, time.monotonic())
-            if self._live is None and d.get("tool") not in ("subAgent", "spawn_agent", "invoke_sub_agent"):
-                self.status(f"  → {label}", "cyan")
-        elif kind == "tool_finished":
-            item = self.running.pop(f"{sid}:{d.get('call_id')}", None)
-            took = f"  {elapsed(time.monotonic() - item.started)}" if item else ""
-            label = item.label if item else self._label(sid, str(d.get("tool")))
-            mark, style = ("✗", "red") if d.get("is_error") else ("✓", "green")
-            head = f"  {mark} {label}{took}"
-            # Tools whose outcome has its own lines (the todo list, the sub-agent's) need no preview.
-            quiet = d.get("tool") in _OWN_LINES and not d.get("is_error")
-            room = self.console.width - 1 - len(head) - 2
-            rest = "" if quiet or room < 12 else shorten(str(d.get("preview") or ""), room)
-            self.line(Text.assemble((f"  {mark} {label}", style), (took, "dim"), ("  " + rest if rest else "", "")))
-        elif kind == "todos":
-            for t in d.get("todos") or []:
-                mark = {"completed": "[x]", "in_progress": "[~]"}.get(str(t.get("status")), "[ ]")
-                self.line(self._label(sid, f"    {mark} {t.get('content')}"), "magenta")
-        elif kind == "subagent_started":
-            child = str(d.get("id"))
-            title = shorten(str(d.get("title") or d.get("role") or child), 40)
-            self.labels[child] = title
-            self.running[child] = _Running(self._label(sid, f"sub-agent {title}"), time.monotonic())
-            self.status(
-                self._label(sid, f"  ◆ sub-agent {title} started: {shorten(str(d.get('task') or ''), 90)}"), "yellow"
-            )
-        elif kind == "subagent_done":
-            child = str(d.get("id"))
-            item = self.running.pop(child, None)
-            took = f" · {elapsed(time.monotonic() - item.started)}" if item else ""
-            title = self.labels.get(child, child)
-            status = d.get("status") or ("completed" if d.get("ok") else "failed")
-            self.status(
-                self._label(sid, f"  ◆ sub-agent {title} {status}{took}: {preview(str(d.get('preview') or ''), 90)}"),
-                "yellow",
-            )
-        elif kind == "goal":
-            self.status(
-                self._label(
-                    sid, f"  • goal {d.get('goal_id')} {d.get('event')}: {shorten(str(d.get('condition') or ''), 80)}"
-                ),
-                "yellow",
-            )
-        elif kind == "loop":
-            self.status(
-                self._label(sid, f"  • {d.get('loop_id')} {d.get('event')}: {shorten(str(d.get('prompt') or ''), 80)}"),
-                "yellow",
-            )
-        elif kind == "event":
-            self.status(self._label(sid, f"  • event {d.get('action')}: {d.get('event_kind')}"), "yellow")
-        elif kind == "budget":
-            self.status(self._label(sid, f"  ! budget reached: {shorten(str(d.get('reason') or ''), 120)}"), "red")
-        elif kind == "question":
-            self.running[f"{sid}:question"] = _Running(self._label(sid, "waiting for your answer"), time.monotonic())
-        elif kind == "answer":
-            self.running.pop(f"{sid}:question", None)
-        elif kind == "approval":
-            key = f"{sid}:approval:{d.get('approval_id')}"
-            if d.get("state") == "pending":
-                self.running[key] = _Running(self._label(sid, f"{d.get('tool')} waits for approval"), time.monotonic())
-            elif d.get("state") in ("approved", "denied", "timed_out"):
-                self.running.pop(key, None)
-                by = f" by {d.get('decided_by')}" if d.get("decided_by") else ""
-                style = "green" if d.get("state") == "approved" else "red"
-                self.status(self._label(sid, f"  • approval of {d.get('tool')}: {d.get('state')}{by}"), style)
-        elif kind == "status" and d.get("status") in ("completed", "failed", "stopped", "handed_off"):
+        on_kind = self._on.get(event.kind)
+        if on_kind is not None:
+            on_kind(event.session_id, event.data)
+
+    @property
+    def _on(self) -> dict[str, Callable[[str, dict[str, Any]], None]]:
+        """What each event kind does; kinds not named here show nothing of their own."""
+        return {
+            "turn_started": self._turn_started,
+            "step_started": self._step_started,
+            "assistant_message": self._assistant_message,
+            "tool_started": self._tool_started,
+            "tool_finished": self._tool_finished,
+            "todos": self._todos,
+            "subagent_started": self._subagent_started,
+            "subagent_done": self._subagent_done,
+            "goal": self._goal,
+            "loop": self._loop,
+            "event": self._event,
+            "budget": self._budget,
+            "question": self._question,
+            "answer": self._answer,
+            "approval": self._approval,
+            "status": self._status_changed,
+        }
+
+    def _turn_started(self, sid: str, d: dict[str, Any]) -> None:
+        trigger = d.get("trigger")
+        self.status(
+            self._label(sid, f"── turn {d.get('turn')}" + (f" ({trigger})" if trigger != "user" else "")), "dim"
+        )
+
+    def _step_started(self, sid: str, d: dict[str, Any]) -> None:
+        model = str(d.get("model") or "")
+        self.models.add(model)
+        self.running[f"{sid}:step"] = _Running(
+            self._label(sid, step_summary(int(d.get("step") or 0), model)), time.monotonic()
+        )
+
+    def _assistant_message(self, sid: str, d: dict[str, Any]) -> None:
+        self.running.pop(f"{sid}:step", None)
+
+    def _tool_started(self, sid: str, d: dict[str, Any]) -> None:
+        self.running.pop(f"{sid}:step", None)  # the step has answered with these calls
+        label = self._label(sid, tool_label(str(d.get("tool")), d.get("arguments")))
+        self.running[f"{sid}:{d.get('call_id')}"] = _Running(label, time.monotonic())
+        if self._live is None and d.get("tool") not in ("subAgent", "spawn_agent", "invoke_sub_agent"):
+            self.status(f"  → {label}", "cyan")
+
+    def _tool_finished(self, sid: str, d: dict[str, Any]) -> None:
+        item = self.running.pop(f"{sid}:{d.get('call_id')}", None)
+        took = f"  {elapsed(time.monotonic() - item.started)}" if item else ""
+        label = item.label if item else self._label(sid, str(d.get("tool")))
+        mark, style = ("✗", "red") if d.get("is_error") else ("✓", "green")
+        head = f"  {mark} {label}{took}"
+        # Tools whose outcome has its own lines (the todo list, the sub-agent's) need no preview.
+        quiet = d.get("tool") in _OWN_LINES and not d.get("is_error")
+        room = self.console.width - 1 - len(head) - 2
+        rest = "" if quiet or room < 12 else shorten(str(d.get("preview") or ""), room)
+        self.line(Text.assemble((f"  {mark} {label}", style), (took, "dim"), ("  " + rest if rest else "", "")))
+
+    def _todos(self, sid: str, d: dict[str, Any]) -> None:
+        for t in d.get("todos") or []:
+            mark = {"completed": "[x]", "in_progress": "[~]"}.get(str(t.get("status")), "[ ]")
+            self.line(self._label(sid, f"    {mark} {t.get('content')}"), "magenta")
+
+    def _subagent_started(self, sid: str, d: dict[str, Any]) -> None:
+        child = str(d.get("id"))
+        title = shorten(str(d.get("title") or d.get("role") or child), 40)
+        self.labels[child] = title
+        self.running[child] = _Running(self._label(sid, f"sub-agent {title}"), time.monotonic())
+        self.status(
+            self._label(sid, f"  ◆ sub-agent {title} started: {shorten(str(d.get('task') or ''), 90)}"), "yellow"
+        )
+
+    def _subagent_done(self, sid: str, d: dict[str, Any]) -> None:
+        child = str(d.get("id"))
+        item = self.running.pop(child, None)
+        took = f" · {elapsed(time.monotonic() - item.started)}" if item else ""
+        title = self.labels.get(child, child)
+        status = d.get("status") or ("completed" if d.get("ok") else "failed")
+        self.status(
+            self._label(sid, f"  ◆ sub-agent {title} {status}{took}: {preview(str(d.get('preview') or ''), 90)}"),
+            "yellow",
+        )
+
+    def _goal(self, sid: str, d: dict[str, Any]) -> None:
+        self.status(
+            self._label(
+                sid, f"  • goal {d.get('goal_id')} {d.get('event')}: {shorten(str(d.get('condition') or ''), 80)}"
+            ),
+            "yellow",
+        )
+
+    def _loop(self, sid: str, d: dict[str, Any]) -> None:
+        self.status(
+            self._label(sid, f"  • {d.get('loop_id')} {d.get('event')}: {shorten(str(d.get('prompt') or ''), 80)}"),
+            "yellow",
+        )
+
+    def _event(self, sid: str, d: dict[str, Any]) -> None:
+        self.status(self._label(sid, f"  • event {d.get('action')}: {d.get('event_kind')}"), "yellow")
+
+    def _budget(self, sid: str, d: dict[str, Any]) -> None:
+        self.status(self._label(sid, f"  ! budget reached: {shorten(str(d.get('reason') or ''), 120)}"), "red")
+
+    def _question(self, sid: str, d: dict[str, Any]) -> None:
+        self.running[f"{sid}:question"] = _Running(self._label(sid, "waiting for your answer"), time.monotonic())
+
+    def _answer(self, sid: str, d: dict[str, Any]) -> None:
+        self.running.pop(f"{sid}:question", None)
+
+    def _approval(self, sid: str, d: dict[str, Any]) -> None:
+        key = f"{sid}:approval:{d.get('approval_id')}"
+        if d.get("state") == "pending":
+            self.running[key] = _Running(self._label(sid, f"{d.get('tool')} waits for approval"), time.monotonic())
+        elif d.get("state") in ("approved", "denied", "timed_out"):
+            self.running.pop(key, None)
+            by = f" by {d.get('decided_by')}" if d.get("decided_by") else ""
+            style = "green" if d.get("state") == "approved" else "red"
+            self.status(self._label(sid, f"  • approval of {d.get('tool')}: {d.get('state')}{by}"), style)
+
+    def _status_changed(self, sid: str, d: dict[str, Any]) -> None:
+        if d.get("status") in ("completed", "failed", "stopped", "handed_off"):
             for key in [k for k in self.running if k.startswith(f"{sid}:")]:
                 self.running.pop(key)
 

@@ -16,6 +16,7 @@ from agent_tools.activity_io import ProgressEvent
 from agent_tools.cli.console import LiveConsole
 from agent_tools.cli.running import log_file, other_terminals, run_or_explain
 from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools.model_spec import split_spec
 from agent_tools.session import TERMINAL_STATUSES
 from agent_tools.settings import Settings
 
@@ -79,6 +80,60 @@ async def _decide(client: AgentToolsClient, view: LiveConsole, event: ProgressEv
     await prompt_and_decide(target, found[0])
 
 
+class _Terminal:
+    """One followed session tree at this terminal: its events shown, its questions and approvals asked, and
+    in a chat the next message read whenever the root is idle."""
+
+    def __init__(self, handle: SessionHandle, view: LiveConsole, yes: bool) -> None:
+        self.handle, self.view, self.yes = handle, view, yes
+        self.client = handle._client
+        self.stdin = asyncio.Lock()  # one reader of standard input at a time: a question or the chat prompt
+        self.idle = asyncio.Event()
+        self.noticed = False
+
+    async def consume(self) -> None:
+        """Show the tree's progress until the root's stream ends."""
+        async for event in self.handle.progress(tree=True):
+            self.view.handle(event)
+            if event.kind == "step_started" and not self.noticed and self.view.scripted_demo():
+                self.noticed = True
+                self.view.line(SCRIPTED_NOTICE, "yellow")
+            if event.kind == "question":
+                async with self.stdin:
+                    with self.view.paused():
+                        await _ask(self.client, self.view, event, self.yes)
+            if event.kind == "approval" and event.data.get("state") == "pending":
+                async with self.stdin:
+                    with self.view.paused():
+                        await _decide(self.client, self.view, event, self.yes)
+            if event.session_id == self.handle.id and event.kind == "status":
+                self._root_status(event.data.get("status"))
+
+    def _root_status(self, status: Any) -> None:
+        if status == "idle":
+            self.idle.set()
+        elif status == "running":
+            self.idle.clear()
+
+    async def converse(self) -> None:
+        """Read the next message whenever the root is idle, until ``/exit`` or the end of input."""
+        from agent_tools.cli.human import read_line
+
+        while True:
+            await self.idle.wait()
+            async with self.stdin:
+                with self.view.paused():
+                    try:
+                        text = (await asyncio.to_thread(read_line, "you> ")).strip()
+                    except EOFError:
+                        text = "/exit"
+            if text in ("/exit", "/quit"):
+                return
+            if text:
+                self.idle.clear()
+                await self.handle.send(text)
+
+
 async def follow(
     handle: SessionHandle,
     *,
@@ -91,58 +146,13 @@ async def follow(
 
     Returns the console, which knows what it showed.
     """
-    client = handle._client
     view = view or LiveConsole(handle.id)
-    terminal = asyncio.Lock()  # one reader of standard input at a time: a question or the chat prompt
-    idle = asyncio.Event()
-    left = asyncio.Event()
-    noticed = False
-
-    async def consume() -> None:
-        nonlocal noticed
-        async for event in handle.progress(tree=True):
-            view.handle(event)
-            if event.kind == "step_started" and not noticed and view.scripted_demo():
-                noticed = True
-                view.line(SCRIPTED_NOTICE, "yellow")
-            if event.kind == "question":
-                async with terminal:
-                    with view.paused():
-                        await _ask(client, view, event, yes)
-            if event.kind == "approval" and event.data.get("state") == "pending":
-                async with terminal:
-                    with view.paused():
-                        await _decide(client, view, event, yes)
-            if event.session_id == handle.id and event.kind == "status":
-                status = event.data.get("status")
-                if status == "idle":
-                    idle.set()
-                elif status == "running":
-                    idle.clear()
-
-    async def converse() -> None:
-        from agent_tools.cli.human import read_line
-
-        while True:
-            await idle.wait()
-            async with terminal:
-                with view.paused():
-                    try:
-                        text = (await asyncio.to_thread(read_line, "you> ")).strip()
-                    except EOFError:
-                        text = "/exit"
-            if text in ("/exit", "/quit"):
-                left.set()
-                return
-            if text:
-                idle.clear()
-                await handle.send(text)
-
+    terminal = _Terminal(handle, view, yes)
     view.start()
     try:
-        tasks = [asyncio.create_task(consume())]
+        tasks = [asyncio.create_task(terminal.consume())]
         if chat:
-            tasks.append(asyncio.create_task(converse()))
+            tasks.append(asyncio.create_task(terminal.converse()))
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -203,6 +213,13 @@ async def run_and_follow(
 
 
 def register(app: typer.Typer) -> None:
+    """The session commands: those that start and follow one, those that steer one, those that look."""
+    _register_starts(app)
+    _register_steering(app)
+    _register_looks(app)
+
+
+def _register_starts(app: typer.Typer) -> None:
     @app.command()
     def run(
         prompt: str = typer.Argument(..., help="What the agent should do"),
@@ -246,6 +263,8 @@ def register(app: typer.Typer) -> None:
         """The demo session on the embedded dev server (scripted model unless an API key is set)."""
         _command(_Run(DEMO_PROMPT, embedded=True, yes=yes, keep_open=keep_open, ports=(port, ui_port)))
 
+
+def _register_steering(app: typer.Typer) -> None:
     @app.command()
     def send(session_id: str, message: str) -> None:
         """Send a message to a session (accepted or refused with a reason)."""
@@ -268,6 +287,8 @@ def register(app: typer.Typer) -> None:
 
         run_or_explain(go())
 
+
+def _register_looks(app: typer.Typer) -> None:
     @app.command()
     def sessions(
         agent: str | None = typer.Option(None),
@@ -390,10 +411,9 @@ async def _run(run: _Run) -> int:
         fields["output_schema"] = run.output_schema
     spec = model or settings.model
     if spec:
-        # A bad spec fails here, before a session or a server starts, not at the session's first model call.
-        from agent_tools.activities.providers.registry import check_spec
-
-        check_spec(spec, settings)
+        # A malformed spec fails here, before a session or a server starts. Whether the provider exists and
+        # has a key is the worker's to say (its settings, not this terminal's): it fails the session if not.
+        split_spec(spec)
     if not embedded:
         client = await AgentToolsClient.connect(settings)
         return await run_and_follow(client, prompt, yes=yes, chat=chat, **fields)

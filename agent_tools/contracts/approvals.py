@@ -193,6 +193,7 @@ class ApprovalState(BaseModel):
     rejected: list[RejectedDecision] = Field(default_factory=list)
 
     def waiting(self) -> list[PendingApproval]:
+        """The pending approvals no decision has reached yet."""
         return [p for p in self.pending if p.decision is None]
 
 

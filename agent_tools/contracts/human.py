@@ -226,6 +226,7 @@ class HumanState(BaseModel):
     rejected: list[RejectedAnswer] = Field(default_factory=list)
 
     def pending_questions(self) -> list[PendingQuestion]:
+        """The unanswered questions of every pending ask, one entry each."""
         return [
             PendingQuestion(
                 ask_id=ask.ask_id,

@@ -38,6 +38,7 @@ from agent_tools.contracts.events import (
     KIND_PATTERN,
     SIGNAL_EVENT,
     EventDelivery,
+    EventOrigin,
     EventRecord,
     RouterEvent,
     SessionDelivery,
@@ -63,13 +64,9 @@ class EventIn(BaseModel):
     )
 
 
-class EventAccepted(BaseModel):
-    event_id: str
-    kind: str
-    organisation: str
-    project: str
-    source: str
-    delivery_id: str
+class EventAccepted(EventOrigin):
+    """The answer to a delivery: the event's ids, and whether it was seen before."""
+
     duplicate: bool = Field(description="The delivery id was seen before: nothing was stored again")
 
 

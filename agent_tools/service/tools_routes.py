@@ -30,17 +30,11 @@ from pydantic import Field
 from starlette.exceptions import HTTPException
 
 from agent_tools.boundaries import describe_validation_error
-from agent_tools.contracts.web.models import (
-    FetchResponse,
-    ResearchJob,
-    ResearchRequest,
-    SearchResponse,
-    WebFetchArgs,
-    WebSearchArgs,
-)
+from agent_tools.contracts.web import models as web_models
 from agent_tools.errors import AgentToolsError, WebError
 from agent_tools.service.auth import bearer_token
 from agent_tools.settings import Settings
+from agent_tools.web_client import ResearchClient, search_with
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -66,7 +60,7 @@ def error_response(
     return JSONResponse({"error": body}, status_code=status, headers=headers)
 
 
-class ResearchCreate(ResearchRequest):
+class ResearchCreate(web_models.ResearchRequest):
     wait_s: float = Field(default=0, ge=0, le=55, description="Wait this long before answering 202 with a running job")
 
 
@@ -156,28 +150,33 @@ def _envelope_route(authorize: Callable[[Request], dict[str, str]]) -> type[APIR
     return EnvelopeRoute
 
 
-def build_router(settings: Settings, state: Any) -> APIRouter:
-    config = settings.web
-    lock = asyncio.Lock()
+class _Shared:
+    """What the routes share through the app's state, each made on first use: the rate limiter, the web
+    engine and the research client (a test injects its own as ``web_rate_limiter``, ``web``, ``agent_client``
+    or ``temporal``)."""
 
-    def limiter() -> RateLimiter:
-        existing = getattr(state, "web_rate_limiter", None)
+    def __init__(self, settings: Settings, state: Any) -> None:
+        self.settings, self.config, self.state = settings, settings.web, state
+        self.lock = asyncio.Lock()
+
+    def limiter(self) -> RateLimiter:
+        existing = getattr(self.state, "web_rate_limiter", None)
         if existing is None:
-            existing = RateLimiter(per_minute=config.rate_per_minute, per_hour=config.rate_per_hour)
-            state.web_rate_limiter = existing
+            existing = RateLimiter(per_minute=self.config.rate_per_minute, per_hour=self.config.rate_per_hour)
+            self.state.web_rate_limiter = existing
         assert isinstance(existing, RateLimiter)
         return existing
 
-    def authorize(request: Request) -> dict[str, str]:
+    def authorize(self, request: Request) -> dict[str, str]:
         """A known bearer key within its rate limits: its rate-limit headers, or a Refusal."""
-        keys = set(getattr(state, "api_keys", None) or config.api_keys)
+        keys = set(getattr(self.state, "api_keys", None) or self.config.api_keys)
         token = bearer_token(request.headers.get("authorization")) or ""
         if not keys:
             raise Refusal(401, "unauthorized", "no API keys are configured for this service")
         # Constant-time comparison, like the event ingress's project tokens: no timing hint about a key.
         if not any(hmac.compare_digest(token.encode(), key.encode()) for key in keys):
             raise Refusal(401, "unauthorized", "missing or unknown bearer key", headers={"WWW-Authenticate": "Bearer"})
-        allowed, headers = limiter().hit(token)
+        allowed, headers = self.limiter().hit(token)
         if not allowed:
             raise Refusal(
                 429,
@@ -187,72 +186,72 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
             )
         return headers
 
-    router = APIRouter(prefix="/v1", tags=["web tools"], route_class=_envelope_route(authorize))
-
-    async def web() -> Any:
-        existing = getattr(state, "web", None)
+    async def web(self) -> Any:
+        existing = getattr(self.state, "web", None)
         if existing is not None:
             return existing
-        async with lock:
-            if getattr(state, "web", None) is None:
+        async with self.lock:
+            if getattr(self.state, "web", None) is None:
                 from agent_tools.activities.store.db import Store
                 from agent_tools.activities.web.service import WebService
 
-                store = await Store.open_existing(settings.database_url)
-                state.web = WebService(config, store, owns_store=True)
-        return state.web
+                store = await Store.open_existing(self.settings.database_url)
+                self.state.web = WebService(self.config, store, owns_store=True)
+        return self.state.web
 
-    async def research_client() -> Any:
+    async def research_client(self) -> ResearchClient:
         from agent_tools.client import AgentToolsClient
-        from agent_tools.web_client import ResearchClient
 
-        client = getattr(state, "agent_client", None)
+        client = getattr(self.state, "agent_client", None)
         if client is None:
-            temporal = getattr(state, "temporal", None)
-            async with lock:
-                client = getattr(state, "agent_client", None)
+            temporal = getattr(self.state, "temporal", None)
+            async with self.lock:
+                client = getattr(self.state, "agent_client", None)
                 if client is None:
                     client = (
-                        AgentToolsClient(temporal, settings)
+                        AgentToolsClient(temporal, self.settings)
                         if temporal is not None
-                        else await AgentToolsClient.connect(settings)
+                        else await AgentToolsClient.connect(self.settings)
                     )
-                    state.agent_client = client
+                    self.state.agent_client = client
         return ResearchClient(client)
+
+
+def build_router(settings: Settings, state: Any) -> APIRouter:
+    """The ``/v1/tools`` and ``/v1/research`` routes over the app's ``state``."""
+    shared = _Shared(settings, state)
+    web, research_client = shared.web, shared.research_client
+    router = APIRouter(prefix="/v1", tags=["web tools"], route_class=_envelope_route(shared.authorize))
 
     @router.post(
         "/tools/search",
-        response_model=SearchResponse,
+        response_model=web_models.SearchResponse,
         summary="Verified web search",
         responses={400: {}, 401: {}, 429: {}, 503: {"description": "search_unavailable"}},
     )
-    async def search(body: WebSearchArgs) -> Any:
-        from agent_tools.contracts.web.render import search_intent, search_response
-
-        outcome = await (await web()).web_search(body)
-        intent = search_intent(body.query, include_domains=body.include_domains, freshness=body.freshness)
-        return search_response(outcome, body.max_results, intent=intent)
+    async def search(body: web_models.WebSearchArgs) -> Any:
+        return await search_with(await web(), body)
 
     @router.post(
         "/tools/fetch",
-        response_model=FetchResponse,
+        response_model=web_models.FetchResponse,
         summary="One page as clean Markdown",
         responses={400: {}, 401: {}, 429: {}, 502: {"description": "upstream_error"}},
     )
-    async def fetch(body: WebFetchArgs) -> Any:
+    async def fetch(body: web_models.WebFetchArgs) -> Any:
         return await (await web()).web_fetch(body)
 
     @router.post(
         "/research",
-        response_model=ResearchJob,
+        response_model=web_models.ResearchJob,
         status_code=202,
         summary="Start a deep_research job",
-        responses={200: {"model": ResearchJob}, 400: {}, 401: {}, 429: {}},
+        responses={200: {"model": web_models.ResearchJob}, 400: {}, 401: {}, 429: {}},
     )
     async def create_research(body: ResearchCreate, response: Response) -> Any:
         client = await research_client()
         try:
-            job = await client.create(ResearchRequest.model_validate(body.model_dump(exclude={"wait_s"})))
+            job = await client.create(web_models.ResearchRequest.model_validate(body.model_dump(exclude={"wait_s"})))
         except ValueError as exc:
             raise Refusal(400, "bad_request", str(exc)) from exc
         if body.wait_s > 0:
@@ -263,7 +262,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
 
     @router.get(
         "/research/{job_id}",
-        response_model=ResearchJob,
+        response_model=web_models.ResearchJob,
         summary="A deep_research job's state",
         responses={401: {}, 404: {}, 429: {}},
     )

@@ -12,14 +12,8 @@ from agent_tools.activities.providers.base import Provider
 from agent_tools.activities.providers.openai_compat import OpenAIProvider
 from agent_tools.activities.providers.scripted import ScriptedProvider
 from agent_tools.errors import ConfigurationError
+from agent_tools.model_spec import split_spec
 from agent_tools.settings import Settings
-
-
-def split_spec(spec: str) -> tuple[str, str]:
-    prefix, sep, model = spec.partition(":")
-    if not sep or not prefix or not model:
-        raise ConfigurationError(f"model spec {spec!r} must look like 'provider:model'")
-    return prefix, model
 
 
 class ProviderRegistry:

@@ -113,8 +113,8 @@ class WaitForEventResult(BaseModel):
 # ---- events --------------------------------------------------------------------------------------------
 
 
-class EventRecord(BaseModel):
-    """One stored event as the ingress accepted it."""
+class EventOrigin(BaseModel):
+    """An event's ids and where it came from: what the ingress acknowledges, and the stored event's head."""
 
     event_id: str
     kind: str
@@ -122,6 +122,11 @@ class EventRecord(BaseModel):
     project: str
     source: str
     delivery_id: str
+
+
+class EventRecord(EventOrigin):
+    """One stored event as the ingress accepted it."""
+
     received_at: datetime
     payload: dict[str, Any] = Field(default_factory=dict)
 

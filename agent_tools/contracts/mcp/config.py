@@ -67,9 +67,11 @@ class McpServerConfig(BaseModel):
 
     @property
     def transport(self) -> str:
+        """``stdio`` for a command, ``streamable-http`` for a URL."""
         return "stdio" if self.command is not None else "streamable-http"
 
     def wants(self, tool: str) -> bool:
+        """True when the server's ``tools`` and ``exclude_tools`` let ``tool`` through."""
         return (self.tools is None or tool in self.tools) and tool not in self.exclude_tools
 
 

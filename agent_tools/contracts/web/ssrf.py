@@ -144,6 +144,11 @@ def address_problem(ip: IPAddress, *, allow_loopback: bool = False) -> str | Non
             return None
         if ip in _NAT64_LOCAL:
             return "local-use NAT64 address"
+    return _range_problem(ip, allow_loopback=allow_loopback)
+
+
+def _range_problem(ip: IPAddress, *, allow_loopback: bool) -> str | None:
+    """The special-purpose range ``ip`` falls in, for either version, or None for a global address."""
     if ip.is_loopback:
         return None if allow_loopback else "loopback address"
     if ip.is_unspecified or (isinstance(ip, ipaddress.IPv4Address) and int(ip) >> 24 == 0):
@@ -235,30 +240,37 @@ def check_url(url: str, *, max_length: int = MAX_URL_LENGTH, allow_loopback: boo
     if not raw_host:
         raise UrlRefused("refused: URL has no host", reason="bad_host")
     port = port_value or (443 if scheme == "https" else 80)
-    ip: IPAddress | None = None
-    host: str
-    if parts.netloc.split("@")[-1].startswith("["):
-        try:
-            ip6 = ipaddress.IPv6Address(raw_host)
-        except ValueError as exc:
-            raise UrlRefused(f"refused: bad IPv6 literal {raw_host!r}", reason="bad_host") from exc
-        ip, host = ip6, raw_host.lower()
-    else:
-        try:
-            # IDNA folds full-width digits and dots (U+FF11, U+FF0E, ...) to ASCII before anything reads them.
-            host = raw_host.encode("idna").decode("ascii").lower() if not raw_host.isascii() else raw_host.lower()
-        except UnicodeError as exc:
-            raise UrlRefused(f"refused: host {raw_host!r} is not a valid name", reason="bad_host") from exc
-        if host.endswith("."):
-            host = host[:-1]
-        ip = parse_ipv4_loose(host)
-        if ip is not None:
-            host = str(ip)
-        elif _looks_numeric(host):
-            raise UrlRefused(f"refused: host {raw_host!r} is neither a name nor an address", reason="bad_host")
-        elif not host or not all(_HOST_LABEL.match(label) for label in host.split(".")):
-            raise UrlRefused(f"refused: host {raw_host!r} is not a valid name", reason="bad_host")
+    ip, host = _url_host(parts.netloc, raw_host)
     if ip is not None:
         check_address(ip, allow_loopback=allow_loopback)
     path_query = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return CheckedUrl(url=url, scheme=scheme, host=host, port=port, path_query=path_query, ip=ip)
+
+
+def _url_host(netloc: str, raw_host: str) -> tuple[IPAddress | None, str]:
+    """The address a URL's host spells (any IPv4 spelling folded to dotted quads) and its canonical name.
+
+    Raises:
+        UrlRefused: ``bad_host`` for a bad IPv6 literal, a numeric name that is no address, or a bad label.
+    """
+    if netloc.split("@")[-1].startswith("["):
+        try:
+            ip6 = ipaddress.IPv6Address(raw_host)
+        except ValueError as exc:
+            raise UrlRefused(f"refused: bad IPv6 literal {raw_host!r}", reason="bad_host") from exc
+        return ip6, raw_host.lower()
+    try:
+        # IDNA folds full-width digits and dots (U+FF11, U+FF0E, ...) to ASCII before anything reads them.
+        host = raw_host.encode("idna").decode("ascii").lower() if not raw_host.isascii() else raw_host.lower()
+    except UnicodeError as exc:
+        raise UrlRefused(f"refused: host {raw_host!r} is not a valid name", reason="bad_host") from exc
+    if host.endswith("."):
+        host = host[:-1]
+    ip = parse_ipv4_loose(host)
+    if ip is not None:
+        return ip, str(ip)
+    if _looks_numeric(host):
+        raise UrlRefused(f"refused: host {raw_host!r} is neither a name nor an address", reason="bad_host")
+    if not host or not all(_HOST_LABEL.match(label) for label in host.split(".")):
+        raise UrlRefused(f"refused: host {raw_host!r} is not a valid name", reason="bad_host")
+    return None, host

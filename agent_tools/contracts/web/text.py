@@ -148,27 +148,11 @@ def focus_window(md: str, focus: str, max_chars: int) -> tuple[str, bool]:
     terms = [_stem(w) for w in words(focus) if w not in _STOP] or _terms(focus)
     if not blocks or not terms:
         return truncate(md, max_chars)
-    tokenised = [Counter(_terms(b)) for b in blocks]
-    n = len(blocks)
-    avg_len = sum(sum(c.values()) for c in tokenised) / n or 1.0
-    df = {t: sum(1 for c in tokenised if t in c) for t in set(terms)}
-    scores: list[float] = []
-    for i, counts in enumerate(tokenised):
-        length = sum(counts.values()) or 1
-        score = 0.0
-        for t in set(terms):
-            tf = counts.get(t, 0)
-            if not tf:
-                continue
-            idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-            score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg_len))
-        if _is_heading(blocks[i]):
-            score *= 0.5  # a heading alone carries no answer; its paragraph does
-        scores.append(score)
+    scores = _bm25_scores(blocks, set(terms))
     if max(scores) <= 0:
         text, cut = truncate(md, max_chars)
         return text, cut
-    order = sorted(range(n), key=lambda i: (-scores[i], i))
+    order = sorted(range(len(blocks)), key=lambda i: (-scores[i], i))
     chosen: set[int] = set()
     used = 0
     for i in order:
@@ -191,6 +175,34 @@ def focus_window(md: str, focus: str, max_chars: int) -> tuple[str, bool]:
         used += extra
     if not chosen:  # only headings matched: the start of the page is the best window there is
         return truncate(md, max_chars)
+    text = _join_blocks(blocks, chosen, max_chars)
+    return text, len(chosen) < len(blocks)
+
+
+def _bm25_scores(blocks: list[str], terms: set[str]) -> list[float]:
+    """Each block's BM25 score for ``terms`` over the page's own blocks; a lone heading counts half."""
+    tokenised = [Counter(_terms(b)) for b in blocks]
+    n = len(blocks)
+    avg_len = sum(sum(c.values()) for c in tokenised) / n or 1.0
+    df = {t: sum(1 for c in tokenised if t in c) for t in terms}
+    scores: list[float] = []
+    for i, counts in enumerate(tokenised):
+        length = sum(counts.values()) or 1
+        score = 0.0
+        for t in terms:
+            tf = counts.get(t, 0)
+            if not tf:
+                continue
+            idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg_len))
+        if _is_heading(blocks[i]):
+            score *= 0.5  # a heading alone carries no answer; its paragraph does
+        scores.append(score)
+    return scores
+
+
+def _join_blocks(blocks: list[str], chosen: set[int], max_chars: int) -> str:
+    """The chosen blocks in document order, ``…`` where blocks were left out, within ``max_chars``."""
     parts: list[str] = []
     last = -1
     for i in sorted(chosen):
@@ -199,9 +211,9 @@ def focus_window(md: str, focus: str, max_chars: int) -> tuple[str, bool]:
         parts.append(blocks[i])
         last = i
     text = "\n\n".join(parts)
-    if len(text) > max_chars:  # the gap markers are not in the budget above
+    if len(text) > max_chars:  # the gap markers are not in the budget the blocks were chosen by
         text, _ = truncate(text, max_chars)
-    return text, len(chosen) < n
+    return text
 
 
 def word_f1(predicted: str, truth: str) -> tuple[float, float, float]:
