@@ -327,7 +327,7 @@ class SessionState(BaseModel):
     # The tree's spend against its budget (sessions with one).
     budget: BudgetState = Field(default_factory=BudgetState)
     approvals: ApprovalState = Field(default_factory=ApprovalState)
-    # The step a run continued-as-new in the middle of (issue 21); the next run resumes it.
+    # The step a run continued-as-new in the middle of; the next run resumes it.
     parked: ParkedStep | None = None
 
 

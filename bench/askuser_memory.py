@@ -23,7 +23,7 @@ that every session got its answer).
 ``--profile`` runs the engine once with ``tracemalloc`` in the worker and prints the Python allocations the
 waiting sessions hold, by line, by file and by traceback. tracemalloc sees Python's heap only; for the rest
 (the SDK core's Rust state, protobuf arenas, pydantic-core) run a worker under memray with native traces
-(its leaked-allocations view); the design notes give both for issue 18.
+(its leaked-allocations view); docs/benchmarks.md gives both.
 """
 
 from __future__ import annotations

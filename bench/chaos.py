@@ -67,9 +67,9 @@ def write_script(path: Path, turns: int, step_seconds: float) -> str:
 #   sticky: the sticky queue's schedule-to-start timeout (s)   throttle: the longest heartbeat throttle (s)
 #   task_timeout: the sessions' workflow task timeout (s)
 VARIANT_KEYS = {"heartbeat", "retry_initial", "sticky", "throttle", "task_timeout"}
-# The timeouts before issue 18: 30 s heartbeat timeouts, the SDK's 10 s sticky timeout and 60 s throttle.
+# The SDK's default timeouts: 30 s heartbeat timeouts, the SDK's 10 s sticky timeout and 60 s throttle.
 LEGACY = {"heartbeat": 30.0, "sticky": 10.0, "throttle": 60.0, "task_timeout": 10.0, "retry_initial": 1.0}
-# The timeouts of the first issue-18 change: 5 s heartbeats, 3 s sticky, 2 s throttle, Temporal's 10 s task.
+# The first shortened timeouts: 5 s heartbeats, 3 s sticky, 2 s throttle, Temporal's 10 s task.
 PREVIOUS = {"heartbeat": 5.0, "sticky": 3.0, "throttle": 2.0, "task_timeout": 10.0, "retry_initial": 1.0}
 
 
@@ -508,7 +508,7 @@ def main() -> None:
         type=parse_variant,
         default=[],
         help="timeouts of a chaos run, NAME=JSON (keys: " + ", ".join(sorted(VARIANT_KEYS)) + ") or one of "
-        "defaults, previous (the first issue-18 change), legacy (before issue 18); repeat to compare them "
+        "defaults, previous (the first shortened timeouts), legacy (the SDK's defaults); repeat to compare them "
         "interleaved, each round's fault-free run shared (default: the code's defaults)",
     )
     parser.add_argument(

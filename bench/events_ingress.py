@@ -11,9 +11,9 @@ ActivityTaskScheduled event minus the client's clock before the POST (same host,
 
 Before each phase, the same number of bare workflows waiting on a signal are signalled directly on the
 same server (a worker on its own queue in the same process): the raw Temporal figure the events path is
-compared with (issue 18.5: delivered events/s >= 0.5x raw signals), printed with the ratio. Two rates
+compared with, printed with the ratio. Two rates
 for the events: "reached", events per second of the burst until the last session's next activity started
-(the issue's measure: the event is in the session's code), and "sessions done", until every woken session
+(the measure: the event is in the session's code), and "sessions done", until every woken session
 finished the turn it woke for (a model step and the session's completion after it: work a bare workflow does
 not have).
 """
@@ -205,7 +205,7 @@ async def run_phase(
         "concurrency": concurrency,
         "ingress_events_per_s": sessions / acked,
         "delivered_events_per_s": sessions / done,
-        # The issue's measure: events that reached their sessions (each session's next activity started) per
+        # The measure: events that reached their sessions (each session's next activity started) per
         # second of the burst; "delivered" above also waits for every woken session to finish its turn.
         "reached_events_per_s": sessions / max(reached_last - start_wall, 1e-6),
         "latency_ms_p50": statistics.median(latencies),
@@ -357,7 +357,7 @@ async def main() -> None:
         action="store_true",
         help="run the workers (ours and the raw reference's) in a process of their own, apart from the bench's "
         "HTTP client and polling: a profiler attached to it sees the worker alone. The ratios did not move "
-        "with it (three pairs alternating, 2026-12-02)",
+        "with it",
     )
     args = parser.parse_args()
     paths = [p for p in args.paths.split(",") if p]

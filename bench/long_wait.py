@@ -1,5 +1,5 @@
 """Bench: one session waits on askUser for 30 simulated days while a loop ticks hourly, a message arrives
-every hour and a subscriber follows its progress (issue 21).
+every hour and a subscriber follows its progress.
 
     python bench/long_wait.py                 # 30 days, the session's history budget at 500 events
     python bench/long_wait.py --days 3 --budget 300

@@ -73,8 +73,7 @@ def bare_runner() -> Any:
     """The bare loop's sandbox: the shared message model passed through, as a careful user would."""
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-    # Same footing as the engine's worker (see agent_tools.plugin.ensure_workflow_bytecode): the sandbox
-    # loads the workflow module from bytecode, not source, on every run.
+    # The sandbox re-imports the workflow module on every run: from bytecode, not source, as a deployed app's would.
     compileall.compile_file(str(ROOT / "bench" / "bare_loop.py"), quiet=2)
 
     return SandboxedWorkflowRunner(

@@ -241,7 +241,7 @@ async def stop_tree(client: Client, inp: TargetInput) -> StopTreeOutput:
     """Stop the target and every running descendant.
 
     One stop mechanism serves the whole tree: the target gets the ``stop`` signal, and every session that is
-    stopped stops its own children first and waits for them (``DelegationMixin._on_stop``), so the subtree
+    stopped stops its own children first and waits for them (``DelegationPart.on_stop``), so the subtree
     ends leaf first and no session in it runs a turn for a child that ended because of the stop. This
     activity checks the target, lists what is running under it, signals it and waits for it to end.
     """
