@@ -21,7 +21,7 @@ from agent_tools.activities.planning import PlanningActivities
 from agent_tools.activities.research import ResearchActivities
 from agent_tools.activities.services import ContextHook, ServicesHolder
 from agent_tools.activities.tool_runner import ToolActivities
-from agent_tools.activities.web import tools as web_tools
+import agent_tools.activities.web.tools as web_tools
 from agent_tools.user_tools import UserTool
 
 # The activity tools of each capability (name -> implementation); the tool runner makes one activity of each.
