@@ -28,6 +28,7 @@ from agent_tools.errors import SessionError
 from agent_tools.human_client import approval_state, decide_approval
 from agent_tools.session import SessionStatus
 from agent_tools.user_tools import tool
+from tests.support.polling import eventually
 
 RUNS: list[dict[str, Any]] = []
 
@@ -57,17 +58,13 @@ def _clear_runs() -> None:
 
 
 async def wait_for_approvals(handle: SessionHandle, count: int = 1, timeout: float = 20.0) -> list[PendingApproval]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        try:
-            pending = await handle.pending_approvals()
-        except Exception:  # the workflow may not have run its first task yet
-            pending = []
-        if len(pending) >= count:
-            return pending
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"no {count} pending approvals after {timeout}s")
-        await asyncio.sleep(0.1)
+    return await eventually(
+        handle.pending_approvals,
+        until=lambda pending: len(pending) >= count,
+        ignoring=(Exception,),  # the workflow may not have run its first task yet
+        timeout=timeout,
+        what=f"{count} pending approvals",
+    )
 
 
 async def current_details(handle: SessionHandle) -> str:
@@ -232,12 +229,10 @@ async def test_changed_arguments_need_a_new_approval(settings: Any, script: Any,
 
 
 async def _next_pending(handle: SessionHandle, after: str) -> PendingApproval:
-    for _ in range(200):
-        pending = [p for p in await handle.pending_approvals() if p.approval_id != after]
-        if pending:
-            return pending[0]
-        await asyncio.sleep(0.1)
-    raise AssertionError("no second approval")
+    async def others() -> list[PendingApproval]:
+        return [p for p in await handle.pending_approvals() if p.approval_id != after]
+
+    return (await eventually(others, timeout=40, what="a second pending approval"))[0]
 
 
 async def test_bad_decisions_are_refused_and_signalled_ones_recorded(
@@ -370,8 +365,7 @@ async def test_run_asks_for_the_approval_inline(
 ) -> None:
     """``agent-tools run`` in a real terminal: a built-in tool the agent's policy names waits, the terminal
     asks, the denial typed there reaches the model."""
-    from tests.terminal import Terminal
-    from tests.test_terminal import cli_env
+    from tests.support.terminal import Terminal, cli_env
 
     settings.model = script(
         [
@@ -499,7 +493,7 @@ async def test_an_mcp_tool_matched_by_pattern_waits_while_the_others_run(
 ) -> None:
     from agent_tools.activities.mcp import mcp_user_tools
     from agent_tools.contracts.mcp import McpConfig
-    from tests.test_mcp import fixture_server
+    from tests.support.mcp import fixture_server
 
     discovered = await mcp_user_tools(McpConfig(servers=[fixture_server()]))
     settings.model = script(
@@ -559,7 +553,7 @@ def pay_then_echo(script: Any) -> str:
 async def _hand_over_while_waiting(handle: SessionHandle, temporal: Any, hand_overs: int) -> int:
     """Send messages (each adds history) until the session has continued-as-new ``hand_overs`` times while
     its call waits; returns how many were sent."""
-    from tests.test_continue_as_new_mid_wait import runs
+    from tests.support.sessions import runs
 
     sent = 0
     while len(await runs(temporal, handle.id)) < hand_overs + 1:
@@ -626,7 +620,7 @@ async def test_an_approval_timeout_keeps_its_deadline_across_a_hand_over(
 ) -> None:
     """The deadline is the approval's own: a run that takes the wait over waits only for what is left of it
     (the hand-over comes seconds after the request, so a fresh timeout per run would end visibly later)."""
-    from tests.test_continue_as_new_mid_wait import runs
+    from tests.support.sessions import runs
 
     settings.model = pay_then_echo(script)
     agent = AgentDefinition(name="assistant", approval=ApprovalPolicy(timeout_seconds=25))
@@ -659,7 +653,7 @@ async def test_a_decision_in_the_hand_over_activation_completes_the_call_once(
     one activation both wakes the parked approval wait and makes a hand-over due. The wait stays parked, the
     decision is carried, and the next run runs the tool, once."""
     from agent_tools.client import AgentToolsClient
-    from tests.test_continue_as_new_mid_wait import runs
+    from tests.support.sessions import runs
 
     settings.model = pay_then_echo(script)
     async with worker_for(tools=[send_payment, balance]) as client:

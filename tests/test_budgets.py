@@ -26,7 +26,7 @@ from agent_tools.client import SessionHandle
 from agent_tools.messages import Usage
 from agent_tools.session import SessionOptions, SessionStatus
 from agent_tools.settings import Price, Settings
-from tests.test_human import current_details
+from tests.support.sessions import current_details
 
 # ---- pure rules ---------------------------------------------------------------------------------------------
 

@@ -10,7 +10,8 @@ from typing import Any
 from agent_tools.catalog import ToolCatalog
 from agent_tools.session import SessionStatus
 from agent_tools.user_tools import tool
-from tests.test_delegation import _turns, tool_results, wait_until
+from tests.support.polling import eventually
+from tests.support.sessions import tool_results, turns
 
 QUESTION = {
     "question": "Which one?",
@@ -258,9 +259,9 @@ async def test_a_ref_from_an_earlier_turn_says_call_again_and_no_reader_no_names
     )
     async with worker_for(tools=[long_text]) as client:
         handle = await client.start_session("go", tools=["long_text"], keep_alive=True, session_id="p-turns")
-        await wait_until(lambda: _turns(handle, 1))
+        await eventually(lambda: turns(handle, 1), timeout=15, what="handle idle after 1 turn")
         await handle.send("again")
-        await wait_until(lambda: _turns(handle, 2))
+        await eventually(lambda: turns(handle, 2), timeout=15, what="handle idle after 2 turns")
         results = tool_results(await handle.transcript())
         await handle.stop("done")
     assert _saved(results[0]) and "read_tool_result(ref=" in results[0]
@@ -283,7 +284,7 @@ async def test_create_loop_takes_short_intervals_above_the_configured_floor(
     """Item 15: RTC sets no minimum interval: a loop every 2 s runs (with the session's floor at 1 s),
     the default floor (5 s) refuses 3 s with the reason, and ticks that fall due during a busy turn coalesce
     (one turn per tick that could run, never a backlog)."""
-    from tests.test_planning import call, loops
+    from tests.support.sessions import call, loops
 
     settings.model = script(
         [
@@ -350,13 +351,13 @@ async def test_stopping_a_subtree_runs_no_turn_for_the_stopped_children(
 
         async def ready() -> bool:
             try:
-                return (await leaf.status()).status == SessionStatus.running and await _turns(middle, 1)
+                return (await leaf.status()).status == SessionStatus.running and await turns(middle, 1)
             except Exception:
                 return False
 
-        await wait_until(ready)
+        await eventually(ready, timeout=15, what="leaf running, middle after 1 turn")
         await handle.send("stop it")
-        await wait_until(lambda: _turns(handle, 2))
+        await eventually(lambda: turns(handle, 2), timeout=15, what="handle idle after 2 turns")
         middle_result = await middle.result()
         await asyncio.sleep(1.0)  # room for a (wrong) notification turn to start
         root_status = await handle.status()

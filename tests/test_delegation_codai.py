@@ -15,7 +15,7 @@ from agent_tools.catalog.registry import ToolCatalog
 from agent_tools.contracts.delegation import Caller, PlanSpawnInput
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Price
-from tests.test_delegation import collect_progress, tool_results
+from tests.support.sessions import collect_progress, tool_results
 
 
 async def llm_max_tokens(client: Any, session_id: str) -> set[int | None]:

@@ -12,7 +12,8 @@ from temporalio.api.enums.v1 import EventType
 from agent_tools.agents import AgentDefinition
 from agent_tools.contracts.delegation import HandoffRecord
 from agent_tools.session import SessionStatus
-from tests.test_delegation import _turns, children, collect_progress, tool_results, wait_until
+from tests.support.polling import eventually
+from tests.support.sessions import children, collect_progress, tool_results, turns
 
 # FYAI: invoke_sub_agent and hand_off_to_agent are "assign it as a function" tools, not in the profile.
 ASSIGNED = ["invoke_sub_agent", "hand_off_to_agent"]
@@ -244,7 +245,7 @@ async def test_hand_off_continues_in_a_new_session_with_the_history(
         assert (await handle.status()).handed_off_to == result.handed_off_to
         assert (await handle.status()).status == SessionStatus.handed_off
         new = client.session(result.handed_off_to)
-        await wait_until(lambda: _turns(new, 1))
+        await eventually(lambda: turns(new, 1), timeout=15, what="new idle after 1 turn")
         entries = await new.transcript()
         assert [(e.role, e.content) for e in entries][1:] == [
             ("user", "I want a REFUND"),
@@ -257,7 +258,7 @@ async def test_hand_off_continues_in_a_new_session_with_the_history(
         assert new_status.agent == "billing" and new_status.root_id == result.handed_off_to
         # A conversation is handed off only once.
         await new.send("send me back")
-        await wait_until(lambda: _turns(new, 2))
+        await eventually(lambda: turns(new, 2), timeout=15, what="new idle after 2 turns")
         assert "already been handed off once" in (await new.latest_message()).content
         await new.stop()
 

@@ -13,8 +13,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.contracts.events import MAX_TIMEOUT_SECONDS, router_workflow_id
 from agent_tools.session import SessionResult, SessionStatus
-from tests.conftest import running_worker, skip_time
-from tests.test_events_e2e import TOKEN, eventually, final_event, ingress, router_state, subscribed, wait_script
+from tests.support.events import TOKEN, final_event, ingress, router_state, subscribed, wait_script
+from tests.support.polling import eventually
+from tests.support.temporal import running_worker, skip_time
 
 SKIP = MAX_TIMEOUT_SECONDS + 100
 
@@ -245,7 +246,8 @@ async def test_router_drops_expired_subscriptions_and_keeps_routing(
         async def dropped() -> bool:
             return not (await router_state(client, project)).subscriptions
 
-        await eventually(dropped, timeout=30)  # the router woke at the deadline and dropped it
+        # The router woke at the deadline and dropped it.
+        await eventually(dropped, timeout=30, interval=0.05, what="the subscription dropped")
         long = await client.start_session("long wait", organisation="acme", project=project)
         await subscribed(client, project, 1)
         resp = await http.post("/v1/events", json={"kind": "a.b"}, headers={"Authorization": f"Bearer {TOKEN}"})
@@ -283,7 +285,7 @@ async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new
         async def continued() -> bool:
             return bool((await handle.workflow.describe()).run_id != first_run)
 
-        await eventually(continued)
+        await eventually(continued, timeout=30, interval=0.05, what="a new run")
         state = await handle.query("event_state", EventWaitState)
         assert state.events_received == 1 and state.delivered_event_ids == [one.json()["event_id"]]
         assert state.waits == {}
@@ -294,7 +296,7 @@ async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new
         async def answered() -> bool:
             return bool((await handle.latest_message()).content.startswith("second: "))
 
-        await eventually(answered)
+        await eventually(answered, timeout=30, interval=0.05, what="the second answer")
         second = json.loads((await handle.latest_message()).content.removeprefix("second: "))
         assert second["event"]["event_id"] == two.json()["event_id"]
         state = await handle.query("event_state", EventWaitState)
@@ -326,5 +328,5 @@ async def test_router_continues_as_new_before_large_payloads_fill_its_history(se
         async def continued() -> bool:
             return bool((await router.describe()).run_id != first_run)
 
-        await eventually(continued)
+        await eventually(continued, timeout=30, interval=0.05, what="a new run")
         assert (await router_state(client, project)).events_seen >= 1

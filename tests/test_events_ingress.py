@@ -13,7 +13,7 @@ import httpx
 
 from agent_tools.activities.store.event_tables import count_events
 from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
-from tests.test_events_e2e import GH_SECRET, HMAC_SECRET, TOKEN, github_headers, ingress, router_state
+from tests.support.events import GH_SECRET, HMAC_SECRET, TOKEN, github_headers, ingress, router_state
 
 
 def hmac_headers(body: bytes, msg_id: str, ts: int, secret: str = HMAC_SECRET) -> dict[str, str]:

@@ -7,13 +7,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowUpdateFailedError
 
 from agent_tools.contracts.human import PendingQuestion
 from agent_tools.human_client import answer_questions, human_state, pending_questions
 from agent_tools.session import SessionResult, SessionStatus
-from tests.conftest import running_worker, skip_time
+from tests.support.polling import eventually
+from tests.support.sessions import current_details
+from tests.support.temporal import running_worker, skip_time
 
 Q_LIB = "Which date formatting library should we use?"
 Q_EXTRAS = "Which extras do you want?"
@@ -54,12 +55,6 @@ async def skipping_result(env: Any, handle: Any) -> SessionResult:
     return result
 
 
-async def current_details(handle: Any) -> str:
-    """What the Temporal UI shows as the workflow's current details."""
-    meta = await handle.workflow.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
-    return str(meta.current_details)
-
-
 async def first_events(handle: Any) -> Any:
     """Progress events up to and including the first ``question`` event."""
     async for event in handle.progress():
@@ -69,17 +64,13 @@ async def first_events(handle: Any) -> Any:
 
 
 async def wait_for_questions(handle: Any, count: int = 1, timeout: float = 20.0) -> list[PendingQuestion]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        try:
-            pending = await pending_questions(handle)
-        except Exception:  # the workflow may not have run its first task yet
-            pending = []
-        if len(pending) >= count:
-            return pending
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"no pending questions after {timeout}s")
-        await asyncio.sleep(0.1)
+    return await eventually(
+        lambda: pending_questions(handle),
+        until=lambda pending: len(pending) >= count,
+        ignoring=(Exception,),  # the workflow may not have run its first task yet
+        timeout=timeout,
+        what=f"{count} pending questions",
+    )
 
 
 async def test_ask_user_answered_by_update(settings: Any, script: Any, worker_for: Any) -> None:

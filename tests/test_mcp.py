@@ -30,13 +30,9 @@ from agent_tools.contracts.mcp import McpConfig, McpServerConfig, catalog_tool_n
 from agent_tools.errors import ConfigurationError
 from agent_tools.session import SessionStatus
 from agent_tools.user_tools import UserTool
+from tests.support.mcp import SERVER, fixture_server
 
-SERVER = Path(__file__).parent / "fixtures" / "mcp_server.py"
 ECHO = catalog_tool_name("fixture", "echo.upper")
-
-
-def fixture_server(**overrides: Any) -> McpServerConfig:
-    return McpServerConfig(name="fixture", command=sys.executable, args=[str(SERVER)], timeout_seconds=30, **overrides)
 
 
 @pytest_asyncio.fixture(scope="module")

@@ -19,7 +19,7 @@ from agent_tools.agents import AgentDefinition
 from agent_tools.contracts.memory import scoring
 from agent_tools.contracts.memory.format import FENCE_CLOSE
 from agent_tools.messages import Message
-from tests.test_memory_helpers import call, open_services, ref
+from tests.support.memory import call, open_services, ref
 
 
 @pytest_asyncio.fixture

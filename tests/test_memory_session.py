@@ -16,7 +16,7 @@ from agent_tools.agents import AgentDefinition
 from agent_tools.messages import Message
 from agent_tools.session import SessionStatus
 from agent_tools.testing import write_script
-from tests.test_memory_helpers import call, open_services, ref
+from tests.support.memory import call, open_services, ref
 
 
 async def test_remember_then_recall_in_a_later_session(settings: Any, script: Any, worker_for: Any) -> None:

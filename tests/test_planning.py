@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,15 +13,13 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from agent_tools.contracts.planning import Goal, Loop, TodoItem
 from agent_tools.session import SessionResult, SessionStatus
-from tests.conftest import running_worker, skip_time
+from tests.support.polling import eventually
+from tests.support.sessions import call, loops
+from tests.support.temporal import running_worker, skip_time
 
 
 def verdict(met: bool, reason: str) -> dict[str, Any]:
     return {"say": json.dumps({"met": met, "reason": reason})}
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 async def skipping_result(env: Any, handle: Any) -> SessionResult:
@@ -40,23 +39,14 @@ async def goals(handle: Any) -> list[Goal]:
     return result
 
 
-async def loops(handle: Any) -> list[Loop]:
-    result: list[Loop] = await handle.workflow.query("loops", result_type=list[Loop])
-    return result
-
-
-async def wait_loop(handle: Any, predicate: Any, timeout: float = 20.0) -> list[Loop]:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            current = await loops(handle)
-        except Exception:  # not started yet
-            current = []
-        if current and predicate(current):
-            return current
-        if time.monotonic() > deadline:
-            raise AssertionError(f"loop condition not reached: {current}")
-        await asyncio.sleep(0.1)
+async def wait_loop(handle: Any, predicate: Callable[[list[Loop]], bool], timeout: float = 20.0) -> list[Loop]:
+    return await eventually(
+        lambda: loops(handle),
+        until=lambda current: bool(current) and predicate(current),
+        ignoring=(Exception,),  # not started yet
+        timeout=timeout,
+        what="the loop condition",
+    )
 
 
 # ---- todos ---------------------------------------------------------------------------------------------

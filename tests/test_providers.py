@@ -15,7 +15,7 @@ from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Price, ProviderEndpoint
-from tests.fake_llm_server import FakeLLMServer, Reply, anthropic_reply, fake_llm_server, openai_reply
+from tests.support.fake_llm import FakeLLMServer, Reply, anthropic_reply, fake_llm_server, openai_reply
 
 TOOLS = [
     ToolSchema(

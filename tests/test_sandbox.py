@@ -29,7 +29,7 @@ from agent_tools.catalog.spec import ToolLevel
 from agent_tools.contracts.sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits, SandboxSettings
 from agent_tools.session import PrepareInput, SessionRequest, SessionStatus
 from agent_tools.settings import Settings
-from tests.sandbox_support import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine, world_readable_dir
+from tests.support.sandbox import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine, world_readable_dir
 
 UNPRIVILEGED_USER = "agentci"
 

@@ -33,8 +33,8 @@ from agent_tools.errors import SessionError
 from agent_tools.messages import Message, Usage
 from agent_tools.session import SessionStatus
 from agent_tools.settings import ProviderEndpoint, Settings
-from tests.fake_llm_server import FakeLLMServer, anthropic_reply, anthropic_stream, fake_llm_server, openai_reply
-from tests.test_human import current_details
+from tests.support.fake_llm import FakeLLMServer, anthropic_reply, anthropic_stream, fake_llm_server, openai_reply
+from tests.support.sessions import current_details
 
 
 class City(BaseModel):
@@ -317,7 +317,7 @@ async def test_the_cli_takes_a_schema_file_and_prints_the_parsed_result(
     from typer.testing import CliRunner
 
     from agent_tools.cli import app
-    from tests.test_terminal import cli_env
+    from tests.support.terminal import cli_env
 
     schema = tmp_path / "trip.json"
     schema.write_text(json.dumps(Trip.model_json_schema()))

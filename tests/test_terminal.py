@@ -5,7 +5,6 @@ leaves the session running and says how to reach it."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +14,8 @@ import pytest
 
 from agent_tools.session import SessionStatus
 from agent_tools.settings import ProviderEndpoint
-from tests.fake_llm_server import FakeLLMServer, anthropic_stream, fake_llm_server, openai_stream
-from tests.terminal import Terminal
+from tests.support.fake_llm import FakeLLMServer, anthropic_stream, fake_llm_server, openai_stream
+from tests.support.terminal import Terminal, cli_env
 
 WORDS = "Lisbon is best on foot: start early in Alfama, ride tram 28 to Graca, and end the day at a miradouro".split()
 
@@ -40,23 +39,6 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
 def llm() -> Iterator[FakeLLMServer]:
     with fake_llm_server() as server:
         yield server
-
-
-def cli_env(temporal_env: Any, settings: Any) -> dict[str, str]:
-    env = {
-        "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
-        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
-        "AGENT_TOOLS_AGENTS_FILE": "",
-        "OPENAI_API_KEY": "",
-        "ANTHROPIC_API_KEY": "",
-        "TERM": "xterm-256color",
-    }
-    if settings.model:
-        env["AGENT_TOOLS_MODEL"] = settings.model
-    if settings.providers:
-        env["AGENT_TOOLS_PROVIDERS"] = json.dumps({k: v.model_dump() for k, v in settings.providers.items()})
-    return env
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])

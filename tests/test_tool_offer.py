@@ -13,7 +13,7 @@ from agent_tools.agents import AgentDefinition
 from agent_tools.catalog import ToolCatalog, ToolLevel
 from agent_tools.catalog.profiles import FYAI_ASSIGNED, PROFILES
 from agent_tools.settings import DEFAULT_PRICES, ProviderEndpoint, Settings, WebConfig
-from tests.fake_llm_server import FakeLLMServer, fake_llm_server, openai_reply
+from tests.support.fake_llm import FakeLLMServer, fake_llm_server, openai_reply
 
 READERS = ["read_tool_result", "search_tool_result", "query_tool_result"]
 

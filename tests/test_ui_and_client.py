@@ -13,14 +13,7 @@ from agent_tools import search_attributes as sa
 from agent_tools.cli import app
 from agent_tools.errors import SessionError
 from agent_tools.session import SessionStatus
-
-
-async def _wait_for(predicate: Any, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if await predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not reached")
+from tests.support.polling import eventually
 
 
 async def test_chat_session_messages_status_details_and_stop(settings: Any, script: Any, worker_for: Any) -> None:
@@ -33,10 +26,14 @@ async def test_chat_session_messages_status_details_and_stop(settings: Any, scri
     )  # fmt: skip
     async with worker_for() as client:
         handle = await client.start_session("first", keep_alive=True, title="Chat", tools=["todoWrite"])
-        await _wait_for(lambda: _status_is(handle, SessionStatus.idle))
+        await eventually(
+            lambda: _status_is(handle, SessionStatus.idle), timeout=40, interval=0.05, what="the session idle"
+        )
         accepted = await handle.send("second")
         assert accepted.queued_behind >= 0
-        await _wait_for(lambda: _latest_is(handle, "again second"))
+        await eventually(
+            lambda: _latest_is(handle, "again second"), timeout=40, interval=0.05, what='latest message "again second"'
+        )
 
         desc = await handle.workflow.describe()
         attrs = desc.typed_search_attributes
@@ -103,9 +100,16 @@ async def test_step_budget_keeps_tool_results_for_next_turn(settings: Any, scrip
     )
     async with worker_for() as client:
         handle = await client.start_session("go", tools=["todoWrite"], max_steps=2, keep_alive=True)
-        await _wait_for(lambda: _latest_is(handle, "(stopped after the step budget of 2 steps for one turn)"))
+        await eventually(
+            lambda: _latest_is(handle, "(stopped after the step budget of 2 steps for one turn)"),
+            timeout=40,
+            interval=0.05,
+            what="the step-budget stop message",
+        )
         await handle.send("continue")
-        await _wait_for(lambda: _latest_is(handle, "resumed"))
+        await eventually(
+            lambda: _latest_is(handle, "resumed"), timeout=40, interval=0.05, what='latest message "resumed"'
+        )
         roles = [e.role for e in await handle.transcript()]
         # every tool call kept its result, sent before the next user message
         assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "user", "assistant"]
@@ -116,7 +120,7 @@ async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_en
     settings.model = script([{"say": "one"}, {"say": "two {{last_user}}"}])
     async with worker_for() as client:
         handle = await client.start_session("hi", keep_alive=True)
-        await _wait_for(lambda: _latest_is(handle, "one"))
+        await eventually(lambda: _latest_is(handle, "one"), timeout=40, interval=0.05, what='latest message "one"')
         env = {
             "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
             "AGENT_TOOLS_DATABASE_URL": settings.database_url,
@@ -126,7 +130,9 @@ async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_en
         # The CLI runs its own event loop: call it from a thread while this loop keeps the worker going.
         out = await asyncio.to_thread(runner.invoke, app, ["send", handle.id, "there"], env=env)
         assert out.exit_code == 0, out.output
-        await _wait_for(lambda: _latest_is(handle, "two there"))
+        await eventually(
+            lambda: _latest_is(handle, "two there"), timeout=40, interval=0.05, what='latest message "two there"'
+        )
         out = await asyncio.to_thread(runner.invoke, app, ["show", handle.id], env=env)
         assert out.exit_code == 0, out.output
         assert "two there" in out.output and '"status": "idle"' in out.output

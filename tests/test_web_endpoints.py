@@ -14,8 +14,16 @@ from agent_tools.contracts.web.config import WebConfig
 from agent_tools.service.app import create_app
 from agent_tools.service.tools_routes import RateLimiter
 from agent_tools.settings import Settings
-from tests.test_web_research import research_script, serve_research
-from tests.test_web_support import Reply, WebServer, close_web, json_reply, make_web, searxng_results
+from tests.support.web import (
+    Reply,
+    WebServer,
+    close_web,
+    json_reply,
+    make_web,
+    research_script,
+    searxng_results,
+    serve_research,
+)
 
 KEY = {"Authorization": "Bearer key-1"}
 
@@ -220,8 +228,7 @@ async def test_research_endpoints(
 async def test_every_engine_down_is_503_search_unavailable(tmp_path: Path, settings: Settings) -> None:
     """All five engines configured and each failing its own way: the endpoint answers 503
     search_unavailable (type server_error) and lists what every engine did."""
-    from tests.test_web_search import BING_CAPTCHA, engines_config
-    from tests.test_web_support import json_reply
+    from tests.support.web import BING_CAPTCHA, engines_config, json_reply
 
     with WebServer() as srv:
         srv.route("/searx/search", json_reply({"results": [], "unresponsive_engines": [["google", "CAPTCHA"]]}))

@@ -16,38 +16,7 @@ from agent_tools.plugin import workflow_runner
 from agent_tools.settings import Settings
 from agent_tools.workflows.registry import all_workflows
 from agent_tools.workflows.research import pick_sources
-from tests.test_web_support import WebServer, json_reply
-
-
-def research_script(script: Any, writer_say: str | list[str]) -> str:
-    writes = writer_say if isinstance(writer_say, list) else [writer_say]
-    return str(
-        script(
-            [
-                {
-                    "match": {"role": "research_planner"},
-                    "turns": [{"say": '["tram line cost", "tram line stops", "tram line cost"]'}],
-                },
-                {"match": {"role": "research_writer"}, "turns": [{"say": w} for w in writes]},
-            ]
-        )
-    )
-
-
-def serve_research(srv: WebServer) -> None:
-    srv.page("/news", "news")
-    srv.page("/table", "table")
-    srv.page("/blog", "blog")
-
-    def searx(req: Any) -> Any:
-        q = req.query["q"][0]
-        rows = {
-            "tram line cost": [("news", "Tram approved"), ("blog", "SQLite notes")],
-            "tram line stops": [("news", "Tram approved again"), ("table", "EV ranges"), ("gone", "Gone")],
-        }.get(q, [])
-        return json_reply({"results": [{"url": srv.url(f"/{p}"), "title": t, "content": "c"} for p, t in rows]})
-
-    srv.route("/searx/search", searx)
+from tests.support.web import WebServer, research_script, serve_research
 
 
 @pytest.fixture

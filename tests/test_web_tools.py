@@ -18,7 +18,7 @@ from agent_tools.activity_io import SessionRef, ToolCallInput, ToolCallOutput
 from agent_tools.contracts.web.config import WebConfig
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
-from tests.test_web_support import Reply, WebServer, json_reply, searxng_results
+from tests.support.web import Reply, WebServer, json_reply, searxng_results
 
 
 @pytest.fixture

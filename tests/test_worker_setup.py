@@ -31,6 +31,7 @@ from agent_tools.session import SessionOptions, SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
 from agent_tools.web_client import WebToolError
+from tests.support.polling import eventually
 
 
 def _free_port() -> int:
@@ -39,15 +40,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_for_port(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"nothing listens on {port}")
+async def _wait_for_port(port: int, timeout: float = 30) -> None:
+    async def listening() -> bool:
+        _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 0.5)
+        writer.close()
+        return True
+
+    await eventually(
+        listening, ignoring=(OSError, TimeoutError), timeout=timeout, interval=0.2, what=f"a listener on {port}"
+    )
 
 
 @pytest.mark.slow
@@ -62,7 +63,7 @@ async def test_agent_tools_worker_on_a_bare_dev_server(tmp_path: Path) -> None:
     )
     worker = None
     try:
-        await asyncio.to_thread(_wait_for_port, port)
+        await _wait_for_port(port)
         address = f"127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_TOOLS_", "OPENAI_", "ANTHROPIC_"))}
         env.update(

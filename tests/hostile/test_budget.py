@@ -18,8 +18,8 @@ from agent_tools.boundaries import NOTE_CHARS
 from agent_tools.errors import SessionError
 from agent_tools.session import WORKFLOW_NAME, SessionStatus
 from agent_tools.settings import Settings
-from tests.hostile.support import task_failures
-from tests.test_human import current_details
+from tests.support.hostile import task_failures
+from tests.support.sessions import current_details
 
 
 def _raw(data: bytes) -> RawValue:

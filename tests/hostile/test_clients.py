@@ -14,12 +14,13 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 
-from agent_tools.client import AgentToolsClient
+from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.human import MAX_OTHER_CHARS, MAX_REJECTED_KEPT, HumanState
 from agent_tools.errors import SessionError
 from agent_tools.session import WORKFLOW_NAME, SessionStatus
 from agent_tools.settings import Settings
-from tests.hostile.support import signal_settled, task_failures
+from tests.support.hostile import signal_settled, task_failures
+from tests.support.polling import eventually
 
 ASK = {
     "name": "askUser",
@@ -47,12 +48,14 @@ async def _no_task_failures(client: AgentToolsClient, workflow_id: str) -> None:
     assert await task_failures(client.temporal, workflow_id) == []
 
 
-async def _pending(handle: Any) -> None:
-    for _ in range(200):
-        if (await handle.status()).status == SessionStatus.waiting_for_user:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the session never asked")
+async def _pending(handle: SessionHandle) -> None:
+    await eventually(
+        handle.status,
+        until=lambda s: s.status == SessionStatus.waiting_for_user,
+        timeout=20,
+        interval=0.05,
+        what="the session asking",
+    )
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from agent_tools.contracts.events import Subscription
 from agent_tools.contracts.events.signatures import sign_standard_webhook
 from agent_tools.service.app import create_app
 from agent_tools.settings import Settings
-from tests.test_events_e2e import HMAC_SECRET, TOKEN, github_headers, ingress
+from tests.support.events import HMAC_SECRET, TOKEN, github_headers, ingress
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 

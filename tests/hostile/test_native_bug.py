@@ -12,7 +12,7 @@ import pytest
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.workflows.planning import PlanningMixin
-from tests.hostile.support import task_failures
+from tests.support.hostile import task_failures
 
 
 async def test_an_exception_in_a_native_tool_becomes_a_tool_error(

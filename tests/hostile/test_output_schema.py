@@ -18,7 +18,7 @@ from temporalio.common import RawValue
 from agent_tools.errors import SessionError
 from agent_tools.session import WORKFLOW_NAME, SessionStatus
 from agent_tools.settings import Settings
-from tests.hostile.support import task_failures
+from tests.support.hostile import task_failures
 
 BAD_SCHEMAS: dict[str, Any] = {
     "not a JSON Schema": {"type": "banana"},

@@ -18,8 +18,8 @@ from sqlalchemy import text
 from agent_tools.catalog.registry import builtin_specs
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
-from tests.hostile.cases import Case, all_cases, unknown_tool_cases
-from tests.hostile.support import run_session, task_failures, tree_ids
+from tests.support.hostile import run_session, task_failures, tree_ids
+from tests.support.hostile_cases import Case, all_cases, unknown_tool_cases
 
 STEP = 40
 TOOLS = [s.name for s in builtin_specs()]
