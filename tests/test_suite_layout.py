@@ -64,3 +64,31 @@ def test_the_check_sees_each_form_of_import() -> None:
         assert expected in names and not allowed(expected), (source, names)
     fine = "from tests.support.polling import eventually\nfrom tests.record_histories import HISTORIES"
     assert not {n for n in imported(fine, "tests.test_probe") if not allowed(n)}
+
+
+def test_every_test_the_fast_lane_leaves_out_exists() -> None:
+    """A renamed module or test must not drop out of the slow list unseen (and into the fast lane)."""
+    lists = {
+        target.id: ast.literal_eval(node.value)
+        for node in ast.parse((TESTS / "conftest.py").read_text()).body
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id in {"SLOW_MODULES", "SLOW_TESTS"}
+    }
+    slow_modules, slow_tests = lists["SLOW_MODULES"], lists["SLOW_TESTS"]
+    missing = [m for m in sorted(slow_modules) if not (TESTS / m).is_file()]
+    for entry in sorted(slow_tests):
+        module, _, name = entry.partition("::")
+        path = TESTS / module
+        defined = (
+            {
+                n.name
+                for n in ast.walk(ast.parse(path.read_text()))
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            }
+            if path.is_file()
+            else set()
+        )
+        if name not in defined:
+            missing.append(entry)
+    assert not missing, f"named in tests/conftest.py but not found: {missing}"
