@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,11 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.activities.store.db import Store
+from agent_tools.client import AgentToolsClient
 from agent_tools.devserver import start_dev_server, start_time_skipping
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
+from tests.support.fixture_types import Script, WorkerFor
 from tests.support.temporal import running_worker
 
 POSTGRES_URL = os.environ.get("AGENT_TOOLS_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
@@ -212,7 +214,7 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def script(tmp_path: Path) -> Callable[[list[Any]], str]:
+def script(tmp_path: Path) -> Script:
     """Write a scripted-model script (turns, or conversations) and return its model spec."""
     counter = iter(range(1000))
 
@@ -273,10 +275,10 @@ async def store(store_url: str) -> AsyncIterator[Store]:
 
 
 @pytest.fixture
-def worker_for(temporal_env: WorkflowEnvironment, settings: Settings) -> Callable[..., Any]:
+def worker_for(temporal_env: WorkflowEnvironment, settings: Settings) -> WorkerFor:
     """``async with worker_for(tools=[...], agents=[...]) as client:`` on the shared dev server."""
 
-    def make(**kwargs: Any) -> Any:
+    def make(**kwargs: Any) -> AbstractAsyncContextManager[AgentToolsClient]:
         s = kwargs.pop("settings", settings)
         return running_worker(temporal_env, s, **kwargs)
 

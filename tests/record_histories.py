@@ -20,7 +20,7 @@ from typing import Any
 
 from temporalio.client import Client
 
-from agent_tools.client import AgentToolsClient
+from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.devserver import start_dev_server
 from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
@@ -98,7 +98,7 @@ async def scenario_ask_user(client: AgentToolsClient, script: Callable[[list[Any
     return handle.id
 
 
-async def _continue_twice_while_waiting(client: AgentToolsClient, handle: Any) -> int:
+async def _continue_twice_while_waiting(client: AgentToolsClient, handle: SessionHandle) -> int:
     """Send messages until the session has continued-as-new twice while its turn waits; returns how many."""
     sent = 0
     while len([wf async for wf in client.temporal.list_workflows(f"WorkflowId = '{handle.id}'")]) < 3:

@@ -13,9 +13,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import runs
 
@@ -69,7 +72,7 @@ async def tool_results(handle: SessionHandle) -> list[Any]:
 
 
 async def test_ask_user_continues_as_new_while_waiting_and_the_answer_completes_the_call_once(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     settings.model = ask_script(script)
     async with worker_for() as client:
@@ -113,7 +116,7 @@ async def test_ask_user_continues_as_new_while_waiting_and_the_answer_completes_
 
 
 async def test_answer_and_hand_over_in_one_activation(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """The race: with the worker down, messages (past the history budget) and the answer arrive together, so
     one activation both wakes the parked askUser and makes a hand-over due. The call completes once."""
@@ -152,7 +155,7 @@ async def test_answer_and_hand_over_in_one_activation(
 
 
 async def test_wait_for_event_continues_as_new_while_waiting_and_the_event_completes_the_call_once(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """A step of two calls, one done at once (todoWrite) and one parked (wait_for_event): the new runs carry
     the done result and the router's subscription; the event that comes after two hand-overs completes it."""
@@ -210,7 +213,7 @@ async def test_wait_for_event_continues_as_new_while_waiting_and_the_event_compl
 
 
 async def test_long_wait_keeps_every_run_below_a_tenth_of_the_warning_limits(
-    settings: Any, time_skipping_env: Any
+    settings: Settings, time_skipping_env: WorkflowEnvironment
 ) -> None:
     """bench/long_wait.py over four simulated days (the bench runs thirty): hourly loop ticks, hourly messages
     and a subscriber while askUser waits; the session continues-as-new mid-wait, every run stays below a
@@ -223,7 +226,7 @@ async def test_long_wait_keeps_every_run_below_a_tenth_of_the_warning_limits(
     assert sum(events for events, _ in figures.runs) > WARN_EVENTS // 10  # one run would have passed the bound
 
 
-async def test_an_idle_subscriber_adds_no_history(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_an_idle_subscriber_adds_no_history(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     """What the workflow-streams contrib costs (issue 21.3): a poll is an update that waits inside the
     workflow until there is something new, so a subscriber of an idle session costs one accepted update, not
     an update per poll interval; only polls that return items add events, and those count towards the run's
@@ -261,7 +264,7 @@ async def _true_when(value: bool) -> bool:
 
 
 async def test_sync_sub_agent_wait_continues_as_new_and_the_childs_end_completes_the_call_once(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """The parent's turn waits on a sync subAgent whose child waits on askUser: the parent hands the step
     over twice (the child runs on, abandoned rather than closed), and the child's end reaches the same call."""
@@ -312,7 +315,7 @@ async def test_sync_sub_agent_wait_continues_as_new_and_the_childs_end_completes
 
 
 async def test_invoke_sub_agent_bounded_wait_keeps_its_deadline_across_continue_as_new(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """invoke_sub_agent waits a bounded time; handed over mid-wait, the new run waits only for what is left
     of it (its timer is shorter), and the call gets one "still running" result when the time is up."""
@@ -381,7 +384,7 @@ async def test_invoke_sub_agent_bounded_wait_keeps_its_deadline_across_continue_
 
 
 async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
-    settings: Any, script: Any, time_skipping_env: Any
+    settings: Settings, script: Script, time_skipping_env: WorkflowEnvironment
 ) -> None:
     """An askUser with a two-day timeout, handed over mid-wait while hourly messages arrive: the default
     answer comes at the deadline set when it was asked (not two days after the last hand-over), once."""
@@ -418,7 +421,7 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
 
         # The rest by the server's own skipping (an explicit sleep across the deadline would wait in real time
         # while the 47 queued messages run as turns, and its RPC could time out).
-        async with time_skipping_env.time_skipping_unlocked():
+        async with time_skipping_env.time_skipping_unlocked():  # type: ignore[attr-defined]  # the test server's
             await eventually(answered, timeout=120, interval=0.05, what="the timed-out result")
 
         # The 47 queued messages now run as turns, and the runs keep handing over at 100 events. The
@@ -448,7 +451,7 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
 
 
 async def test_an_idle_session_continues_as_new_when_its_history_grows(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """No turn runs, so no turn's end checks the history: signals that only add events (answers nobody
     asked for, recorded as rejected) make the idle session continue-as-new by itself, and it still works."""
@@ -480,7 +483,7 @@ async def test_an_idle_session_continues_as_new_when_its_history_grows(
 
 
 async def test_stop_after_a_hand_over_cancels_the_resumed_wait(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """A wait resumed by a new run is an ordinary wait: a stop cancels it, clears the question, and the
     session stops without a result for the call."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import pytest
 from temporalio.client import WorkflowFailureError
@@ -15,7 +14,9 @@ from temporalio.worker import Replayer
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.plugin import workflow_runner
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from agent_tools.workflows.registry import all_workflows
+from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import children, collect_progress, tool_results, turns
 
@@ -28,7 +29,9 @@ async def assert_replays(handle: SessionHandle) -> None:
     await replayer.replay_workflow(await handle.workflow.fetch_history())
 
 
-async def test_async_sub_agent_notifies_parent_and_rolls_up_usage(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_async_sub_agent_notifies_parent_and_rolls_up_usage(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"match": {"title": "Child A"}, "turns": [{"say": "child result 42"}]},
@@ -90,7 +93,9 @@ async def _listed(client: AgentToolsClient, root: str, count: int) -> bool:
     return len(await client.list_sessions(root_id=root)) == count
 
 
-async def test_sync_sub_agent_returns_result_without_notification(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_sync_sub_agent_returns_result_without_notification(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"match": {"title": "Helper"}, "turns": [{"say": "helper says hi"}]},
@@ -127,7 +132,9 @@ async def test_sync_sub_agent_returns_result_without_notification(settings: Any,
         assert status.turns == 1  # no notification turn: the waiting call received the end itself
 
 
-async def test_failed_children_report_failure_sync_and_async(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_failed_children_report_failure_sync_and_async(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -163,7 +170,7 @@ async def test_failed_children_report_failure_sync_and_async(settings: Any, scri
 
 
 async def test_stop_sub_agent_stops_leaf_first_and_parent_is_not_told_of_a_crash(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [
@@ -292,7 +299,7 @@ async def _status_is(handle: SessionHandle, status: SessionStatus) -> bool:
 
 @pytest.mark.parametrize("how", ["stop", "cancel"])
 async def test_stopping_a_parent_stops_its_tree_bottom_up(
-    how: str, settings: Any, script: Any, worker_for: Any
+    how: str, settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [
@@ -339,7 +346,9 @@ async def test_stopping_a_parent_stops_its_tree_bottom_up(
         assert [r.status for r in recs] == ["stopped"]
 
 
-async def test_send_message_to_running_async_sub_agent(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_send_message_to_running_async_sub_agent(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -375,7 +384,9 @@ async def test_send_message_to_running_async_sub_agent(settings: Any, script: An
         assert (await child.status()).turns == 2
 
 
-async def test_children_survive_parent_continue_as_new(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_children_survive_parent_continue_as_new(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"match": {"title": "Slow"}, "turns": [{"say": "slow answer", "delay_seconds": 1.5}]},
@@ -404,7 +415,7 @@ async def test_children_survive_parent_continue_as_new(settings: Any, script: An
 
 
 async def test_any_session_in_the_tree_lists_and_reads_its_siblings(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [
@@ -458,7 +469,7 @@ async def test_any_session_in_the_tree_lists_and_reads_its_siblings(
 
 
 async def test_tree_finishes_on_a_new_worker_after_the_first_one_stops(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [

@@ -42,6 +42,7 @@ from tests.support.events import (
     subscribed,
     wait_script,
 )
+from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 
 
@@ -92,7 +93,7 @@ PATHS = pytest.mark.parametrize("direct", [True, False], ids=["direct", "router"
 
 @PATHS
 async def test_session_receives_only_the_matching_github_delivery(
-    settings: Any, script: Any, worker_for: Any, direct: bool
+    settings: Settings, script: Script, worker_for: WorkerFor, direct: bool
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "github.check_suite", "match": {"pr": 420}, "timeout_seconds": 120})
@@ -143,7 +144,7 @@ async def test_session_receives_only_the_matching_github_delivery(
 
 @PATHS
 async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
-    settings: Any, script: Any, worker_for: Any, direct: bool
+    settings: Settings, script: Script, worker_for: WorkerFor, direct: bool
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "ci.build", "match": {"build": {"id": 7}}})
@@ -182,7 +183,7 @@ async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
 
 @PATHS
 async def test_a_session_that_ended_does_not_hold_back_the_others(
-    settings: Any, script: Any, worker_for: Any, direct: bool
+    settings: Settings, script: Script, worker_for: WorkerFor, direct: bool
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "ci.done", "timeout_seconds": 120})
@@ -240,7 +241,7 @@ async def test_a_session_that_ended_does_not_hold_back_the_others(
 
 
 async def test_event_posted_before_subscription_reaches_router_is_not_missed(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """An event stored after the wait began but routed before the subscription: the backlog check finds it."""
     project = f"p-{uuid.uuid4().hex[:8]}"
@@ -269,7 +270,7 @@ async def test_event_posted_before_subscription_reaches_router_is_not_missed(
 
 
 async def test_large_event_is_saved_as_an_artifact_and_the_model_gets_a_pointer(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "github.push", "timeout_seconds": 60})
@@ -295,7 +296,7 @@ async def test_large_event_is_saved_as_an_artifact_and_the_model_gets_a_pointer(
 
 
 async def test_event_stored_while_temporal_is_unreachable_is_routed_by_the_retry(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """503 when the router cannot be signalled (the event is stored); the sender's retry with the same
     delivery id routes it, and the waiting session gets it once."""
@@ -323,7 +324,7 @@ async def test_event_stored_while_temporal_is_unreachable_is_routed_by_the_retry
 
 
 async def test_event_whose_waits_could_not_be_read_is_delivered_by_the_retry(
-    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """503 when the store cannot answer the look-up of the waits (the event is stored; no router would
     deliver it instead); the sender's retry with the same delivery id delivers it, once."""
@@ -357,7 +358,7 @@ async def test_event_whose_waits_could_not_be_read_is_delivered_by_the_retry(
 
 @pytest.mark.parametrize(("worker_direct", "ingress_direct"), [(True, False), (False, True)])
 async def test_workers_and_ingress_set_apart_still_deliver_every_event(
-    settings: Any, script: Any, worker_for: Any, worker_direct: bool, ingress_direct: bool
+    settings: Settings, script: Script, worker_for: WorkerFor, worker_direct: bool, ingress_direct: bool
 ) -> None:
     """``direct_delivery`` is read by each process from its own environment: a worker and an ingress that
     disagree (a rolling change of the setting) still deliver each event once. The ingress always delivers

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_tools.history_metrics import bytes_per_step
+from agent_tools.settings import Settings
 from agent_tools.user_tools import tool
+from tests.support.fixture_types import Script, WorkerFor
 
 
 @tool
@@ -14,7 +14,9 @@ async def lookup(topic: str) -> str:
     return f"{topic}: " + "lorem ipsum dolor sit amet " * 40
 
 
-async def test_200_step_session_history_bytes_per_step_stay_flat(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_200_step_session_history_bytes_per_step_stay_flat(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {

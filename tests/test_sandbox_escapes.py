@@ -59,7 +59,8 @@ def postgres_socket() -> str | None:
 
 def host_unix_sockets() -> tuple[list[str], list[str]]:
     """The bound Unix sockets of the host's network namespace: (paths, abstract names), from /proc/net/unix."""
-    paths, abstract = [], []
+    paths: list[str] = []
+    abstract: list[str] = []
     for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
         fields = line.split()
         if len(fields) >= 8:

@@ -4,19 +4,25 @@ stop, live progress, the CLI."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from pathlib import Path
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from agent_tools import search_attributes as sa
 from agent_tools.cli import app
+from agent_tools.client import SessionHandle
 from agent_tools.errors import SessionError
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 
 
-async def test_chat_session_messages_status_details_and_stop(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_chat_session_messages_status_details_and_stop(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "reply", "status": "in_progress"}]}}]},
@@ -54,15 +60,17 @@ async def test_chat_session_messages_status_details_and_stop(settings: Any, scri
             await handle.send("too late")
 
 
-async def _status_is(handle: Any, status: SessionStatus) -> bool:
+async def _status_is(handle: SessionHandle, status: SessionStatus) -> bool:
     return bool((await handle.status()).status == status)
 
 
-async def _latest_is(handle: Any, text: str) -> bool:
+async def _latest_is(handle: SessionHandle, text: str) -> bool:
     return bool((await handle.latest_message()).content == text)
 
 
-async def test_progress_stream_reports_turn_tools_and_answer(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_progress_stream_reports_turn_tools_and_answer(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -90,7 +98,9 @@ async def test_progress_stream_reports_turn_tools_and_answer(settings: Any, scri
         assert kinds.index("tool_started") < kinds.index("tool_finished") < kinds.index("assistant_message")
 
 
-async def test_step_budget_keeps_tool_results_for_next_turn(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_step_budget_keeps_tool_results_for_next_turn(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": []}}]},
@@ -116,7 +126,9 @@ async def test_step_budget_keeps_tool_results_for_next_turn(settings: Any, scrip
         await handle.stop()
 
 
-async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_env: Any, worker_for: Any) -> None:
+async def test_cli_lists_shows_and_sends(
+    settings: Settings, script: Script, temporal_env: WorkflowEnvironment, worker_for: WorkerFor
+) -> None:
     settings.model = script([{"say": "one"}, {"say": "two {{last_user}}"}])
     async with worker_for() as client:
         handle = await client.start_session("hi", keep_alive=True)
@@ -146,7 +158,7 @@ async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_en
 
 
 async def test_cli_and_client_name_a_missing_session_and_a_bad_state(
-    settings: Any, temporal_env: Any, worker_for: Any
+    settings: Settings, temporal_env: WorkflowEnvironment, worker_for: WorkerFor
 ) -> None:
     env = {
         "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
@@ -171,7 +183,7 @@ async def test_cli_and_client_name_a_missing_session_and_a_bad_state(
 
 
 async def test_malformed_signal_is_dropped_and_the_session_lives_on(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """A signal whose payload does not fit SendMessage cannot be answered; the SDK drops it with a warning
     and the session keeps working (no failed workflow task, nothing else lost)."""
@@ -195,7 +207,7 @@ async def test_malformed_signal_is_dropped_and_the_session_lives_on(
         await handle.stop()
 
 
-def test_cli_without_a_server_says_how_to_get_one(tmp_path: Any) -> None:
+def test_cli_without_a_server_says_how_to_get_one(tmp_path: Path) -> None:
     import socket
 
     with socket.socket() as s:
@@ -212,7 +224,7 @@ def test_cli_without_a_server_says_how_to_get_one(tmp_path: Any) -> None:
         assert "cannot reach Temporal" in out.output and "agent-tools dev" in out.output, args
 
 
-def test_embedded_server_on_a_taken_port_says_so(tmp_path: Any) -> None:
+def test_embedded_server_on_a_taken_port_says_so(tmp_path: Path) -> None:
     import socket
 
     with socket.socket() as taken:
@@ -225,7 +237,7 @@ def test_embedded_server_on_a_taken_port_says_so(tmp_path: Any) -> None:
     assert f"port {port} is already in use" in out.output
 
 
-async def test_a_dev_server_that_fails_to_start_says_why_from_its_log(tmp_path: Any) -> None:
+async def test_a_dev_server_that_fails_to_start_says_why_from_its_log(tmp_path: Path) -> None:
     """Its output goes to a file (the banner would repeat our own line): when it does not start, its last
     words come back in the error instead of staying in the file."""
     from agent_tools.devserver import start_dev_server

@@ -31,6 +31,7 @@ from agent_tools.session import SessionOptions, SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
 from agent_tools.web_client import WebToolError
+from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 
 
@@ -211,7 +212,7 @@ def test_policy_flows_from_settings_plugin_and_agent() -> None:
         ExecutionPolicy().merged({"tool_call": {"start_to_close_seconds": -1}})
 
 
-async def test_agent_policy_reaches_the_tool_call(worker_for: Any, script: Any, settings: Settings) -> None:
+async def test_agent_policy_reaches_the_tool_call(worker_for: WorkerFor, script: Script, settings: Settings) -> None:
     from agent_tools import AgentDefinition, tool
 
     @tool
@@ -273,7 +274,7 @@ async def test_a_worker_on_a_sqlite_file_never_loads_the_async_engine(
     fresh interpreter; this test process imports them."""
     model = write_script(
         tmp_path / "script.json",
-        [
+        [  # type: ignore[arg-type]  # write_script's union of two list types defeats inference
             {
                 "say": "",
                 "tool_calls": [

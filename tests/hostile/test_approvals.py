@@ -20,6 +20,7 @@ from agent_tools.contracts.approvals import MAX_REJECTED_DECISIONS_KEPT, Approva
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.user_tools import tool
+from tests.support.fixture_types import Script, WorkerFor
 from tests.support.hostile import signal_settled, task_failures
 from tests.support.polling import eventually
 
@@ -80,7 +81,7 @@ def _cases(p: PendingApproval) -> list[tuple[str, dict[str, Any]]]:
 _PATIENCE = 1200  # x 0.05 s
 
 
-async def _signal_settled(handle: Any, payload: RawValue) -> None:
+async def _signal_settled(handle: SessionHandle, payload: RawValue) -> None:
     """Signal a decision, settled by an update whose validator refuses an unknown id."""
     unknown = {"approval_id": "settle", "digest": "0" * 64, "approve": True, "decided_by": "ana"}
     await signal_settled(handle, "decide_approval_signal", payload, ("decide_approval", _json(unknown)))
@@ -112,7 +113,7 @@ async def _rejected(handle: SessionHandle, count: int) -> ApprovalState:
 
 
 async def test_hostile_decisions_are_refused_or_recorded_and_the_approval_stays_pending(
-    worker_for: Any, script: Any, settings: Settings, store_url: str
+    worker_for: WorkerFor, script: Script, settings: Settings, store_url: str
 ) -> None:
     settings.database_url = store_url
     RUNS.clear()
@@ -198,7 +199,7 @@ async def test_hostile_decisions_are_refused_or_recorded_and_the_approval_stays_
     ],
 )
 async def test_an_approval_policy_that_does_not_fit_refuses_the_start(
-    label: str, approval: dict[str, Any], refusal: str, worker_for: Any, script: Any, settings: Settings
+    label: str, approval: dict[str, Any], refusal: str, worker_for: WorkerFor, script: Script, settings: Settings
 ) -> None:
     """Our client refuses it before anything starts; a raw client's start fails once, with the reason, and no
     workflow task fails."""

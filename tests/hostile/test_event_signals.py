@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
@@ -17,7 +16,9 @@ from temporalio.common import RawValue
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.events import SIGNAL_EVENT_ARRIVED, EventWait
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from tests.support.events import final_event, loads, wait_script
+from tests.support.fixture_types import Script, WorkerFor
 from tests.support.hostile import signal_settled, task_failures
 from tests.support.polling import eventually
 
@@ -59,7 +60,9 @@ async def _waiting(client: AgentToolsClient) -> tuple[SessionHandle, str]:
     return handle, found[0].subscription_id
 
 
-async def test_event_deliveries_a_raw_client_may_send(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_event_deliveries_a_raw_client_may_send(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = wait_script(script, {"kind": "ci.done", "timeout_seconds": 300})
     async with worker_for() as client:
         # Undecodable, each dropped: the session keeps waiting, and the valid delivery after them wins.

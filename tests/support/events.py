@@ -30,6 +30,7 @@ from agent_tools.contracts.events.signatures import sign_github
 from agent_tools.errors import StoreNotReady
 from agent_tools.service.app import create_app
 from agent_tools.settings import Settings
+from tests.support.fixture_types import Script
 from tests.support.polling import eventually
 
 TOKEN = "token-acme-" + "x" * 16
@@ -113,7 +114,7 @@ async def subscribed(client: AgentToolsClient, project: str, count: int, *, rout
     await eventually(check, timeout=30, interval=0.05, what=f"{count} open waits of acme/{project}")
 
 
-def wait_script(script: Any, arguments: dict[str, Any]) -> str:
+def wait_script(script: Script, arguments: dict[str, Any]) -> str:
     return str(
         script(
             [

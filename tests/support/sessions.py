@@ -26,7 +26,7 @@ async def runs(temporal: Client, session_id: str) -> list[str]:
     return chain
 
 
-async def current_details(handle: Any) -> str:
+async def current_details(handle: SessionHandle) -> str:
     """What the Temporal UI shows as the workflow's current details."""
     meta = await handle.workflow.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
     return str(meta.current_details)
@@ -36,7 +36,7 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 
 
-async def loops(handle: Any) -> list[Loop]:
+async def loops(handle: SessionHandle) -> list[Loop]:
     result: list[Loop] = await handle.workflow.query("loops", result_type=list[Loop])
     return result
 

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
+from agent_tools.settings import Settings
 from tests.support.polling import eventually
 
 
@@ -61,7 +63,7 @@ class Terminal:
         self._tmux("kill-server")
 
 
-def cli_env(temporal_env: Any, settings: Any) -> dict[str, str]:
+def cli_env(temporal_env: WorkflowEnvironment, settings: Settings) -> dict[str, str]:
     env = {
         "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
         "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,

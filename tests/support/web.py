@@ -9,8 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support.fixture_types import Script
+
+if TYPE_CHECKING:
+    from agent_tools.activities.web.service import WebService
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 
@@ -136,7 +141,9 @@ def searxng_results(base: str, n: int, *, prefix: str = "r", dated: bool = True)
     }
 
 
-async def make_web(tmp_path: Path, *, allow_loopback: bool = True, store_url: str | None = None, **kwargs: Any) -> Any:
+async def make_web(
+    tmp_path: Path, *, allow_loopback: bool = True, store_url: str | None = None, **kwargs: Any
+) -> WebService:
     """A WebService over a fresh store; ``kwargs`` go to WebConfig (engines, URLs) or the service
     (``resolver``, ``clock``, ``profiles``)."""
     from agent_tools.activities.store.db import Store
@@ -158,9 +165,9 @@ async def make_web(tmp_path: Path, *, allow_loopback: bool = True, store_url: st
     return web
 
 
-async def close_web(web: Any) -> None:
+async def close_web(web: WebService) -> None:
     await web.aclose()
-    await web._test_store.close()
+    await web._test_store.close()  # type: ignore[attr-defined]
 
 
 def make_certs(tmp: Path) -> tuple[Path, Path, Path]:
@@ -228,7 +235,7 @@ def engines_config(server: WebServer, order: list[str] | None = None, **extra: A
 BING_CAPTCHA = "<html><body><div id='b_captcha'>Please solve the challenge below to continue</div></body></html>"
 
 
-def research_script(script: Any, writer_say: str | list[str]) -> str:
+def research_script(script: Script, writer_say: str | list[str]) -> str:
     writes = writer_say if isinstance(writer_say, list) else [writer_say]
     return str(
         script(
