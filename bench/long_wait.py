@@ -101,7 +101,7 @@ async def until(check: Any, timeout: float, what: str) -> None:
 async def long_wait(env: Any, settings: Any, *, hours: int, budget: int = 500) -> Figures:
     """Drive one session through ``hours`` simulated hours parked on askUser; return the figures."""
     from agent_tools.testing import write_script
-    from tests.conftest import running_worker, skip_time
+    from tests.support.temporal import running_worker, skip_time
 
     started = time.monotonic()
     figures = Figures(hours=hours)

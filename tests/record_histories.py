@@ -20,13 +20,14 @@ from typing import Any
 
 from temporalio.client import Client
 
-from agent_tools.client import AgentToolsClient
+from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.devserver import start_dev_server
 from agent_tools.plugin import AgentToolsPlugin
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
 from agent_tools.user_tools import tool
 from agent_tools.worker import build_worker
+from tests.support.polling import eventually
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -72,14 +73,6 @@ async def scenario_chat_with_continue_as_new(client: AgentToolsClient, script: C
     return handle.id
 
 
-async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if await check():
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError("scenario did not reach its state")
-
-
 async def scenario_ask_user(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
     question = {
         "question": "Which store should we use?",
@@ -99,13 +92,13 @@ async def scenario_ask_user(client: AgentToolsClient, script: Callable[[list[Any
     async def asked() -> bool:
         return bool(await handle.pending_questions())
 
-    await _until(asked)
+    await eventually(asked, timeout=60, interval=0.05, what="the question")
     await handle.answer_questions({"Which store should we use?": "PostgreSQL"})
     await handle.result()
     return handle.id
 
 
-async def _continue_twice_while_waiting(client: AgentToolsClient, handle: Any) -> int:
+async def _continue_twice_while_waiting(client: AgentToolsClient, handle: SessionHandle) -> int:
     """Send messages until the session has continued-as-new twice while its turn waits; returns how many."""
     sent = 0
     while len([wf async for wf in client.temporal.list_workflows(f"WorkflowId = '{handle.id}'")]) < 3:
@@ -143,7 +136,7 @@ async def scenario_ask_user_mid_wait(client: AgentToolsClient, script: Callable[
     async def asked() -> bool:
         return bool(await handle.pending_questions())
 
-    await _until(asked)
+    await eventually(asked, timeout=60, interval=0.05, what="the question")
     await _continue_twice_while_waiting(client, handle)
     await handle.answer_questions({"Which store should we use?": "SQLite"})
     await handle.result()
@@ -185,7 +178,7 @@ async def scenario_subagent_mid_wait(client: AgentToolsClient, script: Callable[
         except Exception:
             return False
 
-    await _until(child_asked)
+    await eventually(child_asked, timeout=60, interval=0.05, what="the child's question")
     await _continue_twice_while_waiting(client, handle)
     await child.answer_questions({"Which store should we use?": "SQLite"})
     await handle.result()
@@ -278,7 +271,7 @@ async def scenario_tool_approval(client: AgentToolsClient, script: Callable[[lis
         return bool(pending)
 
     for approve in (True, False):
-        await _until(waiting)
+        await eventually(waiting, timeout=60, interval=0.05, what="the event wait")
         p = pending[0]
         decided.add(p.approval_id)
         await decide_approval(
@@ -315,7 +308,7 @@ async def scenario_tool_approval_mid_wait(client: AgentToolsClient, script: Call
         pending[:] = await handle.pending_approvals()
         return bool(pending)
 
-    await _until(waiting)
+    await eventually(waiting, timeout=60, interval=0.05, what="the event wait")
     await _continue_twice_while_waiting(client, handle)
     await handle.approve(pending[0].approval_id, digest=pending[0].digest)
     await handle.result()
@@ -349,7 +342,7 @@ async def save_chain(temporal: Client, name: str, wid: str) -> None:
 async def record_event_wait(client: AgentToolsClient, settings: Settings, script: Callable[[list[Any]], str]) -> None:
     """A session waiting on an event delivered through the real ingress, and the EventRouter that routed it."""
     from agent_tools.contracts.events import router_workflow_id
-    from tests.test_events_e2e import TOKEN, ingress, subscribed
+    from tests.support.events import TOKEN, ingress, subscribed
 
     project = f"replay-{uuid.uuid4().hex[:6]}"
     model = script(
@@ -383,7 +376,7 @@ async def record_event_wait_mid_wait(
     client: AgentToolsClient, settings: Settings, script: Callable[[list[Any]], str]
 ) -> None:
     """wait_for_event while messages arrive: two continue-as-new mid-wait, then the event completes the call."""
-    from tests.test_events_e2e import TOKEN, ingress, subscribed
+    from tests.support.events import TOKEN, ingress, subscribed
 
     project = f"replay-{uuid.uuid4().hex[:6]}"
     model = script(

@@ -16,6 +16,7 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.activities.approvals import record_approval, run_approved
 from agent_tools.activities.store.approval_tables import ApprovalStore
@@ -24,6 +25,8 @@ from agent_tools.activity_io import SessionRef, ToolCallInput, ToolCallOutput
 from agent_tools.client import AgentToolsClient
 from agent_tools.contracts.approvals import RecordApprovalInput, argument_digest
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +36,7 @@ def _spawn(env: dict[str, str]) -> subprocess.Popen[bytes]:
 
 
 async def test_sigkill_mid_approved_call_does_not_run_it_twice(
-    temporal_env: Any, settings: Any, script: Any, tmp_path: Path
+    temporal_env: WorkflowEnvironment, settings: Settings, script: Script, tmp_path: Path
 ) -> None:
     marker = tmp_path / "runs.txt"
     settings.model = script(

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.activities.store.approval_tables import ApprovalStore
 from agent_tools.activities.store.db import Store
@@ -27,7 +29,10 @@ from agent_tools.contracts.approvals import (
 from agent_tools.errors import SessionError
 from agent_tools.human_client import approval_state, decide_approval
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from agent_tools.user_tools import tool
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
 
 RUNS: list[dict[str, Any]] = []
 
@@ -57,17 +62,13 @@ def _clear_runs() -> None:
 
 
 async def wait_for_approvals(handle: SessionHandle, count: int = 1, timeout: float = 20.0) -> list[PendingApproval]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        try:
-            pending = await handle.pending_approvals()
-        except Exception:  # the workflow may not have run its first task yet
-            pending = []
-        if len(pending) >= count:
-            return pending
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"no {count} pending approvals after {timeout}s")
-        await asyncio.sleep(0.1)
+    return await eventually(
+        handle.pending_approvals,
+        until=lambda pending: len(pending) >= count,
+        ignoring=(Exception,),  # the workflow may not have run its first task yet
+        timeout=timeout,
+        what=f"{count} pending approvals",
+    )
 
 
 async def current_details(handle: SessionHandle) -> str:
@@ -83,7 +84,7 @@ async def audit_rows(database_url: str, session_id: str) -> list[Any]:
         await store.close()
 
 
-def test_an_agents_file_sets_the_policy(tmp_path: Any) -> None:
+def test_an_agents_file_sets_the_policy(tmp_path: Path) -> None:
     from agent_tools.agents import AgentRegistry
 
     path = tmp_path / "agents.toml"
@@ -125,7 +126,9 @@ def test_policy_rules() -> None:
     assert len(argument_digest({"s": "\ud800 lone"})) == 64
 
 
-async def test_approved_call_runs_once_and_is_audited(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_approved_call_runs_once_and_is_audited(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script([pay(), {"say": "got: {{last_tool}}"}])
     async with worker_for(tools=[send_payment, balance]) as client:
         handle = await client.start_session("pay bob", tools=TOOLS, keep_alive=True)
@@ -174,7 +177,7 @@ async def _progress_until_turn_finished(handle: SessionHandle) -> Any:
 
 
 async def test_denied_call_does_not_run_and_the_model_gets_the_reason(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script([pay(), {"say": "got: {{last_tool}}"}])
     async with worker_for(tools=[send_payment, balance]) as client:
@@ -193,7 +196,7 @@ async def test_denied_call_does_not_run_and_the_model_gets_the_reason(
     assert row.outcome == "denied" and row.reason == "too expensive" and row.consumed_at is None
 
 
-async def test_no_decision_in_time_is_a_tool_error(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_no_decision_in_time_is_a_tool_error(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     settings.model = script([pay(), {"say": "got: {{last_tool}}"}])
     agent = AgentDefinition(name="assistant", approval=ApprovalPolicy(timeout_seconds=1))
     async with worker_for(tools=[send_payment, balance], agents=[agent]) as client:
@@ -213,7 +216,7 @@ async def test_no_decision_in_time_is_a_tool_error(settings: Any, script: Any, w
     assert row.outcome == "timed_out"
 
 
-async def test_changed_arguments_need_a_new_approval(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_changed_arguments_need_a_new_approval(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     # A pattern in the request's options: the balance tool has no flag of its own.
     settings.model = script([pay(5), pay(500), {"say": "got: {{last_tool}}"}])
     async with worker_for(tools=[send_payment, balance]) as client:
@@ -232,16 +235,14 @@ async def test_changed_arguments_need_a_new_approval(settings: Any, script: Any,
 
 
 async def _next_pending(handle: SessionHandle, after: str) -> PendingApproval:
-    for _ in range(200):
-        pending = [p for p in await handle.pending_approvals() if p.approval_id != after]
-        if pending:
-            return pending[0]
-        await asyncio.sleep(0.1)
-    raise AssertionError("no second approval")
+    async def others() -> list[PendingApproval]:
+        return [p for p in await handle.pending_approvals() if p.approval_id != after]
+
+    return (await eventually(others, timeout=40, what="a second pending approval"))[0]
 
 
 async def test_bad_decisions_are_refused_and_signalled_ones_recorded(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [{"say": "", "tool_calls": [{"name": "balance", "arguments": {"account": "acme"}}]}, {"say": "{{last_tool}}"}]
@@ -252,7 +253,7 @@ async def test_bad_decisions_are_refused_and_signalled_ones_recorded(
         )
         [pending] = await wait_for_approvals(handle)
         assert pending.approvers == ["ana", "bo"]
-        cases = [
+        cases: list[tuple[dict[str, Any], str]] = [
             ({"approval_id": "apr_nope", "digest": pending.digest}, "unknown approval"),
             ({"approval_id": pending.approval_id, "digest": "0" * 64}, "digest does not match"),
             ({"approval_id": pending.approval_id, "digest": pending.digest, "decided_by": "mallory"}, "may not decide"),
@@ -287,7 +288,9 @@ async def test_bad_decisions_are_refused_and_signalled_ones_recorded(
         assert state.decided[0].via == "signal" and state.decided[0].decided_by == "bo"
 
 
-async def test_stop_while_waiting_clears_the_approval(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_stop_while_waiting_clears_the_approval(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script([pay(), {"say": "never"}])
     async with worker_for(tools=[send_payment, balance]) as client:
         handle = await client.start_session("pay bob", tools=TOOLS)
@@ -300,7 +303,9 @@ async def test_stop_while_waiting_clears_the_approval(settings: Any, script: Any
         assert state.pending == [] and state.decided == [] and pending.approval_id
 
 
-async def test_audit_rows_on_both_stores(settings: Any, script: Any, worker_for: Any, store_url: str) -> None:
+async def test_audit_rows_on_both_stores(
+    settings: Settings, script: Script, worker_for: WorkerFor, store_url: str
+) -> None:
     settings.database_url = store_url
     settings.model = script([pay(1), pay(2), {"say": "done"}])
     async with worker_for(tools=[send_payment, balance]) as client:
@@ -319,7 +324,9 @@ async def test_audit_rows_on_both_stores(settings: Any, script: Any, worker_for:
     assert RUNS == [{"to": "bob", "amount": 1}]
 
 
-async def test_cli_lists_and_decides(settings: Any, script: Any, temporal_env: Any, worker_for: Any) -> None:
+async def test_cli_lists_and_decides(
+    settings: Settings, script: Script, temporal_env: WorkflowEnvironment, worker_for: WorkerFor
+) -> None:
     from typer.testing import CliRunner
 
     from agent_tools.cli import app
@@ -366,12 +373,11 @@ async def test_cli_lists_and_decides(settings: Any, script: Any, temporal_env: A
 
 
 async def test_run_asks_for_the_approval_inline(
-    settings: Any, script: Any, temporal_env: Any, worker_for: Any, tmp_path: Any
+    settings: Settings, script: Script, temporal_env: WorkflowEnvironment, worker_for: WorkerFor, tmp_path: Path
 ) -> None:
     """``agent-tools run`` in a real terminal: a built-in tool the agent's policy names waits, the terminal
     asks, the denial typed there reaches the model."""
-    from tests.terminal import Terminal
-    from tests.test_terminal import cli_env
+    from tests.support.terminal import Terminal, cli_env
 
     settings.model = script(
         [
@@ -396,7 +402,9 @@ async def test_run_asks_for_the_approval_inline(
     assert "denied by cli: not now" in done
 
 
-async def test_decisions_are_carried_by_continue_as_new(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_decisions_are_carried_by_continue_as_new(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     """The approvals' state is part of SessionState: after continue-as-new a decision for an approval the
     earlier run consumed is still refused, and a new call waits for its own approval in the new run."""
     settings.model = script([pay(1), {"say": "first done"}, pay(2), {"say": "second done"}])
@@ -428,7 +436,7 @@ async def test_decisions_are_carried_by_continue_as_new(settings: Any, script: A
     assert RUNS == [{"to": "bob", "amount": 1}, {"to": "bob", "amount": 2}]
 
 
-async def _start_carrying(client: Any, settings: Any, pending: PendingApproval) -> SessionHandle:
+async def _start_carrying(client: Any, settings: Settings, pending: PendingApproval) -> SessionHandle:
     """A run whose state carries ``pending`` as a continue-as-new taken while its call waited would: the
     same trigger again, and the approval of the call it is about to re-enter."""
     import uuid
@@ -462,7 +470,9 @@ def _carried(decision: Any = None, deadline: str | None = None) -> PendingApprov
     )
 
 
-async def test_a_carried_wait_is_taken_over_by_the_re_entered_call(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_a_carried_wait_is_taken_over_by_the_re_entered_call(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     """What continue-as-new while waiting needs from approvals: the re-entered call takes over the carried
     approval (no second one), a decision it got before the new run is consumed, one sent to the new run too."""
     from agent_tools.contracts.approvals import RecordedDecision
@@ -495,11 +505,11 @@ async def test_a_carried_wait_is_taken_over_by_the_re_entered_call(settings: Any
 
 
 async def test_an_mcp_tool_matched_by_pattern_waits_while_the_others_run(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     from agent_tools.activities.mcp import mcp_user_tools
     from agent_tools.contracts.mcp import McpConfig
-    from tests.test_mcp import fixture_server
+    from tests.support.mcp import fixture_server
 
     discovered = await mcp_user_tools(McpConfig(servers=[fixture_server()]))
     settings.model = script(
@@ -549,7 +559,7 @@ async def _tool_finished(handle: SessionHandle, name: str, timeout: float = 10) 
 # ---- continue-as-new while a call waits for its approval (issue 21 x 20.1) ----------------------------
 
 
-def pay_then_echo(script: Any) -> str:
+def pay_then_echo(script: Script) -> str:
     """One call that needs approval, then the tool's result; every later message is echoed."""
     return str(
         script([{"repeat_last": True, "turns": [pay(), {"say": "got: {{last_tool}}"}, {"say": "echo {{last_user}}"}]}])
@@ -559,7 +569,7 @@ def pay_then_echo(script: Any) -> str:
 async def _hand_over_while_waiting(handle: SessionHandle, temporal: Any, hand_overs: int) -> int:
     """Send messages (each adds history) until the session has continued-as-new ``hand_overs`` times while
     its call waits; returns how many were sent."""
-    from tests.test_continue_as_new_mid_wait import runs
+    from tests.support.sessions import runs
 
     sent = 0
     while len(await runs(temporal, handle.id)) < hand_overs + 1:
@@ -572,7 +582,7 @@ async def _hand_over_while_waiting(handle: SessionHandle, temporal: Any, hand_ov
 
 
 async def test_an_approval_pending_across_hand_overs_runs_the_tool_once(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     settings.model = pay_then_echo(script)
     async with worker_for(tools=[send_payment, balance]) as client:
@@ -601,7 +611,7 @@ async def test_an_approval_pending_across_hand_overs_runs_the_tool_once(
 
 
 async def test_an_approval_denied_after_a_hand_over_is_one_tool_error(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     settings.model = pay_then_echo(script)
     async with worker_for(tools=[send_payment, balance]) as client:
@@ -622,11 +632,11 @@ async def test_an_approval_denied_after_a_hand_over_is_one_tool_error(
 
 
 async def test_an_approval_timeout_keeps_its_deadline_across_a_hand_over(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """The deadline is the approval's own: a run that takes the wait over waits only for what is left of it
     (the hand-over comes seconds after the request, so a fresh timeout per run would end visibly later)."""
-    from tests.test_continue_as_new_mid_wait import runs
+    from tests.support.sessions import runs
 
     settings.model = pay_then_echo(script)
     agent = AgentDefinition(name="assistant", approval=ApprovalPolicy(timeout_seconds=25))
@@ -653,13 +663,13 @@ async def test_an_approval_timeout_keeps_its_deadline_across_a_hand_over(
 
 
 async def test_a_decision_in_the_hand_over_activation_completes_the_call_once(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """The race: with the worker down, messages past the history budget and the approval arrive together, so
     one activation both wakes the parked approval wait and makes a hand-over due. The wait stays parked, the
     decision is carried, and the next run runs the tool, once."""
     from agent_tools.client import AgentToolsClient
-    from tests.test_continue_as_new_mid_wait import runs
+    from tests.support.sessions import runs
 
     settings.model = pay_then_echo(script)
     async with worker_for(tools=[send_payment, balance]) as client:
@@ -692,7 +702,7 @@ async def test_a_decision_in_the_hand_over_activation_completes_the_call_once(
 
 
 async def test_a_step_waiting_on_an_approval_and_a_question_hands_over_and_completes_both_once(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """Two parked calls of one step, of two kinds: the step is handed over, and each call gets one result."""
     question = {
@@ -729,7 +739,7 @@ async def test_a_step_waiting_on_an_approval_and_a_question_hands_over_and_compl
 
 
 async def test_stop_after_a_hand_over_cancels_the_resumed_approval_wait(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     settings.model = pay_then_echo(script)
     async with worker_for(tools=[send_payment, balance]) as client:

@@ -220,7 +220,7 @@ def _loaded_with(path: Path) -> set[str]:
                 found.update(f"{node.module}.{a.name}" for a in node.names)
 
     visit(ast.parse(path.read_text()).body)
-    modules = set()
+    modules: set[str] = set()
     for name in found:
         parts = name.split(".")
         # A package's __init__ runs before its submodule; the top-level one is lazy (its own test).

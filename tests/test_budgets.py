@@ -27,7 +27,8 @@ from agent_tools.client import SessionHandle
 from agent_tools.messages import Usage
 from agent_tools.session import SessionOptions, SessionStatus
 from agent_tools.settings import Price, Settings
-from tests.test_human import current_details
+from tests.support.fixture_types import WorkerFor
+from tests.support.sessions import current_details
 
 # ---- pure rules ---------------------------------------------------------------------------------------------
 
@@ -90,7 +91,7 @@ TODO = {"name": "todoWrite", "arguments": {"todos": [{"content": "x", "status": 
 
 
 async def test_a_spent_budget_refuses_the_next_model_call_and_the_details_show_it(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings, store_url: str
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings, store_url: str
 ) -> None:
     settings.database_url = store_url  # the tree's spend is the store's sum: both stores
     settings.model = script([{"say": "planning", "tool_calls": [TODO]}, {"say": "done"}])
@@ -112,7 +113,7 @@ async def test_a_spent_budget_refuses_the_next_model_call_and_the_details_show_i
 
 
 async def test_organisation_defaults_apply_and_a_request_may_set_its_own(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.budgets = BudgetSettings(organisations={"acme": BudgetLimits(cost_usd=0.5)})
     model = script([{"say": "planning", "tool_calls": [TODO]}, {"say": "done"}])
@@ -144,7 +145,7 @@ async def _first(
 
 
 async def test_the_tree_counts_every_call_refuses_new_sub_agents_and_tells_running_children(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     slow = {"name": "subAgent", "arguments": {"title": "Slow child", "instruction": "CHILD work", "mode": "async"}}
     second = {"name": "subAgent", "arguments": {"title": "Second", "instruction": "CHILD more", "mode": "sync"}}
@@ -184,7 +185,7 @@ async def test_the_tree_counts_every_call_refuses_new_sub_agents_and_tells_runni
 
 
 async def test_the_budget_and_its_spend_survive_continue_as_new(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "one"}, {"say": "two"}])
     async with worker_for() as client:
@@ -213,7 +214,7 @@ async def test_the_budget_and_its_spend_survive_continue_as_new(
 
 
 async def test_the_goal_judge_is_refused_like_any_model_call(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     goal = {"name": "createGoal", "arguments": {"condition": "the report is written", "max_turns": 1}}
     settings.model = script(
@@ -237,7 +238,7 @@ async def test_the_goal_judge_is_refused_like_any_model_call(
 
 
 async def test_spawn_agent_reads_the_same_spend_and_the_lower_ceiling_binds(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     spawn = {"name": "spawn_agent", "arguments": {"task": "look around", "role": "explore"}}
     model = script([{"say": "", "tool_calls": [spawn]}, {"say": "never"}])

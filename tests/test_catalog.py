@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import pytest
 from pydantic import BaseModel
@@ -10,7 +10,9 @@ from pydantic import BaseModel
 from agent_tools.catalog import PROFILES, ToolCatalog, ToolLevel, ToolSpec
 from agent_tools.errors import ConfigurationError
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from agent_tools.user_tools import make_user_tool, tool
+from tests.support.fixture_types import Script, WorkerFor
 
 
 class _Args(BaseModel):
@@ -86,7 +88,7 @@ async def add(a: int, b: int) -> str:
 
 
 async def test_user_tool_runs_as_activity_and_bad_arguments_reach_the_model(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [
@@ -127,7 +129,9 @@ async def test_user_tool_runs_as_activity_and_bad_arguments_reach_the_model(
     assert any(b"add" in s for s in summaries)
 
 
-async def test_disabled_for_organisation_removes_the_tool(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_disabled_for_organisation_removes_the_tool(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.org_disabled_tools = {"acme": ["todoWrite"]}
     settings.model = script(
         [{"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": []}}]}, {"say": "{{last_tool}}"}]

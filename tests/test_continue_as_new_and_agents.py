@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -12,9 +11,13 @@ from agent_tools.agents import AgentDefinition, AgentRegistry
 from agent_tools.catalog.spec import ToolLevel
 from agent_tools.errors import ConfigurationError
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
 
 
-async def test_continue_as_new_keeps_transcript_todos_and_usage(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_continue_as_new_keeps_transcript_todos_and_usage(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "keep me", "status": "pending"}]}}]},
@@ -93,17 +96,17 @@ def test_bad_agent_files_are_clear(tmp_path: Path) -> None:
         AgentRegistry([AgentDefinition(name="a"), AgentDefinition(name="a")])
 
 
-async def test_unknown_agent_fails_the_start_clearly(settings: Any, worker_for: Any) -> None:
+async def test_unknown_agent_fails_the_start_clearly(settings: Settings, worker_for: WorkerFor) -> None:
     async with worker_for() as client:
         handle = await client.start_session("x", agent="ghost")
         from temporalio.client import WorkflowFailureError
 
         with pytest.raises(WorkflowFailureError) as info:
             await handle.result()
-    assert "unknown agent 'ghost'" in str(info.value.cause.cause)  # type: ignore[union-attr]
+    assert "unknown agent 'ghost'" in str(info.value.cause.cause)  # type: ignore[union-attr,attr-defined]
 
 
-async def test_agent_options_reach_the_session_and_the_request_wins(settings: Any) -> None:
+async def test_agent_options_reach_the_session_and_the_request_wins(settings: Settings) -> None:
     from agent_tools.activities.engine import prepare_session
     from agent_tools.activities.services import Services
     from agent_tools.session import PrepareInput, SessionRequest

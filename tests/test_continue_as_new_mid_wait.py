@@ -13,35 +13,20 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
+from tests.support.sessions import runs
 
 QUESTION = {
     "question": "Which store should we use?",
     "header": "Store",
     "options": [{"label": "SQLite", "description": "embedded"}, {"label": "PostgreSQL", "description": "scale"}],
 }
-
-
-async def until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0, what: str = "state") -> None:
-    for _ in range(int(timeout / 0.05)):
-        if await check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-async def runs(temporal: Client, session_id: str) -> list[str]:
-    """The run ids of the chain, oldest first: walked back from the latest run through each run's start
-    event (visibility listings may lag behind on a loaded machine)."""
-    run_id = (await temporal.get_workflow_handle(session_id).describe()).run_id
-    chain: list[str] = []
-    while run_id:
-        chain.insert(0, run_id)
-        history = await temporal.get_workflow_handle(session_id, run_id=run_id).fetch_history()
-        run_id = history.events[0].workflow_execution_started_event_attributes.continued_execution_run_id
-    return chain
 
 
 async def run_sizes(temporal: Client, session_id: str) -> list[tuple[int, int]]:
@@ -87,7 +72,7 @@ async def tool_results(handle: SessionHandle) -> list[Any]:
 
 
 async def test_ask_user_continues_as_new_while_waiting_and_the_answer_completes_the_call_once(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     settings.model = ask_script(script)
     async with worker_for() as client:
@@ -98,7 +83,7 @@ async def test_ask_user_continues_as_new_while_waiting_and_the_answer_completes_
         async def asked() -> bool:
             return bool(await handle.pending_questions())
 
-        await until(asked, what="the question")
+        await eventually(asked, timeout=120, interval=0.05, what="the question")
         temporal = temporal_env.client
         sent = 0
         # Messages arrive while the question waits: each one (an update) adds history, until the run hands
@@ -131,7 +116,7 @@ async def test_ask_user_continues_as_new_while_waiting_and_the_answer_completes_
 
 
 async def test_answer_and_hand_over_in_one_activation(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """The race: with the worker down, messages (past the history budget) and the answer arrive together, so
     one activation both wakes the parked askUser and makes a hand-over due. The call completes once."""
@@ -144,7 +129,7 @@ async def test_answer_and_hand_over_in_one_activation(
         async def asked() -> bool:
             return bool(await handle.pending_questions())
 
-        await until(asked, what="the question")
+        await eventually(asked, timeout=120, interval=0.05, what="the question")
     # Enough signals that the run's history passes the budget in the activation that takes the answer.
     notes = [f"note {i}" for i in range(90)]
     async with AgentToolsClient(temporal_env.client, settings) as idle:  # no worker runs meanwhile
@@ -170,11 +155,11 @@ async def test_answer_and_hand_over_in_one_activation(
 
 
 async def test_wait_for_event_continues_as_new_while_waiting_and_the_event_completes_the_call_once(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """A step of two calls, one done at once (todoWrite) and one parked (wait_for_event): the new runs carry
     the done result and the router's subscription; the event that comes after two hand-overs completes it."""
-    from tests.test_events_e2e import TOKEN, ingress, subscribed
+    from tests.support.events import TOKEN, ingress, subscribed
 
     project = f"mid-wait-{uuid.uuid4().hex[:6]}"
     settings.model = script(
@@ -228,7 +213,7 @@ async def test_wait_for_event_continues_as_new_while_waiting_and_the_event_compl
 
 
 async def test_long_wait_keeps_every_run_below_a_tenth_of_the_warning_limits(
-    settings: Any, time_skipping_env: Any
+    settings: Settings, time_skipping_env: WorkflowEnvironment
 ) -> None:
     """bench/long_wait.py over four simulated days (the bench runs thirty): hourly loop ticks, hourly messages
     and a subscriber while askUser waits; the session continues-as-new mid-wait, every run stays below a
@@ -241,7 +226,7 @@ async def test_long_wait_keeps_every_run_below_a_tenth_of_the_warning_limits(
     assert sum(events for events, _ in figures.runs) > WARN_EVENTS // 10  # one run would have passed the bound
 
 
-async def test_an_idle_subscriber_adds_no_history(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_an_idle_subscriber_adds_no_history(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     """What the workflow-streams contrib costs (issue 21.3): a poll is an update that waits inside the
     workflow until there is something new, so a subscriber of an idle session costs one accepted update, not
     an update per poll interval; only polls that return items add events, and those count towards the run's
@@ -253,7 +238,7 @@ async def test_an_idle_subscriber_adds_no_history(settings: Any, script: Any, wo
         async def asked() -> bool:
             return bool(await handle.pending_questions())
 
-        await until(asked, what="the question")
+        await eventually(asked, timeout=120, interval=0.05, what="the question")
         seen: list[str] = []
 
         async def follow() -> None:
@@ -261,7 +246,9 @@ async def test_an_idle_subscriber_adds_no_history(settings: Any, script: Any, wo
                 seen.append(event.kind)
 
         subscriber = asyncio.create_task(follow())
-        await until(lambda: _true_when("question" in seen), what="the subscriber to catch up")
+        await eventually(
+            lambda: _true_when("question" in seen), timeout=120, interval=0.05, what="the subscriber to catch up"
+        )
         await asyncio.sleep(0.5)
         before = len((await handle.workflow.fetch_history()).events)
         await asyncio.sleep(3)  # 300 poll intervals of 10 ms
@@ -277,7 +264,7 @@ async def _true_when(value: bool) -> bool:
 
 
 async def test_sync_sub_agent_wait_continues_as_new_and_the_childs_end_completes_the_call_once(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """The parent's turn waits on a sync subAgent whose child waits on askUser: the parent hands the step
     over twice (the child runs on, abandoned rather than closed), and the child's end reaches the same call."""
@@ -308,7 +295,7 @@ async def test_sync_sub_agent_wait_continues_as_new_and_the_childs_end_completes
             except Exception:
                 return False
 
-        await until(child_asked, what="the child's question")
+        await eventually(child_asked, timeout=120, interval=0.05, what="the child's question")
         sent = 0
         while len(await runs(temporal_env.client, handle.id)) < 3:
             assert sent < 60, "the parent never continued-as-new while waiting"
@@ -328,7 +315,7 @@ async def test_sync_sub_agent_wait_continues_as_new_and_the_childs_end_completes
 
 
 async def test_invoke_sub_agent_bounded_wait_keeps_its_deadline_across_continue_as_new(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """invoke_sub_agent waits a bounded time; handed over mid-wait, the new run waits only for what is left
     of it (its timer is shorter), and the call gets one "still running" result when the time is up."""
@@ -367,7 +354,7 @@ async def test_invoke_sub_agent_bounded_wait_keeps_its_deadline_across_continue_
             except Exception:
                 return False
 
-        await until(child_asked, what="the child's question")
+        await eventually(child_asked, timeout=120, interval=0.05, what="the child's question")
         sent = 0
         while len(await runs(temporal_env.client, handle.id)) < 2:
             assert sent < 60, "the parent never continued-as-new while waiting"
@@ -377,7 +364,7 @@ async def test_invoke_sub_agent_bounded_wait_keeps_its_deadline_across_continue_
         async def timed_out() -> bool:
             return any(e.role == "assistant" and e.content.startswith("still: ") for e in await handle.transcript())
 
-        await until(timed_out, what="the bounded wait to end")
+        await eventually(timed_out, timeout=120, interval=0.05, what="the bounded wait to end")
         entries = await handle.transcript(limit=500)
         chain = await runs(temporal_env.client, handle.id)
         timers: list[float] = []
@@ -397,12 +384,12 @@ async def test_invoke_sub_agent_bounded_wait_keeps_its_deadline_across_continue_
 
 
 async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
-    settings: Any, script: Any, time_skipping_env: Any
+    settings: Settings, script: Script, time_skipping_env: WorkflowEnvironment
 ) -> None:
     """An askUser with a two-day timeout, handed over mid-wait while hourly messages arrive: the default
     answer comes at the deadline set when it was asked (not two days after the last hand-over), once."""
     from bench.long_wait import chain_sizes
-    from tests.conftest import running_worker, skip_time
+    from tests.support.temporal import running_worker, skip_time
 
     settings.model = ask_script(script)
     async with running_worker(time_skipping_env, settings) as client:
@@ -420,7 +407,7 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
         async def asked() -> bool:
             return bool(await handle.pending_questions())
 
-        await until(asked, what="the question")
+        await eventually(asked, timeout=120, interval=0.05, what="the question")
         first_run = (await handle.workflow.describe()).run_id
         # Messages for 47 hours, skipped one by one: each one adds history, and the wait is handed over.
         for hour in range(47):
@@ -434,8 +421,8 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
 
         # The rest by the server's own skipping (an explicit sleep across the deadline would wait in real time
         # while the 47 queued messages run as turns, and its RPC could time out).
-        async with time_skipping_env.time_skipping_unlocked():
-            await until(answered, what="the timed-out result")
+        async with time_skipping_env.time_skipping_unlocked():  # type: ignore[attr-defined]  # the test server's
+            await eventually(answered, timeout=120, interval=0.05, what="the timed-out result")
 
         # The 47 queued messages now run as turns, and the runs keep handing over at 100 events. The
         # time-skipping test server is not atomic at a hand-over: a query that reaches the run as it
@@ -445,8 +432,8 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
         async def echoed_last() -> bool:
             return any(e.content == "echo hour 46" for e in await handle.transcript(limit=500))
 
-        await until(echoed_last, what="the queued messages' turns")
-        await until(settled(handle), what="the last hand-over")
+        await eventually(echoed_last, timeout=120, interval=0.05, what="the queued messages' turns")
+        await eventually(settled(handle), timeout=120, interval=0.05, what="the last hand-over")
         human = await handle.query("human_state", dict[str, Any])
         await handle.stop()
         # Closed before the worker goes: a run left behind would hold the shared time-skipping server's clock.
@@ -464,7 +451,7 @@ async def test_ask_user_timeout_keeps_its_deadline_across_continue_as_new(
 
 
 async def test_an_idle_session_continues_as_new_when_its_history_grows(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """No turn runs, so no turn's end checks the history: signals that only add events (answers nobody
     asked for, recorded as rejected) make the idle session continue-as-new by itself, and it still works."""
@@ -477,7 +464,7 @@ async def test_an_idle_session_continues_as_new_when_its_history_grows(
         async def idle() -> bool:
             return (await handle.status()).status == SessionStatus.idle
 
-        await until(idle, what="the session to be idle")
+        await eventually(idle, timeout=120, interval=0.05, what="the session to be idle")
         sent = 0
         while len(await runs(temporal_env.client, handle.id)) < 3:
             assert sent < 120, "the idle session never continued-as-new"
@@ -489,14 +476,14 @@ async def test_an_idle_session_continues_as_new_when_its_history_grows(
         async def echoed() -> bool:
             return (await handle.latest_message()).content == "echo still there"
 
-        await until(echoed, what="the answer after the hand-overs")
+        await eventually(echoed, timeout=120, interval=0.05, what="the answer after the hand-overs")
         sizes = await run_sizes(temporal_env.client, handle.id)
         await handle.stop()
     assert max(events for events, _ in sizes) < 100 + 25, sizes  # signals that raced the hand-over
 
 
 async def test_stop_after_a_hand_over_cancels_the_resumed_wait(
-    settings: Any, script: Any, worker_for: Any, temporal_env: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     """A wait resumed by a new run is an ordinary wait: a stop cancels it, clears the question, and the
     session stops without a result for the call."""
@@ -509,7 +496,7 @@ async def test_stop_after_a_hand_over_cancels_the_resumed_wait(
         async def asked() -> bool:
             return bool(await handle.pending_questions())
 
-        await until(asked, what="the question")
+        await eventually(asked, timeout=120, interval=0.05, what="the question")
         sent = 0
         while len(await runs(temporal_env.client, handle.id)) < 2:
             assert sent < 60, "the run never continued-as-new while waiting"

@@ -9,8 +9,11 @@ from typing import Any
 
 from agent_tools.catalog import ToolCatalog
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from agent_tools.user_tools import tool
-from tests.test_delegation import _turns, tool_results, wait_until
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
+from tests.support.sessions import tool_results, turns
 
 QUESTION = {
     "question": "Which one?",
@@ -19,7 +22,9 @@ QUESTION = {
 }
 
 
-async def test_unknown_parameters_and_string_booleans_are_refused(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_unknown_parameters_and_string_booleans_are_refused(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     """Item 16: `webFetch {timeout: 999}` (an activity tool), `askUser` with `multiSelect: "yes"` (a workflow
     tool) and an unknown key inside a todo are refused with what is valid; a numeric string stays accepted."""
     settings.model = script(
@@ -64,7 +69,7 @@ def test_strict_check_reads_nested_optional_and_free_form_fields() -> None:
 
 
 async def test_running_results_are_json_and_the_latest_message_has_any_role(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """Item 9: the async subAgent result is one JSON object (the hint is its `note`), so a script can read a
     key of it. Item 10: getSubAgentMessage on a child still in its first step reports the child's latest
@@ -107,7 +112,9 @@ async def test_running_results_are_json_and_the_latest_message_has_any_role(
     assert "notification" in started["note"]
 
 
-async def test_invoke_running_result_is_one_json_object(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_invoke_running_result_is_one_json_object(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     """Item 9: invoke_sub_agent's `"status": "running"` result parses as JSON, the resume hint in `note`."""
     from agent_tools.agents import AgentDefinition
 
@@ -145,7 +152,9 @@ async def test_invoke_running_result_is_one_json_object(settings: Any, script: A
     assert [e.content for e in entries if e.role == "assistant"][1] == "running"
 
 
-async def test_send_message_reaches_only_async_sub_agents(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_send_message_reaches_only_async_sub_agents(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     """Item 12: a sub-agent may not message the root of its tree (nor any session that is not an async
     subAgent child); its parent's async children still take messages (tests/test_delegation.py)."""
     settings.model = script(
@@ -214,7 +223,7 @@ def _saved(text: str) -> bool:
 
 
 async def test_binary_results_are_described_never_saved_nor_a_bytes_repr(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """Item 8: a tool returning bytes (10 KB of PNG) is neither saved as an artifact nor shown as b'...'."""
     settings.model = script([{"tool_calls": [{"name": "png_bytes"}]}, {"say": "{{tool_results}}"}])
@@ -225,7 +234,7 @@ async def test_binary_results_are_described_never_saved_nor_a_bytes_repr(
 
 
 async def test_one_to_one_chats_use_the_default_threshold_and_teams_their_own(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """Item 8: FYAI's threshold is the team's setting; a one-to-one chat (no sub-agents) always uses 2,000."""
     from agent_tools.agents import AgentDefinition
@@ -243,7 +252,7 @@ async def test_one_to_one_chats_use_the_default_threshold_and_teams_their_own(
 
 
 async def test_a_ref_from_an_earlier_turn_says_call_again_and_no_reader_no_names(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """Item 8: a saved result read in a later turn of the same run tells the agent to call the tool again.
     Item 7: with the readers switched off for the organisation, the pointer names no reader."""
@@ -258,9 +267,9 @@ async def test_a_ref_from_an_earlier_turn_says_call_again_and_no_reader_no_names
     )
     async with worker_for(tools=[long_text]) as client:
         handle = await client.start_session("go", tools=["long_text"], keep_alive=True, session_id="p-turns")
-        await wait_until(lambda: _turns(handle, 1))
+        await eventually(lambda: turns(handle, 1), timeout=15, what="handle idle after 1 turn")
         await handle.send("again")
-        await wait_until(lambda: _turns(handle, 2))
+        await eventually(lambda: turns(handle, 2), timeout=15, what="handle idle after 2 turns")
         results = tool_results(await handle.transcript())
         await handle.stop("done")
     assert _saved(results[0]) and "read_tool_result(ref=" in results[0]
@@ -278,12 +287,12 @@ async def test_a_ref_from_an_earlier_turn_says_call_again_and_no_reader_no_names
 
 
 async def test_create_loop_takes_short_intervals_above_the_configured_floor(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """Item 15: RTC sets no minimum interval: a loop every 2 s runs (with the session's floor at 1 s),
     the default floor (5 s) refuses 3 s with the reason, and ticks that fall due during a busy turn coalesce
     (one turn per tick that could run, never a backlog)."""
-    from tests.test_planning import call, loops
+    from tests.support.sessions import call, loops
 
     settings.model = script(
         [
@@ -316,7 +325,7 @@ async def test_create_loop_takes_short_intervals_above_the_configured_floor(
 
 
 async def test_stopping_a_subtree_runs_no_turn_for_the_stopped_children(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """Item 11: stopSubAgent on a middle session stops its leaf first; neither the middle (for its leaf's
     end) nor the root (for the middle it asked to stop) runs a model turn for those ends."""
@@ -350,13 +359,13 @@ async def test_stopping_a_subtree_runs_no_turn_for_the_stopped_children(
 
         async def ready() -> bool:
             try:
-                return (await leaf.status()).status == SessionStatus.running and await _turns(middle, 1)
+                return (await leaf.status()).status == SessionStatus.running and await turns(middle, 1)
             except Exception:
                 return False
 
-        await wait_until(ready)
+        await eventually(ready, timeout=15, what="leaf running, middle after 1 turn")
         await handle.send("stop it")
-        await wait_until(lambda: _turns(handle, 2))
+        await eventually(lambda: turns(handle, 2), timeout=15, what="handle idle after 2 turns")
         middle_result = await middle.result()
         await asyncio.sleep(1.0)  # room for a (wrong) notification turn to start
         root_status = await handle.status()

@@ -12,13 +12,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,14 +37,14 @@ def _stop_all(workers: list[subprocess.Popen[bytes]]) -> None:
             proc.wait(timeout=10)
 
 
-async def _worker_env(temporal_env: Any, settings: Any) -> tuple[dict[str, str], AgentToolsClient]:
+async def _worker_env(temporal_env: WorkflowEnvironment, settings: Settings) -> tuple[dict[str, str], AgentToolsClient]:
     """The environment of a worker process (worker.py) for this test's settings, and a client beside it."""
     target = temporal_env.client.service_client.config.target_host
     env_vars = {
         "AGENT_TOOLS_TEMPORAL_ADDRESS": target,
         "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
         "AGENT_TOOLS_DATABASE_URL": settings.database_url,
-        "AGENT_TOOLS_MODEL": settings.model,
+        "AGENT_TOOLS_MODEL": settings.model or "",
         "AGENT_TOOLS_AGENTS_FILE": "",
     }
     temporal = await Client.connect(target, data_converter=pydantic_data_converter)
@@ -63,7 +65,7 @@ class MidTurn:
 
 @asynccontextmanager
 async def second_model_call_in_flight(
-    temporal_env: Any, settings: Any, script: Any, *, delay: float, heartbeat_timeout: float
+    temporal_env: WorkflowEnvironment, settings: Settings, script: Script, *, delay: float, heartbeat_timeout: float
 ) -> AsyncIterator[MidTurn]:
     """A session on a worker process (worker.py) whose second model call, ``delay`` seconds long, has begun."""
     settings.model = script(
@@ -101,7 +103,9 @@ async def _finished_without_duplicates(handle: SessionHandle) -> None:
     assert result.usage.calls == 3
 
 
-async def test_sigkill_mid_turn_second_worker_finishes(temporal_env: Any, settings: Any, script: Any) -> None:
+async def test_sigkill_mid_turn_second_worker_finishes(
+    temporal_env: WorkflowEnvironment, settings: Settings, script: Script
+) -> None:
     async with second_model_call_in_flight(temporal_env, settings, script, delay=4, heartbeat_timeout=2) as mid:
         mid.first.send_signal(signal.SIGKILL)
         mid.first.wait(timeout=10)
@@ -110,7 +114,7 @@ async def test_sigkill_mid_turn_second_worker_finishes(temporal_env: Any, settin
 
 
 async def test_sigterm_lets_the_call_in_flight_finish_then_a_second_worker_goes_on(
-    temporal_env: Any, settings: Any, script: Any
+    temporal_env: WorkflowEnvironment, settings: Settings, script: Script
 ) -> None:
     # A long heartbeat timeout: only a graceful stop can finish the call without a retry in this test.
     async with second_model_call_in_flight(temporal_env, settings, script, delay=3, heartbeat_timeout=60) as mid:
@@ -135,7 +139,7 @@ STREAMED = " ".join(f"word{i}" for i in range(60))
 
 
 async def test_worker_killed_mid_stream_another_finishes_the_step_once(
-    temporal_env: Any, settings: Any, script: Any
+    temporal_env: WorkflowEnvironment, settings: Settings, script: Script
 ) -> None:
     """The first worker dies while the model's text streams; the step is retried on a second worker, whose
     attempt tells subscribers to discard the partial text: one final message, and a subscriber that honours

@@ -5,28 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from agent_tools.activity_io import ProgressEvent
 from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.contracts.delegation import ChildRecord
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from agent_tools.workflows.registry import all_workflows
-
-
-async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float = 15.0) -> None:
-    """Poll a condition the test cannot be notified of (a sub-session starting elsewhere in the tree)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.1)
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
+from tests.support.sessions import children, collect_progress, tool_results, turns
 
 
 async def assert_replays(handle: SessionHandle) -> None:
@@ -35,20 +26,9 @@ async def assert_replays(handle: SessionHandle) -> None:
     await replayer.replay_workflow(await handle.workflow.fetch_history())
 
 
-async def children(handle: SessionHandle) -> list[ChildRecord]:
-    result: list[ChildRecord] = await handle.query("subagents", list[ChildRecord])
-    return result
-
-
-async def collect_progress(handle: SessionHandle) -> list[ProgressEvent]:
-    return [e async for e in handle.progress()]
-
-
-def tool_results(entries: list[Any]) -> list[str]:
-    return [e.content for e in entries if e.role == "tool"]
-
-
-async def test_async_sub_agent_notifies_parent_and_rolls_up_usage(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_async_sub_agent_notifies_parent_and_rolls_up_usage(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"match": {"title": "Child A"}, "turns": [{"say": "child result 42"}]},
@@ -100,7 +80,7 @@ async def test_async_sub_agent_notifies_parent_and_rolls_up_usage(settings: Any,
         done = next(e for e in events if e.kind == "subagent_done")
         assert done.data["ok"] is True and done.data["preview"] == "child result 42"
         # The tree is listable through visibility (the child upserted its own search attributes).
-        await wait_until(lambda: _listed(client, "p-async", 2))
+        await eventually(lambda: _listed(client, "p-async", 2), timeout=15, what="2 sub-sessions listed under p-async")
         listed = {x.session_id: x for x in await client.list_sessions(root_id="p-async")}
         assert listed["p-async/sub-1"].parent_id == "p-async" and listed["p-async/sub-1"].depth == 1
         await assert_replays(handle)
@@ -110,7 +90,9 @@ async def _listed(client: AgentToolsClient, root: str, count: int) -> bool:
     return len(await client.list_sessions(root_id=root)) == count
 
 
-async def test_sync_sub_agent_returns_result_without_notification(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_sync_sub_agent_returns_result_without_notification(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"match": {"title": "Helper"}, "turns": [{"say": "helper says hi"}]},
@@ -147,7 +129,9 @@ async def test_sync_sub_agent_returns_result_without_notification(settings: Any,
         assert status.turns == 1  # no notification turn: the waiting call received the end itself
 
 
-async def test_failed_children_report_failure_sync_and_async(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_failed_children_report_failure_sync_and_async(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -183,7 +167,7 @@ async def test_failed_children_report_failure_sync_and_async(settings: Any, scri
 
 
 async def test_stop_sub_agent_stops_leaf_first_and_parent_is_not_told_of_a_crash(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [
@@ -252,10 +236,10 @@ async def test_stop_sub_agent_stops_leaf_first_and_parent_is_not_told_of_a_crash
             except Exception:
                 return False
 
-        await wait_until(tree_running)
-        await wait_until(lambda: _status_is(middle, SessionStatus.idle))
+        await eventually(tree_running, timeout=15, what="the tree running")
+        await eventually(lambda: _status_is(middle, SessionStatus.idle), timeout=15, what="middle idle")
         await handle.send("list please")
-        await wait_until(lambda: _turns(handle, 2))
+        await eventually(lambda: turns(handle, 2), timeout=15, what="handle idle after 2 turns")
         listed = json.loads((await handle.latest_message()).content.removeprefix("list: "))
         by_id = {s["sub_session_id"]: s for s in listed}
         assert set(by_id) == {"p-stop/sub-1", "p-stop/sub-1/sub-1"}
@@ -263,7 +247,7 @@ async def test_stop_sub_agent_stops_leaf_first_and_parent_is_not_told_of_a_crash
         assert by_id["p-stop/sub-1/sub-1"]["status"] == "running"
         assert set(by_id["p-stop/sub-1"]) >= {"sub_session_id", "title", "status", "created_at", "updated_at"}
         await handle.send("read messages")
-        await wait_until(lambda: _turns(handle, 3))
+        await eventually(lambda: turns(handle, 3), timeout=15, what="handle idle after 3 turns")
         results = tool_results(await handle.transcript())[-4:]
         message = json.loads(results[0])
         assert message["sub_session_id"] == "p-stop/sub-1" and message["sub_session_title"] == "Middle"
@@ -273,7 +257,7 @@ async def test_stop_sub_agent_stops_leaf_first_and_parent_is_not_told_of_a_crash
         assert "Unknown sub-session 'nobody'" in results[2]
         assert "not part of the current session tree" in results[3]
         await handle.send("stop it")
-        await wait_until(lambda: _turns(handle, 4))
+        await eventually(lambda: turns(handle, 4), timeout=15, what="handle idle after 4 turns")
         stopped = json.loads((await handle.latest_message()).content.removeprefix("stopped: "))
         assert stopped == {
             "stopped_sessions": [
@@ -288,7 +272,7 @@ async def test_stop_sub_agent_stops_leaf_first_and_parent_is_not_told_of_a_crash
         assert recs[0].status == "stopped" and recs[0].finished
         # Finished and unknown targets get clear errors; stopping twice too.
         await handle.send("poke")
-        await wait_until(lambda: _turns(handle, 5))
+        await eventually(lambda: turns(handle, 5), timeout=15, what="handle idle after 5 turns")
         results = tool_results(await handle.transcript())[-3:]
         assert "has already finished (stopped); it takes no more messages" in results[0]
         assert "Unknown sub-session 'ghost'" in results[1]
@@ -310,14 +294,9 @@ async def _status_is(handle: SessionHandle, status: SessionStatus) -> bool:
         return False
 
 
-async def _turns(handle: SessionHandle, n: int) -> bool:
-    s = await handle.status()
-    return s.turns >= n and s.status == SessionStatus.idle
-
-
 @pytest.mark.parametrize("how", ["stop", "cancel"])
 async def test_stopping_a_parent_stops_its_tree_bottom_up(
-    how: str, settings: Any, script: Any, worker_for: Any
+    how: str, settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [
@@ -349,7 +328,7 @@ async def test_stopping_a_parent_stops_its_tree_bottom_up(
     async with worker_for() as client:
         handle = await client.start_session("PARENT tree", session_id=root)
         leaf = client.session(f"{root}/sub-1/sub-1")
-        await wait_until(lambda: _status_is(leaf, SessionStatus.running))
+        await eventually(lambda: _status_is(leaf, SessionStatus.running), timeout=15, what="leaf running")
         if how == "stop":
             await handle.stop("enough")
             assert (await handle.result()).status == SessionStatus.stopped
@@ -364,7 +343,9 @@ async def test_stopping_a_parent_stops_its_tree_bottom_up(
         assert [r.status for r in recs] == ["stopped"]
 
 
-async def test_send_message_to_running_async_sub_agent(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_send_message_to_running_async_sub_agent(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -400,7 +381,9 @@ async def test_send_message_to_running_async_sub_agent(settings: Any, script: An
         assert (await child.status()).turns == 2
 
 
-async def test_children_survive_parent_continue_as_new(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_children_survive_parent_continue_as_new(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"match": {"title": "Slow"}, "turns": [{"say": "slow answer", "delay_seconds": 1.5}]},
@@ -429,7 +412,7 @@ async def test_children_survive_parent_continue_as_new(settings: Any, script: An
 
 
 async def test_any_session_in_the_tree_lists_and_reads_its_siblings(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [
@@ -483,7 +466,7 @@ async def test_any_session_in_the_tree_lists_and_reads_its_siblings(
 
 
 async def test_tree_finishes_on_a_new_worker_after_the_first_one_stops(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [
@@ -501,7 +484,11 @@ async def test_tree_finishes_on_a_new_worker_after_the_first_one_stops(
     options = {"heartbeat_timeout_seconds": 2}
     async with worker_for() as client:
         await client.start_session("PARENT restart", session_id="p-restart", options=options)
-        await wait_until(lambda: _status_is(client.session("p-restart/sub-1"), SessionStatus.running))
+        await eventually(
+            lambda: _status_is(client.session("p-restart/sub-1"), SessionStatus.running),
+            timeout=15,
+            what="sub-1 running",
+        )
     # The first worker is gone mid-child; a fresh one (no cached workflow state) replays and carries on.
     async with worker_for() as client:
         result = await client.session("p-restart").result()

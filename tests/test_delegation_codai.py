@@ -14,8 +14,9 @@ from agent_tools.activities.delegation import plan_spawn
 from agent_tools.catalog.registry import ToolCatalog
 from agent_tools.contracts.delegation import Caller, PlanSpawnInput
 from agent_tools.session import SessionStatus
-from agent_tools.settings import Price
-from tests.test_delegation import collect_progress, tool_results
+from agent_tools.settings import Price, Settings
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.sessions import collect_progress, tool_results
 
 
 async def llm_max_tokens(client: Any, session_id: str) -> set[int | None]:
@@ -38,7 +39,7 @@ def spawn(task: str, role: str | None = None, **extra: Any) -> dict[str, Any]:
 
 
 async def test_spawn_runs_in_parallel_capped_per_message_with_prefixed_results_and_events(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     small = script(
         [
@@ -95,7 +96,9 @@ async def test_spawn_runs_in_parallel_capped_per_message_with_prefixed_results_a
         assert next(e for e in started_ev if e["role"] == "code")["task"] == "t3"
 
 
-async def test_spawned_children_never_spawn_and_steps_are_clamped(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_spawned_children_never_spawn_and_steps_are_clamped(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -131,7 +134,7 @@ async def test_spawned_children_never_spawn_and_steps_are_clamped(settings: Any,
 
 
 async def test_spawn_errors_invalid_arguments_failed_child_and_cost_ceiling(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script(
         [
@@ -164,7 +167,7 @@ async def test_spawn_errors_invalid_arguments_failed_child_and_cost_ceiling(
         assert results[2]["id"] == "p-err/sub-1"
 
 
-async def test_cost_ceiling_counts_the_whole_tree(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_cost_ceiling_counts_the_whole_tree(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     child_script = script([{"match": {"role": "explore"}, "turns": [{"say": "expensive child"}]}])
     settings.model_tiers = {"small": child_script}
     settings.model = script(
@@ -204,7 +207,7 @@ async def test_plan_spawn_caps_tools_at_the_roles_level() -> None:
     assert code.model == "scripted:parent" and code.tools == ["todoWrite", "subAgent"]
 
 
-async def test_delegate_to_model(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_delegate_to_model(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     small = script([{"match": {"role": "delegate"}, "turns": [{"say": "small says {{last_user}}"}]}])
     settings.model_tiers = {"small": small}
     settings.model = script(

@@ -10,15 +10,19 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 
 from agent_tools.agents import AgentDefinition
+from agent_tools.client import SessionHandle
 from agent_tools.contracts.delegation import HandoffRecord
 from agent_tools.session import SessionStatus
-from tests.test_delegation import _turns, children, collect_progress, tool_results, wait_until
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
+from tests.support.sessions import children, collect_progress, tool_results, turns
 
 # FYAI: invoke_sub_agent and hand_off_to_agent are "assign it as a function" tools, not in the profile.
 ASSIGNED = ["invoke_sub_agent", "hand_off_to_agent"]
 
 
-async def timer_seconds(handle: Any) -> list[float]:
+async def timer_seconds(handle: SessionHandle) -> list[float]:
     history = await handle.workflow.fetch_history()
     return [
         e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta().total_seconds()
@@ -38,7 +42,7 @@ def relay(agent: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-async def test_invoke_grants_chain_depth_and_repeats(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_invoke_grants_chain_depth_and_repeats(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     agents = [
         AgentDefinition(name="orch", subagents=["a2"], profile="fyai", tools=ASSIGNED),
         AgentDefinition(name="a2", subagents=["a3", "orch"], profile="fyai", tools=ASSIGNED),
@@ -81,7 +85,7 @@ async def test_invoke_grants_chain_depth_and_repeats(settings: Any, script: Any,
 
 
 async def test_invoke_bounded_wait_resume_prior_messages_and_model_override(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     agents = [
         AgentDefinition(name="orch", subagents=["slow", "writer"], profile="fyai", tools=ASSIGNED),
@@ -160,7 +164,7 @@ async def test_invoke_bounded_wait_resume_prior_messages_and_model_override(
 
 
 async def test_invoke_still_running_after_the_turn_notifies_the_orchestrator(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     agents = [
         AgentDefinition(name="orch", subagents=["slow"], profile="fyai", tools=ASSIGNED),
@@ -189,7 +193,7 @@ async def test_invoke_still_running_after_the_turn_notifies_the_orchestrator(
 
 
 async def test_hand_off_continues_in_a_new_session_with_the_history(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     agents = [
         AgentDefinition(name="front", subagents=["billing"], profile="fyai", tools=ASSIGNED),
@@ -244,7 +248,7 @@ async def test_hand_off_continues_in_a_new_session_with_the_history(
         assert (await handle.status()).handed_off_to == result.handed_off_to
         assert (await handle.status()).status == SessionStatus.handed_off
         new = client.session(result.handed_off_to)
-        await wait_until(lambda: _turns(new, 1))
+        await eventually(lambda: turns(new, 1), timeout=15, what="new idle after 1 turn")
         entries = await new.transcript()
         assert [(e.role, e.content) for e in entries][1:] == [
             ("user", "I want a REFUND"),
@@ -257,12 +261,12 @@ async def test_hand_off_continues_in_a_new_session_with_the_history(
         assert new_status.agent == "billing" and new_status.root_id == result.handed_off_to
         # A conversation is handed off only once.
         await new.send("send me back")
-        await wait_until(lambda: _turns(new, 2))
+        await eventually(lambda: turns(new, 2), timeout=15, what="new idle after 2 turns")
         assert "already been handed off once" in (await new.latest_message()).content
         await new.stop()
 
 
-async def test_hand_off_refusals(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_hand_off_refusals(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     agents = [
         AgentDefinition(
             name="front", subagents=["dormant", "front", "far"], profile="fyai", tools=[*ASSIGNED, "subAgent"]
@@ -312,7 +316,7 @@ async def test_hand_off_refusals(settings: Any, script: Any, worker_for: Any) ->
         assert "only in one-to-one chats" in json.loads(results[4])["result"]
 
 
-async def test_hand_off_refused_while_sub_agents_run(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_hand_off_refused_while_sub_agents_run(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     agents = [
         AgentDefinition(name="front", subagents=["billing"], profile="fyai", tools=[*ASSIGNED, "subAgent"]),
         AgentDefinition(name="billing", profile="fyai", tools=ASSIGNED),

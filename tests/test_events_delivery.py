@@ -216,7 +216,7 @@ async def test_a_store_error_fails_the_subscribe_so_that_it_is_retried(store: St
     broken.run = unavailable
     client = FakeStarter()
     inp = SubscribeInput(organisation="acme", project="p", subscription=a_wait("s1", "ci", {}, datetime.now(UTC)))
-    services = SimpleNamespace(settings=Settings(database_url=store.url), store=broken)
+    services: Any = SimpleNamespace(settings=Settings(database_url=store.url), store=broken)  # a stand-in
     with pytest.raises(ConnectionError):
         await subscribe(services, inp, client=client, task_queue="q")
     assert client.started == []

@@ -6,15 +6,18 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from typing import Any
+from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.contracts.events import MAX_TIMEOUT_SECONDS, router_workflow_id
 from agent_tools.session import SessionResult, SessionStatus
-from tests.conftest import running_worker, skip_time
-from tests.test_events_e2e import TOKEN, eventually, final_event, ingress, router_state, subscribed, wait_script
+from agent_tools.settings import Settings
+from tests.support.events import TOKEN, final_event, ingress, router_state, subscribed, wait_script
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
+from tests.support.temporal import running_worker, skip_time
 
 SKIP = MAX_TIMEOUT_SECONDS + 100
 
@@ -32,7 +35,7 @@ async def skipping_result(env: WorkflowEnvironment, session_id: str, seconds: fl
 
 
 async def test_timeout_reports_and_tells_the_agent_to_check_directly(
-    settings: Any, script: Any, time_skipping_env: WorkflowEnvironment
+    settings: Settings, script: Script, time_skipping_env: WorkflowEnvironment
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "github.check_suite", "match": {"pr": 420}})  # default 900 s
@@ -48,7 +51,7 @@ async def test_timeout_reports_and_tells_the_agent_to_check_directly(
 
 
 async def test_timeout_above_the_maximum_is_capped(
-    settings: Any, script: Any, time_skipping_env: WorkflowEnvironment
+    settings: Settings, script: Script, time_skipping_env: WorkflowEnvironment
 ) -> None:
     settings.model = wait_script(script, {"kind": "job.done", "timeout_seconds": 100_000})
     async with running_worker(time_skipping_env, settings) as client:
@@ -61,7 +64,7 @@ async def test_timeout_above_the_maximum_is_capped(
 
 
 async def test_worker_stopped_while_waiting_event_delivered_new_worker_finishes(
-    settings: Any, script: Any, worker_for: Any, temporal_env: WorkflowEnvironment
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "github.check_suite", "match": {"pr": 420}, "timeout_seconds": 300})
@@ -83,7 +86,7 @@ async def test_worker_stopped_while_waiting_event_delivered_new_worker_finishes(
 
 
 async def test_router_continues_as_new_and_keeps_subscriptions(
-    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings.events.router_max_history_events = 20
     settings.events.direct_delivery = False  # the router's path: the waits and the events go to it
@@ -114,7 +117,9 @@ async def test_router_continues_as_new_and_keeps_subscriptions(
         assert json.loads(result.final_message.removeprefix("got: "))["event"]["event_id"] == match.json()["event_id"]  # type: ignore[union-attr]
 
 
-async def test_histories_of_a_wait_and_of_the_router_replay(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_histories_of_a_wait_and_of_the_router_replay(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     """Determinism: the session that waited and received, and the router that continued-as-new, replay."""
     from temporalio.worker import Replayer
 
@@ -147,7 +152,7 @@ async def test_histories_of_a_wait_and_of_the_router_replay(settings: Any, scrip
     assert len(histories[0].events) > 10 and len(histories[1].events) > 3
 
 
-async def test_stop_while_waiting_ends_the_wait(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_stop_while_waiting_ends_the_wait(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "never", "timeout_seconds": 600})
     async with worker_for() as client:
@@ -160,7 +165,7 @@ async def test_stop_while_waiting_ends_the_wait(settings: Any, script: Any, work
 
 @pytest.mark.slow  # the dead worker's sticky queue times out first (~10 s)
 async def test_worker_process_killed_while_waiting_event_delivered_after_restart(
-    settings: Any, script: Any, worker_for: Any, temporal_env: WorkflowEnvironment, tmp_path: Any
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     """SIGKILL, not a graceful shutdown: the worker process dies with the session parked on its timer."""
     import os
@@ -202,7 +207,7 @@ async def test_worker_process_killed_while_waiting_event_delivered_after_restart
 
 
 async def test_router_drops_expired_subscriptions_and_keeps_routing(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = str(
@@ -245,7 +250,8 @@ async def test_router_drops_expired_subscriptions_and_keeps_routing(
         async def dropped() -> bool:
             return not (await router_state(client, project)).subscriptions
 
-        await eventually(dropped, timeout=30)  # the router woke at the deadline and dropped it
+        # The router woke at the deadline and dropped it.
+        await eventually(dropped, timeout=30, interval=0.05, what="the subscription dropped")
         long = await client.start_session("long wait", organisation="acme", project=project)
         await subscribed(client, project, 1)
         resp = await http.post("/v1/events", json={"kind": "a.b"}, headers={"Authorization": f"Bearer {TOKEN}"})
@@ -254,7 +260,7 @@ async def test_router_drops_expired_subscriptions_and_keeps_routing(
 
 
 async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new_event(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     from agent_tools.contracts.events import EventWaitState
 
@@ -283,7 +289,7 @@ async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new
         async def continued() -> bool:
             return bool((await handle.workflow.describe()).run_id != first_run)
 
-        await eventually(continued)
+        await eventually(continued, timeout=30, interval=0.05, what="a new run")
         state = await handle.query("event_state", EventWaitState)
         assert state.events_received == 1 and state.delivered_event_ids == [one.json()["event_id"]]
         assert state.waits == {}
@@ -294,7 +300,7 @@ async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new
         async def answered() -> bool:
             return bool((await handle.latest_message()).content.startswith("second: "))
 
-        await eventually(answered)
+        await eventually(answered, timeout=30, interval=0.05, what="the second answer")
         second = json.loads((await handle.latest_message()).content.removeprefix("second: "))
         assert second["event"]["event_id"] == two.json()["event_id"]
         state = await handle.query("event_state", EventWaitState)
@@ -302,7 +308,9 @@ async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new
         await handle.stop()
 
 
-async def test_router_continues_as_new_before_large_payloads_fill_its_history(settings: Any, worker_for: Any) -> None:
+async def test_router_continues_as_new_before_large_payloads_fill_its_history(
+    settings: Settings, worker_for: WorkerFor
+) -> None:
     from agent_tools.contracts.events import RouterInput
 
     project = f"p-{uuid.uuid4().hex[:8]}"
@@ -326,5 +334,5 @@ async def test_router_continues_as_new_before_large_payloads_fill_its_history(se
         async def continued() -> bool:
             return bool((await router.describe()).run_id != first_run)
 
-        await eventually(continued)
+        await eventually(continued, timeout=30, interval=0.05, what="a new run")
         assert (await router_state(client, project)).events_seen >= 1

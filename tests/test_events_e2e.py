@@ -7,128 +7,43 @@ import json
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from sqlalchemy import select
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
 
 from agent_tools.activities.store.db import Store
 from agent_tools.activities.store.event_tables import (
     add_subscription,
     count_events,
-    count_open_waits,
     event_subscriptions,
 )
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.events import (
-    ACTIVITY_LOAD_EVENT,
     SIGNAL_EVENT_ARRIVED,
     SIGNAL_SUBSCRIBE,
-    RouterView,
     Subscription,
     router_workflow_id,
 )
-from agent_tools.contracts.events.settings import EventSettings, EventSource
-from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
-from agent_tools.errors import StoreNotReady
-from agent_tools.service.app import create_app
+from agent_tools.contracts.events.signatures import sign_standard_webhook
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
-
-TOKEN = "token-acme-" + "x" * 16
-GH_SECRET = "gh-secret-0123456789"
-HMAC_SECRET = "hmac-secret-0123456789"
-
-
-@asynccontextmanager
-async def ingress(
-    settings: Settings, temporal: Client | None, project: str, **cfg: Any
-) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
-    """The ingress app served by uvicorn on a real 127.0.0.1 socket, and an HTTP client pointed at it
-    (``temporal=None``: the app connects to ``settings.temporal_address`` itself)."""
-    event_settings = EventSettings(
-        tokens={f"acme/{project}": TOKEN},
-        sources={
-            "gh": EventSource(type="github", secret=GH_SECRET, organisation="acme", project=project),
-            "ci": EventSource(type="hmac", secret=HMAC_SECRET, organisation="acme", project=project, kind_prefix="ci"),
-        },
-        **cfg,
-    )
-    store = Store(settings.database_url)
-    await store.create_schema()
-    state: dict[str, Any] = {"event_store": store}
-    if temporal is not None:
-        state["temporal_client"] = temporal
-    app = create_app(settings.model_copy(update={"events": event_settings}), **state)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
-        await asyncio.sleep(0.01)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
-            yield http, store
-    finally:
-        server.should_exit = True
-        await task
-        await store.close()
-
-
-def github_headers(event: str, body: bytes, delivery: str, secret: str = GH_SECRET) -> dict[str, str]:
-    return {
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": sign_github(secret, body),
-        "Content-Type": "application/json",
-    }
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
-
-
-async def router_state(client: AgentToolsClient, project: str) -> RouterView:
-    handle = client.temporal.get_workflow_handle(router_workflow_id("acme", project))
-    view: RouterView = await handle.query("state", result_type=RouterView)
-    return view
-
-
-async def subscribed(client: AgentToolsClient, project: str, count: int, *, router: bool | None = None) -> None:
-    """Until ``count`` open waits of acme's ``project`` are in place: kept in the store (where the ingress
-    finds them), and, when the worker subscribes with the router too (``direct_delivery`` off), in the
-    router."""
-    with_router = not client.settings.events.direct_delivery if router is None else router
-
-    async def check() -> bool:
-        try:  # the worker creates the store as its first activity starts
-            store = (await client.transcripts()).store
-            kept = await count_open_waits(store, organisation="acme", project=project)
-        except StoreNotReady:
-            return False
-        if kept < count:
-            return False
-        if not with_router:
-            return True
-        try:
-            return len((await router_state(client, project)).subscriptions) >= count
-        except Exception:
-            return False
-
-    await eventually(check)
+from tests.support.events import (
+    HMAC_SECRET,
+    TOKEN,
+    final_event,
+    github_headers,
+    ingress,
+    loads,
+    router_state,
+    subscribed,
+    wait_script,
+)
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
 
 
 async def router_started(client: AgentToolsClient, project: str) -> bool:
@@ -149,25 +64,8 @@ def router_path(settings: Settings, direct: bool) -> None:
     settings.events = settings.events.model_copy(update={"direct_delivery": direct})
 
 
-def wait_script(script: Any, arguments: dict[str, Any]) -> str:
-    return str(
-        script(
-            [
-                {"say": "waiting", "tool_calls": [{"name": "wait_for_event", "arguments": arguments}]},
-                {"say": "got: {{last_tool}}"},
-            ]
-        )
-    )
-
-
 async def start_waiting(client: AgentToolsClient, project: str, n: int = 1) -> list[SessionHandle]:
     return [await client.start_session("wait for CI", organisation="acme", project=project) for _ in range(n)]
-
-
-def final_event(result_message: str | None) -> dict[str, Any]:
-    assert result_message is not None and result_message.startswith("got: "), result_message
-    data: dict[str, Any] = json.loads(result_message.removeprefix("got: "))
-    return data
 
 
 def arrivals(history_events: list[Any]) -> int:
@@ -177,22 +75,6 @@ def arrivals(history_events: list[Any]) -> int:
         for ev in history_events
         if ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
         and ev.workflow_execution_signaled_event_attributes.signal_name == SIGNAL_EVENT_ARRIVED
-    )
-
-
-def loads(history_events: list[Any]) -> int:
-    """How many times a session read an event from the store (``load_event``, local or not)."""
-    return sum(
-        1
-        for ev in history_events
-        if (
-            ev.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-            and ev.activity_task_scheduled_event_attributes.activity_type.name == ACTIVITY_LOAD_EVENT
-        )
-        or (
-            ev.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-            and ACTIVITY_LOAD_EVENT.encode() in ev.marker_recorded_event_attributes.SerializeToString()
-        )
     )
 
 
@@ -211,7 +93,7 @@ PATHS = pytest.mark.parametrize("direct", [True, False], ids=["direct", "router"
 
 @PATHS
 async def test_session_receives_only_the_matching_github_delivery(
-    settings: Any, script: Any, worker_for: Any, direct: bool
+    settings: Settings, script: Script, worker_for: WorkerFor, direct: bool
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "github.check_suite", "match": {"pr": 420}, "timeout_seconds": 120})
@@ -262,7 +144,7 @@ async def test_session_receives_only_the_matching_github_delivery(
 
 @PATHS
 async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
-    settings: Any, script: Any, worker_for: Any, direct: bool
+    settings: Settings, script: Script, worker_for: WorkerFor, direct: bool
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "ci.build", "match": {"build": {"id": 7}}})
@@ -301,7 +183,7 @@ async def test_several_sessions_waiting_on_the_same_kind_each_get_it(
 
 @PATHS
 async def test_a_session_that_ended_does_not_hold_back_the_others(
-    settings: Any, script: Any, worker_for: Any, direct: bool
+    settings: Settings, script: Script, worker_for: WorkerFor, direct: bool
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "ci.done", "timeout_seconds": 120})
@@ -334,7 +216,7 @@ async def test_a_session_that_ended_does_not_hold_back_the_others(
             async def both() -> bool:
                 return len((await router_state(client, project)).subscriptions) == 2
 
-            await eventually(both)
+            await eventually(both, timeout=30, interval=0.05, what="two subscriptions in the router")
         resp = await http.post(
             "/v1/events", json={"kind": "ci.done", "payload": {}}, headers={"Authorization": f"Bearer {TOKEN}"}
         )
@@ -352,14 +234,14 @@ async def test_a_session_that_ended_does_not_hold_back_the_others(
             view = await router_state(client, project)
             return view.subscriptions == [] and view.events_seen == 1
 
-        await eventually(settled)
+        await eventually(settled, timeout=30, interval=0.05, what="the router settled")
         # The ended session is not counted: the router delivered to nobody (the live wait was the
         # ingress's, claimed before the router looked).
         assert (await router_state(client, project)).delivered == 0
 
 
 async def test_event_posted_before_subscription_reaches_router_is_not_missed(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """An event stored after the wait began but routed before the subscription: the backlog check finds it."""
     project = f"p-{uuid.uuid4().hex[:8]}"
@@ -370,7 +252,7 @@ async def test_event_posted_before_subscription_reaches_router_is_not_missed(
         async def waiting() -> bool:
             return bool(await handle.query("event_waits", list))
 
-        await eventually(waiting)
+        await eventually(waiting, timeout=30, interval=0.05, what="an event wait in place")
         # Publish at once, racing the subscribe activity; whichever wins, the session gets the event.
         resp = await http.post(
             "/v1/events",
@@ -388,7 +270,7 @@ async def test_event_posted_before_subscription_reaches_router_is_not_missed(
 
 
 async def test_large_event_is_saved_as_an_artifact_and_the_model_gets_a_pointer(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "github.push", "timeout_seconds": 60})
@@ -414,7 +296,7 @@ async def test_large_event_is_saved_as_an_artifact_and_the_model_gets_a_pointer(
 
 
 async def test_event_stored_while_temporal_is_unreachable_is_routed_by_the_retry(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """503 when the router cannot be signalled (the event is stored); the sender's retry with the same
     delivery id routes it, and the waiting session gets it once."""
@@ -442,7 +324,7 @@ async def test_event_stored_while_temporal_is_unreachable_is_routed_by_the_retry
 
 
 async def test_event_whose_waits_could_not_be_read_is_delivered_by_the_retry(
-    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """503 when the store cannot answer the look-up of the waits (the event is stored; no router would
     deliver it instead); the sender's retry with the same delivery id delivers it, once."""
@@ -476,7 +358,7 @@ async def test_event_whose_waits_could_not_be_read_is_delivered_by_the_retry(
 
 @pytest.mark.parametrize(("worker_direct", "ingress_direct"), [(True, False), (False, True)])
 async def test_workers_and_ingress_set_apart_still_deliver_every_event(
-    settings: Any, script: Any, worker_for: Any, worker_direct: bool, ingress_direct: bool
+    settings: Settings, script: Script, worker_for: WorkerFor, worker_direct: bool, ingress_direct: bool
 ) -> None:
     """``direct_delivery`` is read by each process from its own environment: a worker and an ingress that
     disagree (a rolling change of the setting) still deliver each event once. The ingress always delivers

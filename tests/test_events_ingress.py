@@ -7,13 +7,16 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from pathlib import Path
 
 import httpx
+from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.activities.store.event_tables import count_events
 from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
-from tests.test_events_e2e import GH_SECRET, HMAC_SECRET, TOKEN, github_headers, ingress, router_state
+from agent_tools.settings import Settings
+from tests.support.events import GH_SECRET, HMAC_SECRET, TOKEN, github_headers, ingress, router_state
+from tests.support.fixture_types import WorkerFor
 
 
 def hmac_headers(body: bytes, msg_id: str, ts: int, secret: str = HMAC_SECRET) -> dict[str, str]:
@@ -26,7 +29,7 @@ def hmac_headers(body: bytes, msg_id: str, ts: int, secret: str = HMAC_SECRET) -
 
 
 async def test_forged_replayed_and_oversized_deliveries_are_refused_and_nothing_is_stored_twice(
-    settings: Any, worker_for: Any
+    settings: Settings, worker_for: WorkerFor
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with (
@@ -103,7 +106,7 @@ async def test_forged_replayed_and_oversized_deliveries_are_refused_and_nothing_
         assert view.events_seen == 2
 
 
-async def test_clear_client_errors(settings: Any, worker_for: Any) -> None:
+async def test_clear_client_errors(settings: Settings, worker_for: WorkerFor) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with worker_for() as client, ingress(settings, client.temporal, project) as (http, store):
         auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -183,7 +186,7 @@ async def test_clear_client_errors(settings: Any, worker_for: Any) -> None:
         assert "/v1/webhooks/{source}" in spec["paths"]
 
 
-async def test_github_form_encoded_and_ping(settings: Any, worker_for: Any) -> None:
+async def test_github_form_encoded_and_ping(settings: Settings, worker_for: WorkerFor) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with worker_for() as client, ingress(settings, client.temporal, project) as (http, _store):
         from urllib.parse import urlencode
@@ -203,7 +206,7 @@ async def test_github_form_encoded_and_ping(settings: Any, worker_for: Any) -> N
         assert resp.status_code == 202 and resp.json()["kind"] == "github.ping"
 
 
-async def test_cli_events_send_posts_to_the_ingress(settings: Any, worker_for: Any) -> None:
+async def test_cli_events_send_posts_to_the_ingress(settings: Settings, worker_for: WorkerFor) -> None:
     import asyncio
 
     from typer.testing import CliRunner
@@ -239,7 +242,7 @@ async def test_cli_events_send_posts_to_the_ingress(settings: Any, worker_for: A
 
 
 async def test_serve_command_runs_the_ingress_with_its_own_client_and_store(
-    settings: Any, worker_for: Any, temporal_env: Any, tmp_path: Any
+    settings: Settings, worker_for: WorkerFor, temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     """`agent-tools serve` as its own process, configured only by the environment, as in docker-compose."""
     import asyncio

@@ -69,7 +69,7 @@ def _match_from(data: st.DataObject, payload: dict[str, Any]) -> dict[str, Any]:
             value = data.draw(SCALARS)  # a value the payload may not hold
         cut = data.draw(st.integers(1, len(segments)))
         head, tail = ".".join(segments[:cut]), segments[cut:]
-        if tail and data.draw(st.booleans()):
+        if tail and data.draw(st.booleans()):  # type: ignore[arg-type]  # mypy types the draw by ``tail``
             match[head] = {".".join(tail): value}  # a nested match
         else:
             match[".".join(segments)] = value

@@ -8,12 +8,11 @@ import asyncio
 import dataclasses
 import itertools
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from pydantic import ValidationError
 from temporalio.client import Client
-from temporalio.testing import ActivityEnvironment
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import PollerBehaviorAutoscaling, PollerBehaviorSimpleMaximum
 
 from agent_tools.activities.heartbeat import with_heartbeat
@@ -27,6 +26,7 @@ from agent_tools.policy import (
 )
 from agent_tools.settings import Settings
 from agent_tools.worker import HEARTBEAT_THROTTLE_SECONDS, STICKY_TIMEOUT_SECONDS, build_worker
+from tests.support.fixture_types import Script, WorkerFor
 
 
 async def _beats_during(seconds: float, timeout: timedelta | None) -> list[float]:
@@ -86,7 +86,7 @@ def test_a_failing_provider_is_still_ridden_out_for_minutes() -> None:
     assert sum(_backoff(step)) >= 120
 
 
-async def test_build_worker_sets_the_recovery_timeouts(temporal_env: Any, settings: Settings) -> None:
+async def test_build_worker_sets_the_recovery_timeouts(temporal_env: WorkflowEnvironment, settings: Settings) -> None:
     plugin = AgentToolsPlugin(settings)
     client = await Client.connect(temporal_env.client.service_client.config.target_host, plugins=[plugin])
     config = build_worker(client, plugin).config(active_config=True)
@@ -141,7 +141,7 @@ def test_the_workflow_task_timeout_setting(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 async def test_sessions_and_their_continued_runs_carry_the_workflow_task_timeout(
-    worker_for: Any, script: Any, settings: Settings
+    worker_for: WorkerFor, script: Script, settings: Settings
 ) -> None:
     settings.model = script([{"say": "one"}, {"say": "two"}])
     settings.policy = settings.policy.merged({"workflow_task_timeout_seconds": 7})
@@ -166,7 +166,7 @@ async def test_sessions_and_their_continued_runs_carry_the_workflow_task_timeout
 
 
 async def test_sub_agents_get_their_parents_workflow_task_timeout(
-    worker_for: Any, script: Any, settings: Settings
+    worker_for: WorkerFor, script: Script, settings: Settings
 ) -> None:
     """The client starts a root with the policy's timeout; its sub-agents are started by the workflow, which
     passes on its own (they had Temporal's default whatever the setting)."""

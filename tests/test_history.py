@@ -10,7 +10,7 @@ import pytest_asyncio
 
 from agent_tools.activities.services import Services
 from agent_tools.messages import Message
-from tests.test_memory_helpers import call, open_services, ref
+from tests.support.memory import call, open_services, ref
 
 
 @pytest_asyncio.fixture

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 
+from agent_tools.settings import Settings
 from agent_tools.user_tools import tool
+from tests.support.fixture_types import Script, WorkerFor
 
 
 def bytes_per_step(history: WorkflowHistory, llm_activity: str = "agent_tools.llm_step") -> list[int]:
@@ -35,7 +35,9 @@ async def lookup(topic: str) -> str:
     return f"{topic}: " + "lorem ipsum dolor sit amet " * 40
 
 
-async def test_200_step_session_history_bytes_per_step_stay_flat(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_200_step_session_history_bytes_per_step_stay_flat(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {

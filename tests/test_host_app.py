@@ -122,7 +122,7 @@ def app_dir(tmp_path: Path) -> Path:
 def app_worker(venv: Path, app_dir: Path, temporal_env: WorkflowEnvironment) -> Iterator[dict[str, Any]]:
     model = write_script(
         app_dir / "script.json",
-        [
+        [  # type: ignore[arg-type]  # write_script's union of two list types defeats inference
             {
                 "match": {"prompt_contains": "convert and delegate"},
                 "turns": [

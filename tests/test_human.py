@@ -7,13 +7,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
 
+from agent_tools.client import SessionHandle
 from agent_tools.contracts.human import PendingQuestion
 from agent_tools.human_client import answer_questions, human_state, pending_questions
 from agent_tools.session import SessionResult, SessionStatus
-from tests.conftest import running_worker, skip_time
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
+from tests.support.sessions import current_details
+from tests.support.temporal import running_worker, skip_time
 
 Q_LIB = "Which date formatting library should we use?"
 Q_EXTRAS = "Which extras do you want?"
@@ -46,21 +51,15 @@ OPT = {"label": "a", "description": "x"}
 SCRIPT = [{"say": "Let me ask.", "tool_calls": [ASK]}, {"say": "got: {{last_tool}}"}]
 
 
-async def skipping_result(env: Any, handle: Any) -> SessionResult:
+async def skipping_result(env: WorkflowEnvironment, handle: SessionHandle) -> SessionResult:
     """The result with time skipping unlocked while waiting (only handles the environment's own client
     started do that by themselves; the worker fixture's client is a plain one)."""
-    async with env.time_skipping_unlocked():
+    async with env.time_skipping_unlocked():  # type: ignore[attr-defined]  # the test server's
         result: SessionResult = await handle.result()
     return result
 
 
-async def current_details(handle: Any) -> str:
-    """What the Temporal UI shows as the workflow's current details."""
-    meta = await handle.workflow.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
-    return str(meta.current_details)
-
-
-async def first_events(handle: Any) -> Any:
+async def first_events(handle: SessionHandle) -> Any:
     """Progress events up to and including the first ``question`` event."""
     async for event in handle.progress():
         yield event
@@ -68,21 +67,17 @@ async def first_events(handle: Any) -> Any:
             return
 
 
-async def wait_for_questions(handle: Any, count: int = 1, timeout: float = 20.0) -> list[PendingQuestion]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        try:
-            pending = await pending_questions(handle)
-        except Exception:  # the workflow may not have run its first task yet
-            pending = []
-        if len(pending) >= count:
-            return pending
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"no pending questions after {timeout}s")
-        await asyncio.sleep(0.1)
+async def wait_for_questions(handle: SessionHandle, count: int = 1, timeout: float = 20.0) -> list[PendingQuestion]:
+    return await eventually(
+        lambda: pending_questions(handle),
+        until=lambda pending: len(pending) >= count,
+        ignoring=(Exception,),  # the workflow may not have run its first task yet
+        timeout=timeout,
+        what=f"{count} pending questions",
+    )
 
 
-async def test_ask_user_answered_by_update(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_ask_user_answered_by_update(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     settings.model = script(SCRIPT)
     async with worker_for() as client:
         handle = await client.start_session("pick a library")
@@ -124,7 +119,7 @@ async def test_ask_user_answered_by_update(settings: Any, script: Any, worker_fo
     ],
 )
 async def test_bad_answers_are_refused_and_questions_stay_pending(
-    settings: Any, script: Any, worker_for: Any, answers: dict[str, Any], reason: str
+    settings: Settings, script: Script, worker_for: WorkerFor, answers: dict[str, Any], reason: str
 ) -> None:
     settings.model = script(SCRIPT)
     async with worker_for() as client:
@@ -150,7 +145,7 @@ async def test_bad_answers_are_refused_and_questions_stay_pending(
         assert await pending_questions(handle) == []
 
 
-async def test_ask_user_answered_by_signal(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_ask_user_answered_by_signal(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     settings.model = script(SCRIPT)
     async with worker_for() as client:
         handle = await client.start_session("pick a library")
@@ -169,7 +164,7 @@ async def test_ask_user_answered_by_signal(settings: Any, script: Any, worker_fo
 
 
 async def test_invalid_ask_user_arguments_come_back_as_a_tool_error(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     question = {"question": "No question mark", "header": "Far too long header", "options": [OPT]}
     bad = {"name": "askUser", "arguments": {"questions": [question]}}
@@ -181,7 +176,9 @@ async def test_invalid_ask_user_arguments_come_back_as_a_tool_error(
         assert "question mark" in text and "at most 12 characters" in text and "at least 2" in text
 
 
-async def test_timeout_policy_gives_the_default_answer(time_skipping_env: Any, settings: Any, script: Any) -> None:
+async def test_timeout_policy_gives_the_default_answer(
+    time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
+) -> None:
     settings.model = script(SCRIPT)
     async with running_worker(time_skipping_env, settings) as client:
         handle = await client.start_session(
@@ -195,7 +192,9 @@ async def test_timeout_policy_gives_the_default_answer(time_skipping_env: Any, s
         )
 
 
-async def test_timeout_without_default_says_no_answer(time_skipping_env: Any, settings: Any, script: Any) -> None:
+async def test_timeout_without_default_says_no_answer(
+    time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
+) -> None:
     settings.model = script(SCRIPT)
     async with running_worker(time_skipping_env, settings) as client:
         handle = await client.start_session("pick a library", options={"ask_user_timeout_seconds": 60})
@@ -204,7 +203,9 @@ async def test_timeout_without_default_says_no_answer(time_skipping_env: Any, se
         assert f'User did not answer within 60 seconds: "{Q_LIB}", "{Q_EXTRAS}" (no answer).' in result.final_message
 
 
-async def test_session_waiting_30_days_resumes(time_skipping_env: Any, settings: Any, script: Any) -> None:
+async def test_session_waiting_30_days_resumes(
+    time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
+) -> None:
     settings.model = script(SCRIPT)
     # No workflow cache: every task replays from history, so nothing of the waiting session lives in the
     # worker's memory and the answer after 30 days is handled by a replay.
@@ -225,7 +226,7 @@ async def test_session_waiting_30_days_resumes(time_skipping_env: Any, settings:
 
 
 async def test_terminal_dialogue_answers_with_numbers(
-    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agent_tools.cli.human import prompt_and_answer
 
@@ -243,7 +244,7 @@ async def test_terminal_dialogue_answers_with_numbers(
 
 
 async def test_closed_stdin_ends_run_with_advice_and_the_session_keeps_waiting(
-    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agent_tools.cli.sessions import run_and_follow
     from agent_tools.errors import AnswerInputClosed
@@ -268,7 +269,11 @@ async def test_closed_stdin_ends_run_with_advice_and_the_session_keeps_waiting(
 
 
 async def test_answer_command_json_and_yes(
-    temporal_env: Any, settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    script: Script,
+    worker_for: WorkerFor,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from typer.testing import CliRunner
 

@@ -11,7 +11,10 @@ import pytest
 
 from agent_tools.activities.text_publisher import MAX_ITEM_CHARS, MAX_STEP_CHARS, TextPublisher, flush_interval
 from agent_tools.activity_io import ProgressEvent
+from agent_tools.client import SessionHandle
 from agent_tools.live_text import LiveText, TextUpdate
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
 
 
 def ev(kind: str, sid: str = "s", **data: Any) -> ProgressEvent:
@@ -128,11 +131,13 @@ async def test_retry_discards_first_items_are_bounded_and_failures_stay_inside()
 TEXT = "Lisbon rewards slow walkers: start at Alfama, climb to the castle, and eat at Time Out Market."
 
 
-async def _progress(handle: Any) -> list[ProgressEvent]:
+async def _progress(handle: SessionHandle) -> list[ProgressEvent]:
     return [e async for e in handle.progress()]
 
 
-async def test_session_streams_text_before_the_step_ends(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_session_streams_text_before_the_step_ends(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script([{"say": TEXT, "word_seconds": 0.08}])
     async with worker_for() as client:
         handle = await client.start_session("plan Lisbon")
@@ -164,7 +169,9 @@ async def test_session_streams_text_before_the_step_ends(settings: Any, script: 
     assert summaries == ['"model step 1 · scripted:' + settings.model.rsplit("/", 1)[-1] + '"']
 
 
-async def test_retried_step_tells_subscribers_to_discard(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_retried_step_tells_subscribers_to_discard(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -192,7 +199,9 @@ async def test_retried_step_tells_subscribers_to_discard(settings: Any, script: 
 
 
 @pytest.mark.parametrize("stream_text", [False])
-async def test_streaming_can_be_switched_off(settings: Any, script: Any, worker_for: Any, stream_text: bool) -> None:
+async def test_streaming_can_be_switched_off(
+    settings: Settings, script: Script, worker_for: WorkerFor, stream_text: bool
+) -> None:
     settings.model = script([{"say": TEXT, "word_seconds": 0.02}])
     async with worker_for() as client:
         handle = await client.start_session("plan Lisbon", options={"stream_text": stream_text})

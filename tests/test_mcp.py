@@ -29,14 +29,12 @@ from agent_tools.catalog.spec import ToolLevel
 from agent_tools.contracts.mcp import McpConfig, McpServerConfig, catalog_tool_name
 from agent_tools.errors import ConfigurationError
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from agent_tools.user_tools import UserTool
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.mcp import SERVER, fixture_server
 
-SERVER = Path(__file__).parent / "fixtures" / "mcp_server.py"
 ECHO = catalog_tool_name("fixture", "echo.upper")
-
-
-def fixture_server(**overrides: Any) -> McpServerConfig:
-    return McpServerConfig(name="fixture", command=sys.executable, args=[str(SERVER)], timeout_seconds=30, **overrides)
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -237,7 +235,11 @@ async def test_streamable_http_server(http_server: str) -> None:
 
 
 async def test_mcp_tools_in_a_session(
-    discovered: list[UserTool], settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    discovered: list[UserTool],
+    settings: Settings,
+    script: Script,
+    worker_for: WorkerFor,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("WORKER_SECRET_TOKEN", "do-not-leak")
     settings.model = script(

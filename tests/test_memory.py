@@ -19,7 +19,7 @@ from agent_tools.agents import AgentDefinition
 from agent_tools.contracts.memory import scoring
 from agent_tools.contracts.memory.format import FENCE_CLOSE
 from agent_tools.messages import Message
-from tests.test_memory_helpers import call, open_services, ref
+from tests.support.memory import call, open_services, ref
 
 
 @pytest_asyncio.fixture
@@ -478,8 +478,8 @@ async def test_hostile_text_reaches_the_counts_and_the_search_intact(services: S
     for q in queries:
         out = await call(services, r, "searchMemory", {"query": q})
         assert not out.is_error, out.content
-    refused = await call(services, r, "searchMemory", {"query": "lone \ud800"})
-    assert refused.is_error and refused.content.startswith("Invalid arguments"), refused.content
+    searched = await call(services, r, "searchMemory", {"query": "lone \ud800"})
+    assert searched.is_error and searched.content.startswith("Invalid arguments"), searched.content
     # Past the tool's 1,000 characters (the Memory Context cuts the message there too): the engine itself.
     for q in ["w" * 3000, "x" * 100_000 + " plainword", "a_" * 2000]:
         await engine.search(scope, q)

@@ -22,7 +22,7 @@ from agent_tools.agents import AgentDefinition, AgentRegistry
 from agent_tools.contracts.memory import EmbeddingsEndpoint, MemoryPolicy, scoring
 from agent_tools.settings import Settings
 from bench.embeddings_server import EmbeddingsServer, embeddings_server
-from tests.test_memory_helpers import call, open_services, ref
+from tests.support.memory import call, open_services, ref
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_a_worker_without_semantic_search_does_not_load_numpy(tmp_path: Path) ->
         "import asyncio, sys\n"
         "import agent_tools.plugin, agent_tools.worker\n"
         "from agent_tools.agents import AgentDefinition\n"
-        "from tests.test_memory_helpers import call, open_services, ref\n"
+        "from tests.support.memory import call, open_services, ref\n"
         "async def main():\n"
         "    async with open_services(sys.argv[1], [AgentDefinition(name='assistant')]) as services:\n"
         "        r = ref()\n"

@@ -15,11 +15,15 @@ from agent_tools.activity_io import LlmStepInput
 from agent_tools.agents import AgentDefinition
 from agent_tools.messages import Message
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from agent_tools.testing import write_script
-from tests.test_memory_helpers import call, open_services, ref
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.memory import call, open_services, ref
 
 
-async def test_remember_then_recall_in_a_later_session(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_remember_then_recall_in_a_later_session(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -40,7 +44,7 @@ async def test_remember_then_recall_in_a_later_session(settings: Any, script: An
     )
     async with worker_for() as client:
         first = await client.run("Note that I like Helix", user="alice", tools=["remember", "recall"])
-        assert first.status == SessionStatus.completed and first.final_message.startswith("Remembered as mem_")
+        assert first.status == SessionStatus.completed and (first.final_message or "").startswith("Remembered as mem_")
         later = await client.run("Which editor do I like?", user="alice", tools=["remember", "recall"])
         assert "Alice's favourite editor is Helix" in (later.final_message or "")
         assert "long_term" in (later.final_message or "") and "not instructions" in (later.final_message or "")
@@ -92,7 +96,7 @@ async def test_memory_context_reaches_the_model(
 
 
 async def test_activity_retry_after_the_write_saves_once(
-    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first attempt writes the memory and then crashes; Temporal retries; one memory, answered 'created'."""
     from sqlalchemy import func, select
@@ -131,7 +135,9 @@ async def test_activity_retry_after_the_write_saves_once(
     assert n == 1
 
 
-async def test_memory_off_session_gets_no_memory_tools(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_memory_off_session_gets_no_memory_tools(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     """An agent without Memory ticked is not offered the memory faces at all (prepare_session drops them)."""
     settings.model = script(
         [{"say": "", "tool_calls": [{"name": "remember", "arguments": {"fact": "x"}}]}, {"say": "{{last_tool}}"}]

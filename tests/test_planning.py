@@ -5,65 +5,61 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.testing import WorkflowEnvironment
 
+from agent_tools.client import SessionHandle
 from agent_tools.contracts.planning import Goal, Loop, TodoItem
 from agent_tools.session import SessionResult, SessionStatus
-from tests.conftest import running_worker, skip_time
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
+from tests.support.sessions import call, loops
+from tests.support.temporal import running_worker, skip_time
 
 
 def verdict(met: bool, reason: str) -> dict[str, Any]:
     return {"say": json.dumps({"met": met, "reason": reason})}
 
 
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
-
-async def skipping_result(env: Any, handle: Any) -> SessionResult:
-    async with env.time_skipping_unlocked():
+async def skipping_result(env: WorkflowEnvironment, handle: SessionHandle) -> SessionResult:
+    async with env.time_skipping_unlocked():  # type: ignore[attr-defined]  # the test server's
         result: SessionResult = await handle.result()
     return result
 
 
-async def current_details(handle: Any) -> str:
+async def current_details(handle: SessionHandle) -> str:
     """What the Temporal UI shows as the workflow's current details."""
     meta = await handle.workflow.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
     return str(meta.current_details)
 
 
-async def goals(handle: Any) -> list[Goal]:
+async def goals(handle: SessionHandle) -> list[Goal]:
     result: list[Goal] = await handle.workflow.query("goals", result_type=list[Goal])
     return result
 
 
-async def loops(handle: Any) -> list[Loop]:
-    result: list[Loop] = await handle.workflow.query("loops", result_type=list[Loop])
-    return result
-
-
-async def wait_loop(handle: Any, predicate: Any, timeout: float = 20.0) -> list[Loop]:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            current = await loops(handle)
-        except Exception:  # not started yet
-            current = []
-        if current and predicate(current):
-            return current
-        if time.monotonic() > deadline:
-            raise AssertionError(f"loop condition not reached: {current}")
-        await asyncio.sleep(0.1)
+async def wait_loop(
+    handle: SessionHandle, predicate: Callable[[list[Loop]], bool], timeout: float = 20.0
+) -> list[Loop]:
+    return await eventually(
+        lambda: loops(handle),
+        until=lambda current: bool(current) and predicate(current),
+        ignoring=(Exception,),  # not started yet
+        timeout=timeout,
+        what="the loop condition",
+    )
 
 
 # ---- todos ---------------------------------------------------------------------------------------------
 
 
 async def test_todo_write_replaces_the_list_and_refuses_two_in_progress(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     todos = [
         {"content": "Search", "status": "completed"},
@@ -104,7 +100,7 @@ async def test_todo_write_replaces_the_list_and_refuses_two_in_progress(
 # ---- goals ---------------------------------------------------------------------------------------------
 
 
-async def test_goal_judged_met_on_turn_3(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_goal_judged_met_on_turn_3(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     settings.model = script(
         [
             {
@@ -152,7 +148,9 @@ async def test_goal_judged_met_on_turn_3(settings: Any, script: Any, worker_for:
         assert "1 of 3 files" in users[1]
 
 
-async def test_goal_exhausted_at_max_turns_tells_the_user(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_goal_exhausted_at_max_turns_tells_the_user(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"match": {"agent": "goal-judge"}, "turns": [verdict(False, "not yet")], "repeat_last": True},
@@ -179,7 +177,9 @@ async def test_goal_exhausted_at_max_turns_tells_the_user(settings: Any, script:
         assert "Tell the user where things stand" in users[-1]
 
 
-async def test_complete_goal_by_the_agent_skips_the_judge(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_complete_goal_by_the_agent_skips_the_judge(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"match": {"agent": "goal-judge"}, "turns": [verdict(False, "not yet")]},
@@ -210,7 +210,9 @@ async def test_complete_goal_by_the_agent_skips_the_judge(settings: Any, script:
 # ---- loops ---------------------------------------------------------------------------------------------
 
 
-async def test_hourly_loop_runs_10_turns_and_ends_exhausted(time_skipping_env: Any, settings: Any, script: Any) -> None:
+async def test_hourly_loop_runs_10_turns_and_ends_exhausted(
+    time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
+) -> None:
     settings.model = script(
         [
             {
@@ -241,7 +243,9 @@ async def test_hourly_loop_runs_10_turns_and_ends_exhausted(time_skipping_env: A
         assert elapsed < 60
 
 
-async def test_pause_and_resume_across_continue_as_new(time_skipping_env: Any, settings: Any, script: Any) -> None:
+async def test_pause_and_resume_across_continue_as_new(
+    time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
+) -> None:
     settings.model = script(
         [
             {
@@ -291,7 +295,9 @@ async def test_pause_and_resume_across_continue_as_new(time_skipping_env: Any, s
         )
 
 
-async def test_complete_loop_from_its_own_turn(time_skipping_env: Any, settings: Any, script: Any) -> None:
+async def test_complete_loop_from_its_own_turn(
+    time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
+) -> None:
     settings.model = script(
         [
             {
@@ -374,7 +380,7 @@ def loop_script(max_turns: int) -> list[dict[str, Any]]:
 
 
 async def test_ticks_during_a_running_turn_wait_and_coalesce(
-    time_skipping_env: Any, settings: Any, script: Any
+    time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
 ) -> None:
     from agent_tools.human_client import answer_questions
 
@@ -394,7 +400,9 @@ async def test_ticks_during_a_running_turn_wait_and_coalesce(
         assert (await handle.status()).turns == 6  # the user turn, then one turn per tick, never overlapping
 
 
-async def test_loop_expires_when_its_turns_cannot_run(time_skipping_env: Any, settings: Any, script: Any) -> None:
+async def test_loop_expires_when_its_turns_cannot_run(
+    time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
+) -> None:
     from agent_tools.human_client import answer_questions
 
     settings.model = script(loop_script(max_turns=2))

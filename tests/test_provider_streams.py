@@ -15,7 +15,7 @@ from agent_tools.activities.providers.base import ModelRequest
 from agent_tools.activities.providers.openai_compat import OpenAIProvider
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message
-from tests.fake_llm_server import FakeLLMServer, Reply, anthropic_stream, fake_llm_server, openai_stream, sse
+from tests.support.fake_llm import FakeLLMServer, Reply, anthropic_stream, fake_llm_server, openai_stream, sse
 
 REQUEST = ModelRequest(model="m", messages=[Message(role="user", content="hi")])
 
@@ -68,7 +68,7 @@ async def test_text_and_tool_call_deltas_arrive_as_they_stream(llm: FakeLLMServe
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 async def test_server_that_answers_one_json_body_still_works(llm: FakeLLMServer, kind: str) -> None:
-    from tests.fake_llm_server import anthropic_reply, openai_reply
+    from tests.support.fake_llm import anthropic_reply, openai_reply
 
     reply = openai_reply("whole") if kind == "openai" else anthropic_reply("whole")
     response, seen = await collect(kind, llm, reply)
@@ -76,7 +76,7 @@ async def test_server_that_answers_one_json_body_still_works(llm: FakeLLMServer,
 
 
 async def test_endpoint_that_cannot_stream_is_asked_plainly(llm: FakeLLMServer) -> None:
-    from tests.fake_llm_server import openai_reply
+    from tests.support.fake_llm import openai_reply
 
     llm.queue(openai_reply("plain"))
     async with httpx.AsyncClient() as http:

@@ -14,8 +14,9 @@ from agent_tools.activities.providers.openai_compat import OpenAIProvider
 from agent_tools.errors import ProviderRequestError, ProviderRetryableError
 from agent_tools.messages import Message, ToolCall
 from agent_tools.session import SessionStatus
-from agent_tools.settings import Price, ProviderEndpoint
-from tests.fake_llm_server import FakeLLMServer, Reply, anthropic_reply, fake_llm_server, openai_reply
+from agent_tools.settings import Price, ProviderEndpoint, Settings
+from tests.support.fake_llm import FakeLLMServer, Reply, anthropic_reply, fake_llm_server, openai_reply
+from tests.support.fixture_types import WorkerFor
 
 TOOLS = [
     ToolSchema(
@@ -122,7 +123,7 @@ def test_retry_after_forms() -> None:
 
 
 async def test_session_on_openai_endpoint_retries_429_then_runs_tools(
-    llm: FakeLLMServer, settings: Any, worker_for: Any
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
 ) -> None:
     """A real session through the OpenAI wire format: a 429 with Retry-After is retried by Temporal after the
     advertised delay, parallel tool calls run, usage and cost are recorded."""
@@ -146,7 +147,9 @@ async def test_session_on_openai_endpoint_retries_429_then_runs_tools(
     assert result.usage.calls == 2 and result.usage.cost_usd == pytest.approx(3.0 + 11 / 1e6 + 7 * 2 / 1e6)
 
 
-async def test_session_surfaces_provider_4xx_without_retry(llm: FakeLLMServer, settings: Any, worker_for: Any) -> None:
+async def test_session_surfaces_provider_4xx_without_retry(
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
+) -> None:
     llm.queue(Reply(status=400, body={"error": {"message": "model gpt-nope does not exist"}}))
     settings.providers = {"local": ProviderEndpoint(kind="anthropic", base_url=llm.base_url)}
     settings.model = "local:gpt-nope"

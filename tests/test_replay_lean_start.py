@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
@@ -18,6 +17,7 @@ from agent_tools.contracts.events import PATCH_INLINE_EVENT, PATCH_LOAD_EVENT_LO
 from agent_tools.contracts.planning import PATCH_LOOP_FLOOR
 from agent_tools.human_client import answer_questions
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED, PATCH_APPROVALS
 from agent_tools.workflows.base import (
     LEAN_START_2_IMPLIES,
@@ -29,6 +29,7 @@ from agent_tools.workflows.base import (
 )
 from agent_tools.workflows.session import PATCH_LOCAL_PREPARE, PATCH_MID_WAIT_CAN
 from tests.record_histories import HISTORIES
+from tests.support.fixture_types import Script, WorkerFor
 
 QUESTION = "Which date formatting library should we use?"
 ASK = {
@@ -104,7 +105,7 @@ def _upserted(event: HistoryEvent) -> set[str]:
 
 
 async def test_a_new_session_waits_after_one_marker_and_one_upsert_per_workflow_task(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     settings.model = script([{"say": "", "tool_calls": [ASK]}, {"say": "got: {{last_tool}}"}])
     async with worker_for() as client:
@@ -163,7 +164,9 @@ def _recorded_patches() -> list[tuple[str, list[str]]]:
 
 
 def test_recorded_histories_cover_every_side_of_them() -> None:
-    lean2, lean, before = [], [], []
+    lean2: list[str] = []
+    lean: list[str] = []
+    before: list[str] = []
     for name, ids in _recorded_patches():
         (lean2 if PATCH_LEAN_START_2 in ids else lean if PATCH_LEAN_START in ids else before).append(name)
     assert lean2 and lean and before, (lean2, lean, before)

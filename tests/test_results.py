@@ -16,7 +16,7 @@ from agent_tools.activities.tool_runner import run_tool
 from agent_tools.activity_io import SessionRef, ToolCallInput
 from agent_tools.catalog.spec import ToolSpec
 from agent_tools.contracts.results import readers
-from tests.test_memory_helpers import call, open_services, ref
+from tests.support.memory import call, open_services, ref
 
 TEXT = "\n".join(f"row {i}: " + ("lorem ipsum " * 8) + f"value={i * 7}" for i in range(5000))
 DOC = {"total": 3000, "results": [{"name": f"item{i}", "n": i, "tags": ["a", "b"]} for i in range(3000)]}

@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
 from agent_tools.user_tools import tool
+from tests.support.fixture_types import Script, WorkerFor
 
 ROWS = "\n".join(f"row {i}: status={'FAIL' if i == 4321 else 'ok'} detail={'z' * 40}" for i in range(6000))
 DOC = {"results": [{"name": f"item{i}", "score": i / 10} for i in range(2000)], "count": 2000}
@@ -28,7 +30,9 @@ async def payload(size: int) -> str:
     return ("0123456789abcdef" * (size // 16 + 1))[:size]
 
 
-async def test_model_spills_and_pages_with_each_reader(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_model_spills_and_pages_with_each_reader(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     def step(name: str, **arguments: Any) -> dict[str, Any]:
         return {"say": "", "tool_calls": [{"name": name, "arguments": arguments}]}
 
@@ -73,7 +77,7 @@ async def test_model_spills_and_pages_with_each_reader(settings: Any, script: An
     assert all(not e.content.startswith("Tool ") for e in tool_msgs)  # no tool failed
 
 
-async def _history_bytes(client: Any, size: int, script: Any, settings: Any) -> int:
+async def _history_bytes(client: Any, size: int, script: Script, settings: Settings) -> int:
     handle = await client.start_session(f"payload of {size} bytes", tools=["payload"])
     result = await handle.result()
     assert result.status == SessionStatus.completed
@@ -86,7 +90,9 @@ async def _history_bytes(client: Any, size: int, script: Any, settings: Any) -> 
     return sum(e.ByteSize() for e in history.events)
 
 
-async def test_ten_megabyte_result_stays_out_of_history(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_ten_megabyte_result_stays_out_of_history(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -108,7 +114,7 @@ async def test_ten_megabyte_result_stays_out_of_history(settings: Any, script: A
 
 
 async def test_ref_from_an_earlier_run_tells_the_model_to_call_again(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """Spill in turn 1, continue-as-new after it, and try the old ref in turn 2 (a new run)."""
     import asyncio

@@ -29,7 +29,8 @@ from agent_tools.catalog.spec import ToolLevel
 from agent_tools.contracts.sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits, SandboxSettings
 from agent_tools.session import PrepareInput, SessionRequest, SessionStatus
 from agent_tools.settings import Settings
-from tests.sandbox_support import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine, world_readable_dir
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.sandbox import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine, world_readable_dir
 
 UNPRIVILEGED_USER = "agentci"
 
@@ -449,7 +450,7 @@ async def test_the_worker_says_why_at_start(
 # ---- in a session ------------------------------------------------------------------------------------------
 
 
-async def test_exec_python_in_a_session(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_exec_python_in_a_session(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     await sandbox_engine()
     call = {"name": "exec_python", "arguments": {"code": "print(sum(range(10)))"}}
     settings.model = script(
@@ -486,7 +487,11 @@ async def test_exec_python_in_a_session(settings: Any, script: Any, worker_for: 
 
 
 async def test_a_session_on_a_worker_without_isolation_has_no_exec_python(
-    settings: Any, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    settings: Settings,
+    script: Script,
+    worker_for: WorkerFor,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     settings.sandbox = SandboxSettings(bwrap="/nonexistent/bwrap")
     call = {"name": "exec_python", "arguments": {"code": "print('escaped')"}}

@@ -27,7 +27,7 @@ from agent_tools.activities.sandbox.isolation import BASE_ENV
 from agent_tools.activities.sandbox.tool import isolation_config
 from agent_tools.contracts.sandbox import SandboxLimits
 from agent_tools.settings import Settings
-from tests.sandbox_support import REPO, attempts, processes_with, run, sandbox_engine, world_readable_dir
+from tests.support.sandbox import REPO, attempts, processes_with, run, sandbox_engine, world_readable_dir
 
 PG_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"
 REQUIRE_POSTGRES = os.environ.get("AGENT_TOOLS_REQUIRE_POSTGRES") == "1"
@@ -59,7 +59,8 @@ def postgres_socket() -> str | None:
 
 def host_unix_sockets() -> tuple[list[str], list[str]]:
     """The bound Unix sockets of the host's network namespace: (paths, abstract names), from /proc/net/unix."""
-    paths, abstract = [], []
+    paths: list[str] = []
+    abstract: list[str] = []
     for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
         fields = line.split()
         if len(fields) >= 8:

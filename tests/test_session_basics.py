@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
 
 
-async def test_turn_runs_tools_in_parallel_and_answers(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_turn_runs_tools_in_parallel_and_answers(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {

@@ -16,6 +16,7 @@ from agent_tools.contracts.skills import TOOLS, SkillError, SkillsSettings, UseS
 from agent_tools.errors import ToolFailure
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"
 
@@ -94,7 +95,7 @@ def test_contract() -> None:
     assert spec.parameters_schema()["required"] == ["name"]
 
 
-async def test_use_skill_in_a_session(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_use_skill_in_a_session(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     settings.skills = SkillsSettings(dir=SKILLS)
     settings.model = script(
         [

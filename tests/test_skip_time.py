@@ -1,4 +1,4 @@
-"""``tests.conftest.skip_time``: a failed sleep RPC neither fails the test nor skips too little."""
+"""``tests.support.temporal.skip_time``: a failed sleep RPC neither fails the test nor skips too little."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from temporalio.service import RPCError, RPCStatusCode
 
-from tests.conftest import skip_time
+from tests.support.temporal import skip_time
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import BaseModel
+from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.activities.providers.anthropic import AnthropicProvider
 from agent_tools.activities.providers.base import ModelRequest, ToolSchema
@@ -33,8 +34,9 @@ from agent_tools.errors import SessionError
 from agent_tools.messages import Message, Usage
 from agent_tools.session import SessionStatus
 from agent_tools.settings import ProviderEndpoint, Settings
-from tests.fake_llm_server import FakeLLMServer, anthropic_reply, anthropic_stream, fake_llm_server, openai_reply
-from tests.test_human import current_details
+from tests.support.fake_llm import FakeLLMServer, anthropic_reply, anthropic_stream, fake_llm_server, openai_reply
+from tests.support.fixture_types import WorkerFor
+from tests.support.sessions import current_details
 
 
 class City(BaseModel):
@@ -219,7 +221,7 @@ async def test_anthropic_wraps_a_schema_that_is_not_an_object(llm: FakeLLMServer
 
 
 async def test_an_invalid_answer_gets_the_error_and_the_retry_is_the_result(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "Three days in Lisbon!"}, {"say": '{"days": 3}'}, {"say": TRIP_JSON}])
     async with worker_for() as client:
@@ -244,7 +246,7 @@ async def test_an_invalid_answer_gets_the_error_and_the_retry_is_the_result(
 
 
 async def test_retries_run_out_and_the_session_fails_with_the_reason(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "no"}, {"say": "still no"}])
     async with worker_for() as client:
@@ -269,7 +271,7 @@ async def test_retries_run_out_and_the_session_fails_with_the_reason(
 
 
 async def test_a_chat_keeps_its_schema_across_continue_as_new(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "1"}, {"say": "two"}, {"say": "2"}])
     async with worker_for() as client:
@@ -294,7 +296,7 @@ async def test_a_chat_keeps_its_schema_across_continue_as_new(
 
 
 async def test_a_session_on_openai_sends_the_schema_with_every_step(
-    llm: FakeLLMServer, worker_for: Any, settings: Settings
+    llm: FakeLLMServer, worker_for: WorkerFor, settings: Settings
 ) -> None:
     llm.queue(
         openai_reply("", [("c1", "todoWrite", {"todos": [{"content": "x", "status": "pending"}]})]),
@@ -312,12 +314,16 @@ async def test_a_session_on_openai_sends_the_schema_with_every_step(
 
 
 async def test_the_cli_takes_a_schema_file_and_prints_the_parsed_result(
-    temporal_env: Any, worker_for: Any, script: Callable[[list[Any]], str], settings: Settings, tmp_path: Path
+    temporal_env: WorkflowEnvironment,
+    worker_for: WorkerFor,
+    script: Callable[[list[Any]], str],
+    settings: Settings,
+    tmp_path: Path,
 ) -> None:
     from typer.testing import CliRunner
 
     from agent_tools.cli import app
-    from tests.test_terminal import cli_env
+    from tests.support.terminal import cli_env
 
     schema = tmp_path / "trip.json"
     schema.write_text(json.dumps(Trip.model_json_schema()))

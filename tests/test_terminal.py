@@ -5,18 +5,18 @@ leaves the session running and says how to reach it."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.session import SessionStatus
-from agent_tools.settings import ProviderEndpoint
-from tests.fake_llm_server import FakeLLMServer, anthropic_stream, fake_llm_server, openai_stream
-from tests.terminal import Terminal
+from agent_tools.settings import ProviderEndpoint, Settings
+from tests.support.fake_llm import FakeLLMServer, anthropic_stream, fake_llm_server, openai_stream
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.terminal import Terminal, cli_env
 
 WORDS = "Lisbon is best on foot: start early in Alfama, ride tram 28 to Graca, and end the day at a miradouro".split()
 
@@ -42,26 +42,14 @@ def llm() -> Iterator[FakeLLMServer]:
         yield server
 
 
-def cli_env(temporal_env: Any, settings: Any) -> dict[str, str]:
-    env = {
-        "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
-        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
-        "AGENT_TOOLS_AGENTS_FILE": "",
-        "OPENAI_API_KEY": "",
-        "ANTHROPIC_API_KEY": "",
-        "TERM": "xterm-256color",
-    }
-    if settings.model:
-        env["AGENT_TOOLS_MODEL"] = settings.model
-    if settings.providers:
-        env["AGENT_TOOLS_PROVIDERS"] = json.dumps({k: v.model_dump() for k, v in settings.providers.items()})
-    return env
-
-
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 async def test_streamed_text_is_on_screen_before_the_step_ends(
-    kind: str, llm: FakeLLMServer, settings: Any, temporal_env: Any, worker_for: Any, terminal: Terminal
+    kind: str,
+    llm: FakeLLMServer,
+    settings: Settings,
+    temporal_env: WorkflowEnvironment,
+    worker_for: WorkerFor,
+    terminal: Terminal,
 ) -> None:
     pieces = [w + " " for w in WORDS]
     slow = openai_stream if kind == "openai" else anthropic_stream
@@ -127,7 +115,7 @@ SUBAGENT_QUESTION = [
 
 
 async def test_a_sub_agents_question_is_asked_and_answered_at_the_terminal(
-    settings: Any, script: Any, temporal_env: Any, worker_for: Any, terminal: Terminal
+    settings: Settings, script: Script, temporal_env: WorkflowEnvironment, worker_for: WorkerFor, terminal: Terminal
 ) -> None:
     settings.model = script(SUBAGENT_QUESTION)
     async with worker_for() as client:
@@ -143,7 +131,7 @@ async def test_a_sub_agents_question_is_asked_and_answered_at_the_terminal(
 
 
 async def test_chat_reads_the_next_message_and_send_works_on_it(
-    settings: Any, script: Any, temporal_env: Any, worker_for: Any, terminal: Terminal
+    settings: Settings, script: Script, temporal_env: WorkflowEnvironment, worker_for: WorkerFor, terminal: Terminal
 ) -> None:
     from typer.testing import CliRunner
 
@@ -170,7 +158,7 @@ async def test_chat_reads_the_next_message_and_send_works_on_it(
 
 
 async def test_ctrl_c_leaves_the_session_running_and_says_how_to_reach_it(
-    settings: Any, script: Any, temporal_env: Any, worker_for: Any, terminal: Terminal
+    settings: Settings, script: Script, temporal_env: WorkflowEnvironment, worker_for: WorkerFor, terminal: Terminal
 ) -> None:
     settings.model = script([{"say": " ".join(WORDS), "word_seconds": 0.3}])
     async with worker_for() as client:

@@ -13,7 +13,8 @@ from agent_tools.agents import AgentDefinition
 from agent_tools.catalog import ToolCatalog, ToolLevel
 from agent_tools.catalog.profiles import FYAI_ASSIGNED, PROFILES
 from agent_tools.settings import DEFAULT_PRICES, ProviderEndpoint, Settings, WebConfig
-from tests.fake_llm_server import FakeLLMServer, fake_llm_server, openai_reply
+from tests.support.fake_llm import FakeLLMServer, fake_llm_server, openai_reply
+from tests.support.fixture_types import WorkerFor
 
 READERS = ["read_tool_result", "search_tool_result", "query_tool_result"]
 
@@ -31,7 +32,7 @@ def _on_endpoint(settings: Settings, llm: FakeLLMServer) -> None:
 
 
 async def _first_request(
-    llm: FakeLLMServer, settings: Settings, worker_for: Any, agent: AgentDefinition, **start: Any
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor, agent: AgentDefinition, **start: Any
 ) -> dict[str, Any]:
     """The body of the first model request of a session of ``agent``."""
     llm.queue(openai_reply("ok"))
@@ -51,7 +52,7 @@ def _system(body: dict[str, Any]) -> str:
 
 
 async def test_automatic_tools_join_an_agent_with_its_own_tools_and_memory_on(
-    llm: FakeLLMServer, settings: Settings, worker_for: Any
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
 ) -> None:
     """Item 1: FYAI's remember/recall (Memory ticked) and the three readers (at least one tool) are attached
     without being assigned."""
@@ -61,7 +62,7 @@ async def test_automatic_tools_join_an_agent_with_its_own_tools_and_memory_on(
 
 
 async def test_fyai_profile_does_not_hand_out_assign_only_tools(
-    llm: FakeLLMServer, settings: Settings, worker_for: Any
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
 ) -> None:
     """Item 1: search_conversation_history, wait_for_event, hand_off_to_agent and invoke_sub_agent come only
     when assigned; an agent with no tool of its own gets no readers (nothing could spill)."""
@@ -70,7 +71,7 @@ async def test_fyai_profile_does_not_hand_out_assign_only_tools(
 
 
 async def test_fyai_assigned_tool_brings_the_readers_and_memory_off_drops_remember(
-    llm: FakeLLMServer, settings: Settings, worker_for: Any
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
 ) -> None:
     agent = AgentDefinition(name="waiter", profile="fyai", tools=["wait_for_event"], memory=False)
     names = _names(await _first_request(llm, settings, worker_for, agent))
@@ -78,7 +79,7 @@ async def test_fyai_assigned_tool_brings_the_readers_and_memory_off_drops_rememb
 
 
 async def test_memory_tools_are_announced_in_the_system_message_without_any_memory(
-    llm: FakeLLMServer, settings: Settings, worker_for: Any
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
 ) -> None:
     """Item 2: with Memory on and no memory stored yet (so no Memory Context block), the system message still
     tells the agent that its memory tools exist; with Memory off it says nothing about them."""
@@ -91,7 +92,9 @@ async def test_memory_tools_are_announced_in_the_system_message_without_any_memo
     assert "long-term memory" not in _system(await _first_request(llm, settings, worker_for, off))
 
 
-async def test_tool_level_none_offers_no_executed_tool(llm: FakeLLMServer, settings: Settings, worker_for: Any) -> None:
+async def test_tool_level_none_offers_no_executed_tool(
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
+) -> None:
     """Item 3: codai's `none` disables every executed tool, read_artifact, memory and delegation included."""
     settings.model_tiers = {"small": "local:small"}  # two callable models: delegate_to_model would qualify
     agent = AgentDefinition(name="none", profile="codai", tool_level=ToolLevel.none)
@@ -107,7 +110,7 @@ def test_level_none_keeps_the_tools_of_documents_without_levels() -> None:
 
 
 async def test_delegate_to_model_needs_two_callable_models(
-    llm: FakeLLMServer, settings: Settings, worker_for: Any
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
 ) -> None:
     """Item 4: the default price table (OpenAI and Anthropic rows, no keys) does not make a model callable;
     a second configured tier does."""
@@ -127,7 +130,7 @@ async def test_delegate_to_model_needs_two_callable_models(
 
 
 async def test_web_tools_only_when_the_server_has_search_and_fetch(
-    llm: FakeLLMServer, settings: Settings, worker_for: Any
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
 ) -> None:
     """Item 6: no search engine configured: no webSearch, web_search or web_fetch (codai ties both to search);
     fetching switched off: no webFetch."""
@@ -158,7 +161,7 @@ def test_automatic_chip_is_listed() -> None:
 
 
 async def test_spawn_agent_stays_out_when_the_request_brings_its_own_tools(
-    llm: FakeLLMServer, settings: Settings, worker_for: Any
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
 ) -> None:
     """Item 5: codai injects spawn_agent "only when the request carries no client-side tools of its own". A
     request whose tool list names one of the host's own tools owns the loop: no spawn_agent, even named."""

@@ -4,13 +4,13 @@ workflows and activities by temporalio's interceptor, with GenAI attributes on t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from agent_tools import tracing
 from agent_tools.session import SessionStatus
-from agent_tools.settings import Price
+from agent_tools.settings import Price, Settings
+from tests.support.fixture_types import Script, WorkerFor
 
 otel_trace = pytest.importorskip("opentelemetry.trace")
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
@@ -53,7 +53,7 @@ SCRIPT = [
 
 
 async def test_span_tree_of_a_session_with_a_sub_agent(
-    settings: Any, script: Any, worker_for: Any, spans: InMemorySpanExporter
+    settings: Settings, script: Script, worker_for: WorkerFor, spans: InMemorySpanExporter
 ) -> None:
     settings.model = script(SCRIPT)
     settings.prices = {settings.model: Price(input_per_mtok=1000.0, output_per_mtok=2000.0)}
@@ -97,7 +97,7 @@ async def test_span_tree_of_a_session_with_a_sub_agent(
     assert delegation.start_time <= child.start_time and child.end_time <= delegation.end_time  # type: ignore[operator]
 
 
-def test_tracing_is_off_unless_asked(settings: Any) -> None:
+def test_tracing_is_off_unless_asked(settings: Settings) -> None:
     from agent_tools.plugin import AgentToolsPlugin
 
     assert settings.tracing is False

@@ -4,26 +4,25 @@ stop, live progress, the CLI."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from temporalio.testing import WorkflowEnvironment
+from typer.testing import CliRunner, Result
 
 from agent_tools import search_attributes as sa
 from agent_tools.cli import app
+from agent_tools.client import SessionHandle
 from agent_tools.errors import SessionError
 from agent_tools.session import SessionStatus
+from agent_tools.settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
 
 
-async def _wait_for(predicate: Any, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if await predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not reached")
-
-
-async def test_chat_session_messages_status_details_and_stop(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_chat_session_messages_status_details_and_stop(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "reply", "status": "in_progress"}]}}]},
@@ -33,10 +32,14 @@ async def test_chat_session_messages_status_details_and_stop(settings: Any, scri
     )  # fmt: skip
     async with worker_for() as client:
         handle = await client.start_session("first", keep_alive=True, title="Chat", tools=["todoWrite"])
-        await _wait_for(lambda: _status_is(handle, SessionStatus.idle))
+        await eventually(
+            lambda: _status_is(handle, SessionStatus.idle), timeout=40, interval=0.05, what="the session idle"
+        )
         accepted = await handle.send("second")
         assert accepted.queued_behind >= 0
-        await _wait_for(lambda: _latest_is(handle, "again second"))
+        await eventually(
+            lambda: _latest_is(handle, "again second"), timeout=40, interval=0.05, what='latest message "again second"'
+        )
 
         desc = await handle.workflow.describe()
         attrs = desc.typed_search_attributes
@@ -57,15 +60,17 @@ async def test_chat_session_messages_status_details_and_stop(settings: Any, scri
             await handle.send("too late")
 
 
-async def _status_is(handle: Any, status: SessionStatus) -> bool:
+async def _status_is(handle: SessionHandle, status: SessionStatus) -> bool:
     return bool((await handle.status()).status == status)
 
 
-async def _latest_is(handle: Any, text: str) -> bool:
+async def _latest_is(handle: SessionHandle, text: str) -> bool:
     return bool((await handle.latest_message()).content == text)
 
 
-async def test_progress_stream_reports_turn_tools_and_answer(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_progress_stream_reports_turn_tools_and_answer(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {
@@ -93,7 +98,9 @@ async def test_progress_stream_reports_turn_tools_and_answer(settings: Any, scri
         assert kinds.index("tool_started") < kinds.index("tool_finished") < kinds.index("assistant_message")
 
 
-async def test_step_budget_keeps_tool_results_for_next_turn(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_step_budget_keeps_tool_results_for_next_turn(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = script(
         [
             {"say": "", "tool_calls": [{"name": "todoWrite", "arguments": {"todos": []}}]},
@@ -103,20 +110,29 @@ async def test_step_budget_keeps_tool_results_for_next_turn(settings: Any, scrip
     )
     async with worker_for() as client:
         handle = await client.start_session("go", tools=["todoWrite"], max_steps=2, keep_alive=True)
-        await _wait_for(lambda: _latest_is(handle, "(stopped after the step budget of 2 steps for one turn)"))
+        await eventually(
+            lambda: _latest_is(handle, "(stopped after the step budget of 2 steps for one turn)"),
+            timeout=40,
+            interval=0.05,
+            what="the step-budget stop message",
+        )
         await handle.send("continue")
-        await _wait_for(lambda: _latest_is(handle, "resumed"))
+        await eventually(
+            lambda: _latest_is(handle, "resumed"), timeout=40, interval=0.05, what='latest message "resumed"'
+        )
         roles = [e.role for e in await handle.transcript()]
         # every tool call kept its result, sent before the next user message
         assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "user", "assistant"]
         await handle.stop()
 
 
-async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_env: Any, worker_for: Any) -> None:
+async def test_cli_lists_shows_and_sends(
+    settings: Settings, script: Script, temporal_env: WorkflowEnvironment, worker_for: WorkerFor
+) -> None:
     settings.model = script([{"say": "one"}, {"say": "two {{last_user}}"}])
     async with worker_for() as client:
         handle = await client.start_session("hi", keep_alive=True)
-        await _wait_for(lambda: _latest_is(handle, "one"))
+        await eventually(lambda: _latest_is(handle, "one"), timeout=40, interval=0.05, what='latest message "one"')
         env = {
             "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
             "AGENT_TOOLS_DATABASE_URL": settings.database_url,
@@ -126,7 +142,9 @@ async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_en
         # The CLI runs its own event loop: call it from a thread while this loop keeps the worker going.
         out = await asyncio.to_thread(runner.invoke, app, ["send", handle.id, "there"], env=env)
         assert out.exit_code == 0, out.output
-        await _wait_for(lambda: _latest_is(handle, "two there"))
+        await eventually(
+            lambda: _latest_is(handle, "two there"), timeout=40, interval=0.05, what='latest message "two there"'
+        )
         out = await asyncio.to_thread(runner.invoke, app, ["show", handle.id], env=env)
         assert out.exit_code == 0, out.output
         assert "two there" in out.output and '"status": "idle"' in out.output
@@ -140,7 +158,7 @@ async def test_cli_lists_shows_and_sends(settings: Any, script: Any, temporal_en
 
 
 async def test_cli_and_client_name_a_missing_session_and_a_bad_state(
-    settings: Any, temporal_env: Any, worker_for: Any
+    settings: Settings, temporal_env: WorkflowEnvironment, worker_for: WorkerFor
 ) -> None:
     env = {
         "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
@@ -165,7 +183,7 @@ async def test_cli_and_client_name_a_missing_session_and_a_bad_state(
 
 
 async def test_malformed_signal_is_dropped_and_the_session_lives_on(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """A signal whose payload does not fit SendMessage cannot be answered; the SDK drops it with a warning
     and the session keeps working (no failed workflow task, nothing else lost)."""
@@ -189,7 +207,7 @@ async def test_malformed_signal_is_dropped_and_the_session_lives_on(
         await handle.stop()
 
 
-def test_cli_without_a_server_says_how_to_get_one(tmp_path: Any) -> None:
+def test_cli_without_a_server_says_how_to_get_one(tmp_path: Path) -> None:
     import socket
 
     with socket.socket() as s:
@@ -206,7 +224,7 @@ def test_cli_without_a_server_says_how_to_get_one(tmp_path: Any) -> None:
         assert "cannot reach Temporal" in out.output and "agent-tools dev" in out.output, args
 
 
-def test_embedded_server_on_a_taken_port_says_so(tmp_path: Any) -> None:
+def test_embedded_server_on_a_taken_port_says_so(tmp_path: Path) -> None:
     import socket
 
     with socket.socket() as taken:
@@ -219,7 +237,7 @@ def test_embedded_server_on_a_taken_port_says_so(tmp_path: Any) -> None:
     assert f"port {port} is already in use" in out.output
 
 
-async def test_a_dev_server_that_fails_to_start_says_why_from_its_log(tmp_path: Any) -> None:
+async def test_a_dev_server_that_fails_to_start_says_why_from_its_log(tmp_path: Path) -> None:
     """Its output goes to a file (the banner would repeat our own line): when it does not start, its last
     words come back in the error instead of staying in the file."""
     from agent_tools.devserver import start_dev_server
@@ -234,11 +252,11 @@ async def test_a_dev_server_that_fails_to_start_says_why_from_its_log(tmp_path: 
 
 
 async def test_the_worker_not_the_client_knows_the_model_keys(
-    settings: Any, temporal_env: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, temporal_env: WorkflowEnvironment, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A terminal without OPENAI_API_KEY starts an ``openai:`` session that a worker with the key serves; on a
     worker without one (or without the provider) the session fails, and the terminal prints the one-line reason."""
-    from tests.fake_llm_server import Reply, fake_llm_server, openai_reply
+    from tests.support.fake_llm import Reply, fake_llm_server, openai_reply
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     env = {
@@ -251,7 +269,7 @@ async def test_the_worker_not_the_client_knows_the_model_keys(
     }
     runner = CliRunner()
 
-    async def run(model: str) -> Any:
+    async def run(model: str) -> Result:
         return await asyncio.to_thread(runner.invoke, app, ["run", "hi", "--model", model], env=env)
 
     with fake_llm_server() as llm:
@@ -278,7 +296,7 @@ async def test_the_worker_not_the_client_knows_the_model_keys(
 
 
 async def test_the_handle_decides_approvals_by_signal_and_reads_the_state(
-    settings: Any, script: Any, worker_for: Any
+    settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """The signal path and the state queries of approvals are on the session handle, the one client face."""
     from agent_tools import tool
@@ -295,7 +313,7 @@ async def test_the_handle_decides_approvals_by_signal_and_reads_the_state(
     )
     async with worker_for(tools=[guarded_balance]) as client:
         handle = await client.start_session("check", tools=["guarded_balance"])
-        await _wait_for(lambda: _has_pending_approval(handle))
+        await eventually(lambda: _has_pending_approval(handle), timeout=30, what="a pending approval")
         [pending] = (await handle.approval_state()).pending
         assert await handle.decide_approval(
             pending.approval_id, approve=True, digest=pending.digest, decided_by="ana", by_signal=True
@@ -307,5 +325,5 @@ async def test_the_handle_decides_approvals_by_signal_and_reads_the_state(
         assert (await handle.human_state()).pending == []
 
 
-async def _has_pending_approval(handle: Any) -> bool:
+async def _has_pending_approval(handle: SessionHandle) -> bool:
     return bool(await handle.pending_approvals())

@@ -2,32 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
+from fastapi import FastAPI
 
 from agent_tools.contracts.web.config import WebConfig
 from agent_tools.service.app import create_app
 from agent_tools.service.tools_routes import RateLimiter
 from agent_tools.settings import Settings
-from tests.test_web_research import research_script, serve_research
-from tests.test_web_support import Reply, WebServer, close_web, json_reply, make_web, searxng_results
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.web import (
+    Reply,
+    WebServer,
+    close_web,
+    json_reply,
+    make_web,
+    research_script,
+    searxng_results,
+    serve_research,
+)
 
 KEY = {"Authorization": "Bearer key-1"}
 
 
 @pytest.fixture
-def server() -> Any:
+def server() -> Iterator[WebServer]:
     with WebServer() as s:
         yield s
 
 
 @pytest_asyncio.fixture
-async def api(tmp_path: Path, settings: Settings, server: WebServer) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
+async def api(
+    tmp_path: Path, settings: Settings, server: WebServer
+) -> AsyncIterator[tuple[httpx.AsyncClient, FastAPI]]:
     web = await make_web(tmp_path, search_engines=["searxng"], searxng_url=server.url("/searx"))
     now = [1000.0]
     limiter = RateLimiter(per_minute=3, per_hour=5, clock=lambda: now[0])
@@ -38,7 +49,7 @@ async def api(tmp_path: Path, settings: Settings, server: WebServer) -> AsyncIte
     await close_web(web)
 
 
-async def test_keys_are_required(api: Any, settings: Settings) -> None:
+async def test_keys_are_required(api: tuple[httpx.AsyncClient, FastAPI], settings: Settings) -> None:
     http, _ = api
     assert (await http.post("/v1/tools/fetch", json={"url": "https://x.org"})).status_code == 401
     wrong = await http.post("/v1/tools/fetch", json={"url": "https://x.org"}, headers={"Authorization": "Bearer no"})
@@ -49,7 +60,7 @@ async def test_keys_are_required(api: Any, settings: Settings) -> None:
         assert refused.status_code == 401 and "no API keys" in refused.json()["error"]["message"]
 
 
-async def test_search_shape_and_rate_limit_headers(api: Any, server: WebServer) -> None:
+async def test_search_shape_and_rate_limit_headers(api: tuple[httpx.AsyncClient, FastAPI], server: WebServer) -> None:
     http, _ = api
     server.route(
         "/searx/search",
@@ -67,7 +78,7 @@ async def test_search_shape_and_rate_limit_headers(api: Any, server: WebServer) 
     assert res.headers["X-RateLimit-Reset"] == "60" and res.headers["X-RateLimit-Remaining-Hour"] == "4"
 
 
-async def test_rate_limit_per_key(api: Any, server: WebServer) -> None:
+async def test_rate_limit_per_key(api: tuple[httpx.AsyncClient, FastAPI], server: WebServer) -> None:
     http, app = api
     server.page("/p", "blog")
     for _ in range(3):
@@ -91,7 +102,7 @@ async def test_rate_limit_per_key(api: Any, server: WebServer) -> None:
     assert hour.status_code == 429 and hour.headers["X-RateLimit-Remaining-Hour"] == "0"
 
 
-async def test_fetch_shapes_and_errors(api: Any, server: WebServer) -> None:
+async def test_fetch_shapes_and_errors(api: tuple[httpx.AsyncClient, FastAPI], server: WebServer) -> None:
     http, _ = api
     server.page("/news", "news")
     server.route("/404", Reply(status=404, body="x"))
@@ -137,7 +148,7 @@ async def test_fetch_shapes_and_errors(api: Any, server: WebServer) -> None:
     assert (await http.post("/v1/tools/fetch", json={"url": "x", "max_chars": 10})).status_code == 401
 
 
-async def test_codai_fields_and_error_set(api: Any, server: WebServer) -> None:
+async def test_codai_fields_and_error_set(api: tuple[httpx.AsyncClient, FastAPI], server: WebServer) -> None:
     """Issue 14, item 18: the search answer has codai's `intent` (and `provider`, `notes`); a content type
     codai does not read is one of its documented errors (502 upstream_error), with the rate-limit headers,
     as every answer has them, 400s included."""
@@ -167,7 +178,7 @@ def test_search_intent_reads_the_query() -> None:
     assert search_intent("best pastel de nata in lisbon") == "general"
 
 
-async def test_search_unavailable_is_503(api: Any, server: WebServer) -> None:
+async def test_search_unavailable_is_503(api: tuple[httpx.AsyncClient, FastAPI], server: WebServer) -> None:
     http, _ = api
     server.route("/searx/search", Reply(status=500))
     res = await http.post("/v1/tools/search", json={"query": "x"}, headers=KEY)
@@ -177,7 +188,7 @@ async def test_search_unavailable_is_503(api: Any, server: WebServer) -> None:
     assert bad.status_code == 400
 
 
-async def test_openapi_lists_the_endpoints(api: Any) -> None:
+async def test_openapi_lists_the_endpoints(api: tuple[httpx.AsyncClient, FastAPI]) -> None:
     http, _ = api
     spec = (await http.get("/openapi.json")).json()
     for path in ("/v1/tools/search", "/v1/tools/fetch", "/v1/research", "/v1/research/{job_id}"):
@@ -186,7 +197,7 @@ async def test_openapi_lists_the_endpoints(api: Any) -> None:
 
 
 async def test_research_endpoints(
-    settings: Settings, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with WebServer() as srv:
         serve_research(srv)
@@ -220,8 +231,7 @@ async def test_research_endpoints(
 async def test_every_engine_down_is_503_search_unavailable(tmp_path: Path, settings: Settings) -> None:
     """All five engines configured and each failing its own way: the endpoint answers 503
     search_unavailable (type server_error) and lists what every engine did."""
-    from tests.test_web_search import BING_CAPTCHA, engines_config
-    from tests.test_web_support import json_reply
+    from tests.support.web import BING_CAPTCHA, engines_config, json_reply
 
     with WebServer() as srv:
         srv.route("/searx/search", json_reply({"results": [], "unresponsive_engines": [["google", "CAPTCHA"]]}))

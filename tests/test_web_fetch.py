@@ -12,7 +12,7 @@ from agent_tools.activities.web.service import accepted_type
 from agent_tools.contracts.web.models import HttpFetchArgs, WebFetchArgs
 from agent_tools.contracts.web.text import markdown_to_text, word_f1
 from agent_tools.errors import WebError
-from tests.test_web_support import PAGES, Reply, WebServer, close_web, json_reply, make_web
+from tests.support.web import PAGES, Reply, WebServer, close_web, json_reply, make_web
 
 
 async def test_article_comes_back_without_the_menus(tmp_path: Path) -> None:
@@ -504,11 +504,11 @@ async def test_https_is_prepended_when_the_scheme_is_missing(tmp_path: Path) -> 
     import shutil
     import ssl
 
-    from tests.test_web_ssrf import _make_certs
+    from tests.support.web import make_certs
 
     if shutil.which("openssl") is None:
         pytest.skip("the openssl command is needed to make a test certificate")
-    ca, cert, key = _make_certs(tmp_path)
+    ca, cert, key = make_certs(tmp_path)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_ctx.load_cert_chain(cert, key)
 

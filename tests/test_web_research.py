@@ -4,7 +4,7 @@ pages served on 127.0.0.1, started and polled through the client API."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -15,49 +15,21 @@ from agent_tools.contracts.web.models import ResearchCandidate, ResearchSearchOu
 from agent_tools.settings import Settings
 from agent_tools.workflows.registry import all_workflows
 from agent_tools.workflows.research import pick_sources
-from tests.test_web_support import WebServer, json_reply
-
-
-def research_script(script: Any, writer_say: str | list[str]) -> str:
-    writes = writer_say if isinstance(writer_say, list) else [writer_say]
-    return str(
-        script(
-            [
-                {
-                    "match": {"role": "research_planner"},
-                    "turns": [{"say": '["tram line cost", "tram line stops", "tram line cost"]'}],
-                },
-                {"match": {"role": "research_writer"}, "turns": [{"say": w} for w in writes]},
-            ]
-        )
-    )
-
-
-def serve_research(srv: WebServer) -> None:
-    srv.page("/news", "news")
-    srv.page("/table", "table")
-    srv.page("/blog", "blog")
-
-    def searx(req: Any) -> Any:
-        q = req.query["q"][0]
-        rows = {
-            "tram line cost": [("news", "Tram approved"), ("blog", "SQLite notes")],
-            "tram line stops": [("news", "Tram approved again"), ("table", "EV ranges"), ("gone", "Gone")],
-        }.get(q, [])
-        return json_reply({"results": [{"url": srv.url(f"/{p}"), "title": t, "content": "c"} for p, t in rows]})
-
-    srv.route("/searx/search", searx)
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.web import WebServer, research_script, serve_research
 
 
 @pytest.fixture
-def web_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Any:
+def web_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[WebServer]:
     with WebServer() as srv:
         serve_research(srv)
         settings.web = WebConfig(search_engines=["searxng"], searxng_url=srv.url("/searx"), allow_loopback=True)
         yield srv
 
 
-async def test_report_cites_sources(settings: Settings, script: Any, worker_for: Any, web_env: WebServer) -> None:
+async def test_report_cites_sources(
+    settings: Settings, script: Script, worker_for: WorkerFor, web_env: WebServer
+) -> None:
     settings.model = research_script(script, "The council approved a 14-kilometre line with 19 stops [S1].")
     async with worker_for() as client:
         job = await client.research.create(
@@ -91,7 +63,7 @@ async def test_report_cites_sources(settings: Settings, script: Any, worker_for:
 
 
 async def test_output_schema_answer_is_validated(
-    settings: Settings, script: Any, worker_for: Any, web_env: WebServer
+    settings: Settings, script: Script, worker_for: WorkerFor, web_env: WebServer
 ) -> None:
     schema = {
         "type": "object",
@@ -110,7 +82,7 @@ async def test_output_schema_answer_is_validated(
 
 
 async def test_schema_mismatch_fails_the_job_and_bad_schema_is_refused(
-    settings: Settings, script: Any, worker_for: Any, web_env: WebServer
+    settings: Settings, script: Script, worker_for: WorkerFor, web_env: WebServer
 ) -> None:
     schema = {"type": "object", "required": ["stops"]}
     settings.model = research_script(script, ["not json", '{"other": 1}'])
@@ -122,7 +94,9 @@ async def test_schema_mismatch_fails_the_job_and_bad_schema_is_refused(
     assert job.usage.calls == 3  # the planner and both failed writer attempts still count
 
 
-async def test_no_sources_fails_cleanly(settings: Settings, script: Any, worker_for: Any, web_env: WebServer) -> None:
+async def test_no_sources_fails_cleanly(
+    settings: Settings, script: Script, worker_for: WorkerFor, web_env: WebServer
+) -> None:
     settings.model = str(
         script(
             [
@@ -163,7 +137,7 @@ def test_pick_sources_round_robin() -> None:
     assert json.dumps([c.url for c in pick_sources([], 3)]) == "[]"
 
 
-async def test_client_tools_search_and_fetch(settings: Settings, worker_for: Any, web_env: WebServer) -> None:
+async def test_client_tools_search_and_fetch(settings: Settings, worker_for: WorkerFor, web_env: WebServer) -> None:
     from agent_tools.web_client import WebToolError
 
     async with worker_for() as client:
@@ -184,7 +158,7 @@ def _cited_report(report: str) -> str:
 
 
 async def test_every_claim_cites_a_source_that_exists(
-    settings: Settings, script: Any, worker_for: Any, web_env: WebServer
+    settings: Settings, script: Script, worker_for: WorkerFor, web_env: WebServer
 ) -> None:
     """The writer's first report cites a source that was never read and leaves a paragraph uncited; the
     job sends it back once, and the report it returns cites only [S1]..[Sn] of its own sources."""
@@ -227,7 +201,7 @@ async def test_every_claim_cites_a_source_that_exists(
 
 
 async def test_a_report_that_never_cites_fails_the_job(
-    settings: Settings, script: Any, worker_for: Any, web_env: WebServer
+    settings: Settings, script: Script, worker_for: WorkerFor, web_env: WebServer
 ) -> None:
     uncited = "The council approved a tram line with many stops and a big budget."
     settings.model = research_script(script, [uncited, uncited])

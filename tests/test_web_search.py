@@ -16,24 +16,18 @@ from agent_tools.contracts.web.models import EngineFailure, SearchHit, WebSearch
 from agent_tools.contracts.web.render import render_search
 from agent_tools.contracts.web.urls import domain_rule_matches, normalize_url, unwrap_redirect
 from agent_tools.errors import WebError
-from tests.test_web_support import Reply, Request, WebServer, close_web, json_reply, make_web, searxng_results
-
-ALL = ["searxng", "duckduckgo", "bing", "tavily", "brave"]
-
-
-def engines_config(server: WebServer, order: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-    return {
-        "search_engines": order or ALL,
-        "searxng_url": server.url("/searx"),
-        "duckduckgo_url": server.url("/ddg/html/"),
-        "bing_url": server.url("/bing/search"),
-        "tavily_url": server.url("/tavily/search"),
-        "tavily_api_key": "tvly-test",
-        "brave_url": server.url("/brave/search"),
-        "brave_api_key": "brave-test",
-        "engine_timeout_s": 2.0,
-        **extra,
-    }
+from tests.support.web import (
+    ALL,
+    BING_CAPTCHA,
+    Reply,
+    Request,
+    WebServer,
+    close_web,
+    engines_config,
+    json_reply,
+    make_web,
+    searxng_results,
+)
 
 
 def ddg_html(results: list[tuple[str, str, str]], *, ad: bool = True) -> str:
@@ -72,7 +66,6 @@ DDG_CAPTCHA = (
     "<html><body><div class='anomaly-modal__title'>Unfortunately, bots use DuckDuckGo too.</div>"
     "<form id='challenge-form' action='/anomaly.js'></form></body></html>"
 )
-BING_CAPTCHA = "<html><body><div id='b_captcha'>Please solve the challenge below to continue</div></body></html>"
 
 
 async def test_each_engine_normalises_its_results(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from agent_tools.contracts.web.models import WebFetchArgs
 from agent_tools.contracts.web.ssrf import UrlRefused, address_problem, check_addresses, check_url, ensure_scheme
 from agent_tools.errors import WebError
 from agent_tools.settings import Settings
-from tests.test_web_support import Reply, WebServer, close_web, make_web
+from tests.support.web import Reply, WebServer, close_web, make_certs, make_web
 
 REFUSED = [
     # loopback in every spelling
@@ -220,57 +220,13 @@ async def test_name_resolving_to_private_or_mixed_addresses_is_refused(tmp_path:
         await close_web(web)
 
 
-def _make_certs(tmp: Path) -> tuple[Path, Path, Path]:
-    """A throwaway CA and a server certificate for secure.test, made with the openssl command."""
-    import subprocess
-
-    def run(*args: str) -> None:
-        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp)
-
-    run(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=test-ca",
-    )
-    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=secure.test")
-    (tmp / "ext.cnf").write_text("subjectAltName=DNS:secure.test\n")
-    run(
-        "x509",
-        "-req",
-        "-in",
-        "srv.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "srv.pem",
-        "-days",
-        "1",
-        "-extfile",
-        "ext.cnf",
-    )
-    return tmp / "ca.pem", tmp / "srv.pem", tmp / "srv.key"
-
-
 async def test_https_to_the_pinned_address_keeps_sni_and_certificate_checks(tmp_path: Path) -> None:
     import shutil
     import ssl
 
     if shutil.which("openssl") is None:
         pytest.skip("the openssl command is needed to make a test certificate")
-    ca, cert, key = _make_certs(tmp_path)
+    ca, cert, key = make_certs(tmp_path)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_ctx.load_cert_chain(cert, key)
     client_ctx = ssl.create_default_context(cafile=str(ca))

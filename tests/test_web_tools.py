@@ -4,7 +4,7 @@ runner (validation, error shapes, the small-model extraction) and end to end in 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +18,12 @@ from agent_tools.activity_io import SessionRef, ToolCallInput, ToolCallOutput
 from agent_tools.contracts.web.config import WebConfig
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
-from tests.test_web_support import Reply, WebServer, json_reply, searxng_results
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.web import Reply, WebServer, json_reply, searxng_results
 
 
 @pytest.fixture
-def server() -> Any:
+def server() -> Iterator[WebServer]:
     with WebServer() as s:
         yield s
 
@@ -163,7 +164,7 @@ async def test_webfetch_small_page_redirect_and_limits(services: Services, serve
 
 
 async def test_webfetch_large_page_goes_to_the_small_model(
-    settings: Settings, script: Any, server: WebServer, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, script: Script, server: WebServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings.web.allow_loopback = True
     settings.model = script(
@@ -212,7 +213,7 @@ async def test_http_fetch_and_json_query_faces(services: Services, server: WebSe
 
 
 async def test_web_tools_in_a_real_session(
-    settings: Settings, script: Any, worker_for: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with WebServer() as srv:
         srv.page("/news", "news")

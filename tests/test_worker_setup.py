@@ -31,6 +31,8 @@ from agent_tools.session import SessionOptions, SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.testing import write_script
 from agent_tools.web_client import WebToolError
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
 
 
 def _free_port() -> int:
@@ -39,15 +41,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_for_port(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"nothing listens on {port}")
+async def _wait_for_port(port: int, timeout: float = 30) -> None:
+    async def listening() -> bool:
+        _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 0.5)
+        writer.close()
+        return True
+
+    await eventually(
+        listening, ignoring=(OSError, TimeoutError), timeout=timeout, interval=0.2, what=f"a listener on {port}"
+    )
 
 
 @pytest.mark.slow
@@ -62,7 +64,7 @@ async def test_agent_tools_worker_on_a_bare_dev_server(tmp_path: Path) -> None:
     )
     worker = None
     try:
-        await asyncio.to_thread(_wait_for_port, port)
+        await _wait_for_port(port)
         address = f"127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_TOOLS_", "OPENAI_", "ANTHROPIC_"))}
         env.update(
@@ -162,7 +164,7 @@ async def test_a_hosts_sandboxed_workflow_starts_a_session_with_our_models(
     and runs a session as its child. The plugin's passthrough shares the worker's modules with the sandbox,
     which would otherwise import the package afresh for every run of the host's workflow."""
     from agent_tools.session import SessionInput
-    from tests.fixtures.host_parent import HostParent
+    from tests.support.host_parent import HostParent
 
     settings.model = script([{"say": "hello from the child"}])
     async with worker_for(workflows=[HostParent]) as client:
@@ -231,7 +233,7 @@ def test_policy_flows_from_settings_plugin_and_agent() -> None:
         ExecutionPolicy().merged({"tool_call": {"start_to_close_seconds": -1}})
 
 
-async def test_agent_policy_reaches_the_tool_call(worker_for: Any, script: Any, settings: Settings) -> None:
+async def test_agent_policy_reaches_the_tool_call(worker_for: WorkerFor, script: Script, settings: Settings) -> None:
     from agent_tools import AgentDefinition, tool
 
     @tool
@@ -293,7 +295,7 @@ async def test_a_worker_on_a_sqlite_file_never_loads_the_async_engine(
     fresh interpreter; this test process imports them."""
     model = write_script(
         tmp_path / "script.json",
-        [
+        [  # type: ignore[arg-type]  # write_script's union of two list types defeats inference
             {
                 "say": "",
                 "tool_calls": [

@@ -43,7 +43,7 @@ CHROMIUM_FLAGS = [
 ]
 
 PROMPT = "Plan a three-day trip to Lisbon and watch the ticket prices"
-SCRIPT = [
+SCRIPT: list[dict[str, Any]] = [
     {"match": {"title": "Food research"}, "turns": [{"say": "Pasteis de nata at Manteigaria; sardines in Alfama."}]},
     {
         "turns": [

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import agent_tools.activities.web.tools as web_tools
 from agent_tools.activities import history, memory, results, sandbox, skills
 from agent_tools.activities.approvals import ApprovalActivities
 from agent_tools.activities.context import ToolImpl
@@ -21,7 +22,6 @@ from agent_tools.activities.planning import PlanningActivities
 from agent_tools.activities.research import ResearchActivities
 from agent_tools.activities.services import ContextHook, ServicesHolder
 from agent_tools.activities.tool_runner import ToolActivities
-import agent_tools.activities.web.tools as web_tools
 from agent_tools.user_tools import UserTool
 
 # The activity tools of each capability (name -> implementation); the tool runner makes one activity of each.

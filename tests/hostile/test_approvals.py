@@ -15,12 +15,14 @@ from temporalio.common import RawValue
 
 from agent_tools.activities.store.approval_tables import ApprovalStore
 from agent_tools.activities.store.db import Store
-from agent_tools.client import AgentToolsClient
+from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.approvals import MAX_REJECTED_DECISIONS_KEPT, ApprovalState, PendingApproval
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.user_tools import tool
-from tests.hostile.support import signal_settled, task_failures
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.hostile import signal_settled, task_failures
+from tests.support.polling import eventually
 
 MEGABYTE = "x" * 1_000_000
 HUGE = 10**40
@@ -79,35 +81,39 @@ def _cases(p: PendingApproval) -> list[tuple[str, dict[str, Any]]]:
 _PATIENCE = 1200  # x 0.05 s
 
 
-async def _signal_settled(handle: Any, payload: RawValue) -> None:
+async def _signal_settled(handle: SessionHandle, payload: RawValue) -> None:
     """Signal a decision, settled by an update whose validator refuses an unknown id."""
     unknown = {"approval_id": "settle", "digest": "0" * 64, "approve": True, "decided_by": "ana"}
     await signal_settled(handle, "decide_approval_signal", payload, ("decide_approval", _json(unknown)))
 
 
-async def _pending(handle: Any) -> PendingApproval:
-    for _ in range(_PATIENCE):
-        try:
-            found = await handle.pending_approvals()
-        except Exception:
-            found = []
-        if found:
-            return found[0]  # type: ignore[no-any-return]
-        await asyncio.sleep(0.05)
-    raise AssertionError("no approval became pending")
+async def _pending(handle: SessionHandle) -> PendingApproval:
+    found = await eventually(
+        handle.pending_approvals,
+        ignoring=(Exception,),
+        timeout=_PATIENCE * 0.1,
+        interval=0.05,
+        what="a pending approval",
+    )
+    return found[0]
 
 
-async def _rejected(handle: Any, count: int) -> ApprovalState:
-    for _ in range(_PATIENCE):
-        state: ApprovalState = await handle.query("approval_state", ApprovalState)
-        if len(state.rejected) >= count:
-            return state
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"fewer than {count} rejected decisions recorded")
+async def _rejected(handle: SessionHandle, count: int) -> ApprovalState:
+    async def state() -> ApprovalState:
+        result: ApprovalState = await handle.query("approval_state", ApprovalState)
+        return result
+
+    return await eventually(
+        state,
+        until=lambda s: len(s.rejected) >= count,
+        timeout=_PATIENCE * 0.1,
+        interval=0.05,
+        what=f"{count} rejected decisions recorded",
+    )
 
 
 async def test_hostile_decisions_are_refused_or_recorded_and_the_approval_stays_pending(
-    worker_for: Any, script: Any, settings: Settings, store_url: str
+    worker_for: WorkerFor, script: Script, settings: Settings, store_url: str
 ) -> None:
     settings.database_url = store_url
     RUNS.clear()
@@ -193,7 +199,7 @@ async def test_hostile_decisions_are_refused_or_recorded_and_the_approval_stays_
     ],
 )
 async def test_an_approval_policy_that_does_not_fit_refuses_the_start(
-    label: str, approval: dict[str, Any], refusal: str, worker_for: Any, script: Any, settings: Settings
+    label: str, approval: dict[str, Any], refusal: str, worker_for: WorkerFor, script: Script, settings: Settings
 ) -> None:
     """Our client refuses it before anything starts; a raw client's start fails once, with the reason, and no
     workflow task fails."""

@@ -18,8 +18,9 @@ from agent_tools.boundaries import NOTE_CHARS
 from agent_tools.errors import SessionError
 from agent_tools.session import WORKFLOW_NAME, SessionStatus
 from agent_tools.settings import Settings
-from tests.hostile.support import task_failures
-from tests.test_human import current_details
+from tests.support.fixture_types import WorkerFor
+from tests.support.hostile import task_failures
+from tests.support.sessions import current_details
 
 
 def _raw(data: bytes) -> RawValue:
@@ -32,7 +33,7 @@ def _raw(data: bytes) -> RawValue:
     ids=["negative tokens", "absurd cost", "absurd tokens", "not a number"],
 )
 async def test_ceilings_out_of_range_are_refused_at_the_start(
-    options: dict[str, Any], worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    options: dict[str, Any], worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "hi"}])
     async with worker_for() as client:
@@ -50,7 +51,7 @@ async def test_ceilings_out_of_range_are_refused_at_the_start(
 
 
 async def test_budget_signals_no_parent_would_send_are_dropped_or_capped(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     sub = {"name": "subAgent", "arguments": {"title": "Helper", "instruction": "help", "mode": "sync"}}
     settings.model = script([{"say": "first"}, {"say": "", "tool_calls": [sub]}, {"say": "after: {{last_tool}}"}])

@@ -14,12 +14,14 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 
-from agent_tools.client import AgentToolsClient
+from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.human import MAX_OTHER_CHARS, MAX_REJECTED_KEPT, HumanState
 from agent_tools.errors import SessionError
 from agent_tools.session import WORKFLOW_NAME, SessionStatus
 from agent_tools.settings import Settings
-from tests.hostile.support import signal_settled, task_failures
+from tests.support.fixture_types import WorkerFor
+from tests.support.hostile import signal_settled, task_failures
+from tests.support.polling import eventually
 
 ASK = {
     "name": "askUser",
@@ -47,12 +49,14 @@ async def _no_task_failures(client: AgentToolsClient, workflow_id: str) -> None:
     assert await task_failures(client.temporal, workflow_id) == []
 
 
-async def _pending(handle: Any) -> None:
-    for _ in range(200):
-        if (await handle.status()).status == SessionStatus.waiting_for_user:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the session never asked")
+async def _pending(handle: SessionHandle) -> None:
+    await eventually(
+        handle.status,
+        until=lambda s: s.status == SessionStatus.waiting_for_user,
+        timeout=20,
+        interval=0.05,
+        what="the session asking",
+    )
 
 
 @pytest.mark.parametrize(
@@ -70,7 +74,7 @@ async def _pending(handle: Any) -> None:
     ],
 )
 async def test_a_raw_start_that_cannot_be_taken_fails_the_session_once_with_the_reason(
-    label: str, payload: bytes, worker_for: Any, settings: Settings
+    label: str, payload: bytes, worker_for: WorkerFor, settings: Settings
 ) -> None:
     async with worker_for() as client:
         handle = await client.temporal.start_workflow(
@@ -83,7 +87,7 @@ async def test_a_raw_start_that_cannot_be_taken_fails_the_session_once_with_the_
 
 
 async def test_our_client_refuses_a_bad_start_and_a_reused_id(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "hi"}])
     async with worker_for() as client:
@@ -99,7 +103,7 @@ async def test_our_client_refuses_a_bad_start_and_a_reused_id(
 
 
 async def test_a_nul_byte_in_the_prompt_reaches_the_store_cleaned(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings, store_url: str
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings, store_url: str
 ) -> None:
     settings.database_url = store_url
     settings.model = script([{"say": "got {{last_user}}"}])
@@ -111,7 +115,7 @@ async def test_a_nul_byte_in_the_prompt_reaches_the_store_cleaned(
 
 
 async def test_messages_a_client_may_not_send_are_refused_or_dropped(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "turn {{last_user}}"}])
     async with worker_for() as client:
@@ -145,7 +149,7 @@ async def test_messages_a_client_may_not_send_are_refused_or_dropped(
         await _no_task_failures(client, handle.id)
 
 
-async def _progress_until(handle: Any, kind: str) -> Any:
+async def _progress_until(handle: SessionHandle, kind: str) -> Any:
     async for event in handle.progress():
         yield event
         if event.kind == kind:
@@ -153,13 +157,14 @@ async def _progress_until(handle: Any, kind: str) -> Any:
 
 
 async def test_answers_that_do_not_fit_are_recorded_small_and_the_session_goes_on(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"tool_calls": [ASK]}, {"say": "answered {{last_tool}}"}])
     async with worker_for() as client:
         handle = await client.start_session("ask me")
         await _pending(handle)
         # By update: refused with a reason, nothing recorded.
+        bad: dict[str, Any]
         for bad in (
             {"answers": []},
             {"answers": [{"question": "Which colour?", "other": "x" * (MAX_OTHER_CHARS + 1)}]},

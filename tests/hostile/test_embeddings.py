@@ -20,7 +20,7 @@ from agent_tools.agents import AgentDefinition, AgentRegistry
 from agent_tools.contracts.memory import EmbeddingsEndpoint, MemoryPolicy
 from agent_tools.settings import Settings
 from bench.embeddings_server import EmbeddingsServer, embeddings_server
-from tests.test_memory_helpers import call, ref
+from tests.support.memory import call, ref
 
 MODES = ["status500", "not_json", "nan", "strings", "wrong_count", "huge", "zero", "nested", "flood"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
@@ -17,8 +16,11 @@ from temporalio.common import RawValue
 from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.events import SIGNAL_EVENT_ARRIVED, EventWait
 from agent_tools.session import SessionStatus
-from tests.hostile.support import signal_settled, task_failures
-from tests.test_events_e2e import final_event, loads, wait_script
+from agent_tools.settings import Settings
+from tests.support.events import final_event, loads, wait_script
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.hostile import signal_settled, task_failures
+from tests.support.polling import eventually
 
 AT = "2026-12-01T00:00:00Z"
 
@@ -47,16 +49,20 @@ def _deep(levels: int) -> str:
 
 async def _waiting(client: AgentToolsClient) -> tuple[SessionHandle, str]:
     handle = await client.start_session("wait for CI", organisation="acme", project="hostile-events")
-    for _ in range(400):
-        if (await handle.status()).status == SessionStatus.waiting_for_event:
-            waits = await handle.workflow.query("event_waits", result_type=list[EventWait])
-            if waits:
-                return handle, waits[0].subscription_id
-        await asyncio.sleep(0.05)
-    raise AssertionError("the session never waited")
+
+    async def waits() -> list[EventWait]:
+        if (await handle.status()).status != SessionStatus.waiting_for_event:
+            return []
+        found: list[EventWait] = await handle.workflow.query("event_waits", result_type=list[EventWait])
+        return found
+
+    found = await eventually(waits, timeout=40, interval=0.05, what="the session waiting")
+    return handle, found[0].subscription_id
 
 
-async def test_event_deliveries_a_raw_client_may_send(settings: Any, script: Any, worker_for: Any) -> None:
+async def test_event_deliveries_a_raw_client_may_send(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
     settings.model = wait_script(script, {"kind": "ci.done", "timeout_seconds": 300})
     async with worker_for() as client:
         # Undecodable, each dropped: the session keeps waiting, and the valid delivery after them wins.

@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import httpx
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
 from agent_tools.activities.store.event_tables import count_events
 from agent_tools.contracts.events import Subscription
 from agent_tools.contracts.events.signatures import sign_standard_webhook
 from agent_tools.service.app import create_app
 from agent_tools.settings import Settings
-from tests.test_events_e2e import HMAC_SECRET, TOKEN, github_headers, ingress
+from tests.support.events import HMAC_SECRET, TOKEN, github_headers, ingress
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -39,7 +39,7 @@ def _deep(levels: int) -> str:
     ],
 )
 async def test_events_that_cannot_be_routed_are_refused_and_never_stored(
-    label: str, body: str, status: int, settings: Settings, temporal_env: Any
+    label: str, body: str, status: int, settings: Settings, temporal_env: WorkflowEnvironment
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with ingress(settings, temporal_env.client, project) as (http, store):
@@ -51,7 +51,7 @@ async def test_events_that_cannot_be_routed_are_refused_and_never_stored(
 
 
 async def test_nul_bytes_and_lone_surrogates_in_a_payload_are_stored_cleaned(
-    settings: Settings, temporal_env: Any, store_url: str
+    settings: Settings, temporal_env: WorkflowEnvironment, store_url: str
 ) -> None:
     settings.database_url = store_url
     project = f"p-{uuid.uuid4().hex[:8]}"
@@ -84,7 +84,7 @@ async def test_nul_bytes_and_lone_surrogates_in_a_payload_are_stored_cleaned(
 
 
 async def test_a_github_delivery_replayed_under_a_new_delivery_id_is_a_duplicate(
-    settings: Settings, temporal_env: Any
+    settings: Settings, temporal_env: WorkflowEnvironment
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with ingress(settings, temporal_env.client, project) as (http, store):
@@ -101,7 +101,7 @@ async def test_a_github_delivery_replayed_under_a_new_delivery_id_is_a_duplicate
 
 
 async def test_a_standard_webhook_replay_with_a_new_id_fails_its_signature(
-    settings: Settings, temporal_env: Any
+    settings: Settings, temporal_env: WorkflowEnvironment
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with ingress(settings, temporal_env.client, project) as (http, store):
@@ -112,7 +112,7 @@ async def test_a_standard_webhook_replay_with_a_new_id_fails_its_signature(
         headers = {
             "webhook-id": "w-1",
             "webhook-timestamp": ts,
-            "webhook-signature": sign_standard_webhook(HMAC_SECRET, "w-1", ts, body),
+            "webhook-signature": sign_standard_webhook(HMAC_SECRET, "w-1", int(ts), body),
         }
         assert (await http.post("/v1/webhooks/ci", content=body, headers=headers)).status_code == 202
         assert (await http.post("/v1/webhooks/ci", content=body, headers=headers)).status_code == 200  # same id

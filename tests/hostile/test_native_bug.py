@@ -12,11 +12,12 @@ import pytest
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
 from agent_tools.workflows.planning import PlanningPart
-from tests.hostile.support import task_failures
+from tests.support.fixture_types import WorkerFor
+from tests.support.hostile import task_failures
 
 
 async def test_an_exception_in_a_native_tool_becomes_a_tool_error(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings, monkeypatch: pytest.MonkeyPatch
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def broken(self: Any, args: Any, call: Any) -> Any:
         raise KeyError("a bug in todoWrite")

@@ -18,7 +18,8 @@ from temporalio.common import RawValue
 from agent_tools.errors import SessionError
 from agent_tools.session import WORKFLOW_NAME, SessionStatus
 from agent_tools.settings import Settings
-from tests.hostile.support import task_failures
+from tests.support.fixture_types import WorkerFor
+from tests.support.hostile import task_failures
 
 BAD_SCHEMAS: dict[str, Any] = {
     "not a JSON Schema": {"type": "banana"},
@@ -37,7 +38,7 @@ def _raw(body: dict[str, Any]) -> RawValue:
 
 @pytest.mark.parametrize("label", list(BAD_SCHEMAS))
 async def test_a_schema_that_cannot_be_one_is_refused_by_the_client_and_by_the_session(
-    label: str, worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    label: str, worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     schema = BAD_SCHEMAS[label]
     settings.model = script([{"say": "{}"}])
@@ -61,7 +62,7 @@ async def test_a_schema_that_cannot_be_one_is_refused_by_the_client_and_by_the_s
 
 
 async def test_retries_out_of_range_are_refused(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "1"}])
     async with worker_for() as client:
@@ -90,7 +91,7 @@ CLEANED = {'{"name": "\\ud800"}': {"name": "\ufffd"}, '{"name": "a\\u0000b"}': {
 
 
 async def test_hostile_final_answers_become_feedback_and_then_a_clear_failure(
-    worker_for: Any, script: Callable[[list[Any]], str], settings: Settings
+    worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10}}, "required": ["name"]}
     async with worker_for() as client:

@@ -18,8 +18,9 @@ from sqlalchemy import text
 from agent_tools.catalog.registry import builtin_specs
 from agent_tools.session import SessionStatus
 from agent_tools.settings import Settings
-from tests.hostile.cases import Case, all_cases, unknown_tool_cases
-from tests.hostile.support import run_session, task_failures, tree_ids
+from tests.support.fixture_types import WorkerFor
+from tests.support.hostile import run_session, task_failures, tree_ids
+from tests.support.hostile_cases import Case, all_cases, unknown_tool_cases
 
 STEP = 40
 TOOLS = [s.name for s in builtin_specs()]
@@ -56,7 +57,7 @@ def _call_ids(cases: list[Case]) -> list[str]:
 
 @pytest.mark.slow
 async def test_no_tool_argument_wedges_a_session(
-    store_url: str, settings: Settings, script: Callable[[list[Any]], str], worker_for: Any
+    store_url: str, settings: Settings, script: Callable[[list[Any]], str], worker_for: WorkerFor
 ) -> None:
     by_tool = all_cases()
     by_tool["(unknown tools)"] = unknown_tool_cases()

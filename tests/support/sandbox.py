@@ -19,7 +19,7 @@ from agent_tools.contracts.sandbox import ExecPythonArgs, ExecPythonResult, Sand
 ROOT = os.geteuid() == 0
 # .ci/run sets it: there the sandbox must work, and its tests must not skip.
 REQUIRE_SANDBOX = os.environ.get("AGENT_TOOLS_REQUIRE_SANDBOX") == "1"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # Code prepended to an escape attempt: `attempt(label, fn)` records what fn returned or raised, and the
 # script ends by printing every record as one JSON line.

@@ -9,10 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-PAGES = Path(__file__).parent / "fixtures" / "pages"
+from tests.support.fixture_types import Script
+
+if TYPE_CHECKING:
+    from agent_tools.activities.web.service import WebService
+
+PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 
 
 @dataclass
@@ -86,7 +91,8 @@ class WebServer:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # shutdown() waits for the serve loop's next poll: poll often, or every test pays up to 0.5 s.
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def base(self) -> str:
@@ -135,7 +141,9 @@ def searxng_results(base: str, n: int, *, prefix: str = "r", dated: bool = True)
     }
 
 
-async def make_web(tmp_path: Path, *, allow_loopback: bool = True, store_url: str | None = None, **kwargs: Any) -> Any:
+async def make_web(
+    tmp_path: Path, *, allow_loopback: bool = True, store_url: str | None = None, **kwargs: Any
+) -> WebService:
     """A WebService over a fresh store; ``kwargs`` go to WebConfig (engines, URLs) or the service
     (``resolver``, ``clock``, ``profiles``)."""
     from agent_tools.activities.store.db import Store
@@ -157,6 +165,102 @@ async def make_web(tmp_path: Path, *, allow_loopback: bool = True, store_url: st
     return web
 
 
-async def close_web(web: Any) -> None:
+async def close_web(web: WebService) -> None:
     await web.aclose()
-    await web._test_store.close()
+    await web._test_store.close()  # type: ignore[attr-defined]
+
+
+def make_certs(tmp: Path) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate for secure.test, made with the openssl command."""
+    import subprocess
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp)
+
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test-ca",
+    )
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=secure.test")
+    (tmp / "ext.cnf").write_text("subjectAltName=DNS:secure.test\n")
+    run(
+        "x509",
+        "-req",
+        "-in",
+        "srv.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "srv.pem",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
+    )
+    return tmp / "ca.pem", tmp / "srv.pem", tmp / "srv.key"
+
+
+ALL = ["searxng", "duckduckgo", "bing", "tavily", "brave"]
+
+
+def engines_config(server: WebServer, order: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "search_engines": order or ALL,
+        "searxng_url": server.url("/searx"),
+        "duckduckgo_url": server.url("/ddg/html/"),
+        "bing_url": server.url("/bing/search"),
+        "tavily_url": server.url("/tavily/search"),
+        "tavily_api_key": "tvly-test",
+        "brave_url": server.url("/brave/search"),
+        "brave_api_key": "brave-test",
+        "engine_timeout_s": 2.0,
+        **extra,
+    }
+
+
+BING_CAPTCHA = "<html><body><div id='b_captcha'>Please solve the challenge below to continue</div></body></html>"
+
+
+def research_script(script: Script, writer_say: str | list[str]) -> str:
+    writes = writer_say if isinstance(writer_say, list) else [writer_say]
+    return str(
+        script(
+            [
+                {
+                    "match": {"role": "research_planner"},
+                    "turns": [{"say": '["tram line cost", "tram line stops", "tram line cost"]'}],
+                },
+                {"match": {"role": "research_writer"}, "turns": [{"say": w} for w in writes]},
+            ]
+        )
+    )
+
+
+def serve_research(srv: WebServer) -> None:
+    srv.page("/news", "news")
+    srv.page("/table", "table")
+    srv.page("/blog", "blog")
+
+    def searx(req: Any) -> Any:
+        q = req.query["q"][0]
+        rows = {
+            "tram line cost": [("news", "Tram approved"), ("blog", "SQLite notes")],
+            "tram line stops": [("news", "Tram approved again"), ("table", "EV ranges"), ("gone", "Gone")],
+        }.get(q, [])
+        return json_reply({"results": [{"url": srv.url(f"/{p}"), "title": t, "content": "c"} for p, t in rows]})
+
+    srv.route("/searx/search", searx)

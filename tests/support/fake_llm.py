@@ -283,7 +283,8 @@ def fake_llm_server() -> Iterator[FakeLLMServer]:
     fake = FakeLLMServer()
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), fake.handler())
     fake.base_url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() waits for the serve loop's next poll: poll often, or every test pays up to 0.5 s.
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield fake

@@ -3,7 +3,7 @@ screen with capture-pane and types with send-keys."""
 
 from __future__ import annotations
 
-import asyncio
+import json
 import os
 import shlex
 import shutil
@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from agent_tools.settings import Settings
+from tests.support.polling import eventually
 
 
 class Terminal:
@@ -49,14 +53,28 @@ class Terminal:
     async def wait_for(self, check: Callable[[str], Any], timeout: float = 60.0) -> str:
         """The screen once ``check`` holds for it, with runs of whitespace as one space (rich wraps long
         lines at word boundaries, so a phrase may span two screen lines)."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            text = " ".join(self.screen().split())
-            if check(text):
-                return text
-            if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"screen never matched; it shows:\n{text}")
-            await asyncio.sleep(0.1)
+
+        async def text() -> str:
+            return " ".join(self.screen().split())
+
+        return await eventually(text, until=check, timeout=timeout, what="the screen to match")
 
     def close(self) -> None:
         self._tmux("kill-server")
+
+
+def cli_env(temporal_env: WorkflowEnvironment, settings: Settings) -> dict[str, str]:
+    env = {
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
+        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+        "AGENT_TOOLS_AGENTS_FILE": "",
+        "OPENAI_API_KEY": "",
+        "ANTHROPIC_API_KEY": "",
+        "TERM": "xterm-256color",
+    }
+    if settings.model:
+        env["AGENT_TOOLS_MODEL"] = settings.model
+    if settings.providers:
+        env["AGENT_TOOLS_PROVIDERS"] = json.dumps({k: v.model_dump() for k, v in settings.providers.items()})
+    return env
