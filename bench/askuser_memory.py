@@ -161,9 +161,9 @@ async def drive_bare(env: Any, n: int, cache: int) -> int:
 async def run_worker(address: str, task_queue: str, database_url: str, model: str, cache: int) -> None:
     from temporalio.client import Client
 
-    from agent_tools.plugin import AgentToolsPlugin
-    from agent_tools.settings import Settings
-    from agent_tools.worker import build_worker
+    from agent_tools._plugin import AgentToolsPlugin
+    from agent_tools._settings import Settings
+    from agent_tools._worker import build_worker
 
     settings = Settings(
         temporal_address=address,
@@ -248,9 +248,9 @@ async def wait_count(client: Any, query: str, want: int, timeout: float) -> floa
 
 
 async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool = False) -> dict[str, Any]:
-    from agent_tools.client import AgentToolsClient
-    from agent_tools.human_client import answer_questions
-    from agent_tools.settings import Settings
+    from agent_tools._client import AgentToolsClient
+    from agent_tools._human_client import answer_questions
+    from agent_tools._settings import Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="askuser-bench-"))
     script_path = tmp / "script.json"
@@ -462,7 +462,7 @@ def main() -> None:
 
 
 async def profile_once(n: int, cache: int) -> None:
-    from agent_tools.devserver import start_dev_server
+    from agent_tools._devserver import start_dev_server
 
     env = await start_dev_server(ui=False)
     try:
@@ -477,7 +477,7 @@ async def profile_once(n: int, cache: int) -> None:
 async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -> None:
     import statistics
 
-    from agent_tools.devserver import start_dev_server
+    from agent_tools._devserver import start_dev_server
 
     env = await start_dev_server(ui=False)
     engine_kib: list[float] = []
@@ -529,6 +529,6 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -
 
 
 if __name__ == "__main__":
-    from agent_tools.process_exit import run_and_exit
+    from agent_tools._process_exit import run_and_exit
 
     run_and_exit(main)

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
-    from agent_tools.messages import Message
+    from agent_tools._messages import Message
 
 
 class BareInput(BaseModel):
@@ -34,8 +34,8 @@ async def lookup(topic: str) -> str:
 
 @activity.defn(name="bare.llm")
 async def bare_llm(inp: BareLlmInput) -> Message:
-    from agent_tools.activities.providers.base import ModelRequest
-    from agent_tools.activities.providers.scripted import ScriptedProvider
+    from agent_tools.activities._providers.base import ModelRequest
+    from agent_tools.activities._providers.scripted import ScriptedProvider
 
     resp = await ScriptedProvider(inp.script).complete(
         ModelRequest(model="bench", messages=inp.messages, meta={"agent": "assistant"})

@@ -7,7 +7,7 @@
                                                 # timeout variants, interleaved against one fault-free run
     python bench/chaos.py --replay-steps 290 --replay-sessions 2   # how long a new worker replays big sessions
 
-Each run starts two worker processes (``agent_tools.worker.build_worker``, the production worker settings)
+Each run starts two worker processes (``agent_tools._worker.build_worker``, the production worker settings)
 on a fresh task queue and store, and N sessions at once. Every session runs ``--turns`` model steps that
 each take ``--step-seconds`` and call one tool, then answers. In a chaos run a killer SIGKILLs one of the
 two workers (picked at random) every 3-8 s and starts a new one in its place, as a supervisor would, until
@@ -74,7 +74,7 @@ PREVIOUS = {"heartbeat": 5.0, "sticky": 3.0, "throttle": 2.0, "task_timeout": 10
 
 
 def variant_policy(variant: dict[str, float]) -> Any:
-    from agent_tools.policy import ExecutionPolicy
+    from agent_tools._policy import ExecutionPolicy
 
     call: dict[str, float] = {}
     if "heartbeat" in variant:
@@ -90,10 +90,10 @@ def variant_policy(variant: dict[str, float]) -> Any:
 async def worker_main(address: str, task_queue: str, db: str, variant: dict[str, float]) -> None:
     from temporalio.client import Client
 
-    from agent_tools.plugin import AgentToolsPlugin
-    from agent_tools.settings import Settings
-    from agent_tools.user_tools import make_user_tool
-    from agent_tools.worker import build_worker
+    from agent_tools._plugin import AgentToolsPlugin
+    from agent_tools._settings import Settings
+    from agent_tools._user_tools import make_user_tool
+    from agent_tools._worker import build_worker
     from bench.bare_loop import lookup
 
     settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, agents_file=None)
@@ -198,9 +198,9 @@ async def one_run(
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from agent_tools.client import AgentToolsClient
-    from agent_tools.session import SessionStatus
-    from agent_tools.settings import Settings
+    from agent_tools._client import AgentToolsClient
+    from agent_tools._session import SessionStatus
+    from agent_tools._settings import Settings
 
     task_queue = f"chaos-{'k' if chaos else 'f'}-{uuid.uuid4().hex[:8]}"
     db = args.db or f"sqlite+aiosqlite:///{workdir}/{task_queue}.sqlite"
@@ -308,7 +308,7 @@ def compare(reference: RunResult, other: RunResult) -> list[str]:
 
 
 async def driver(args: argparse.Namespace) -> int:
-    from agent_tools.devserver import start_dev_server
+    from agent_tools._devserver import start_dev_server
 
     env = await start_dev_server(ui=False, log_level="error")
     address = env.client.service_client.config.target_host
@@ -384,10 +384,10 @@ async def replay_cost(args: argparse.Namespace) -> int:
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from agent_tools.client import AgentToolsClient
-    from agent_tools.devserver import start_dev_server
-    from agent_tools.errors import StoreNotReady
-    from agent_tools.settings import Settings
+    from agent_tools._client import AgentToolsClient
+    from agent_tools._devserver import start_dev_server
+    from agent_tools._errors import StoreNotReady
+    from agent_tools._settings import Settings
 
     env = await start_dev_server(ui=False, log_level="error")
     address = env.client.service_client.config.target_host
@@ -540,6 +540,6 @@ if __name__ == "__main__":
     if "--worker" in sys.argv:
         main()
     else:
-        from agent_tools.process_exit import run_and_exit
+        from agent_tools._process_exit import run_and_exit
 
         run_and_exit(main)

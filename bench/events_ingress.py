@@ -40,13 +40,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._devserver import start_dev_server
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._settings import Settings
+from agent_tools._worker import build_worker
 from agent_tools.contracts.events import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED
-from agent_tools.devserver import start_dev_server
-from agent_tools.plugin import AgentToolsPlugin
-from agent_tools.settings import Settings
 from agent_tools.testing import write_script
-from agent_tools.worker import build_worker
 
 TOKEN = "bench-token-0123456789"
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,7 +104,7 @@ def pct(values: list[float], p: float) -> float:
 async def wait_subscribed(client: AgentToolsClient, project: str, count: int, timeout: float = 120) -> None:
     """Until ``count`` waits of the project are kept in the store, where the ingress finds them (no router
     holds them with direct delivery)."""
-    from agent_tools.activities.store.event_tables import count_open_waits
+    from agent_tools._store.event_tables import count_open_waits
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -121,8 +121,8 @@ async def wait_subscribed(client: AgentToolsClient, project: str, count: int, ti
 async def add_other_waits(client: AgentToolsClient, project: str, count: int) -> None:
     """Open waits of the same kind that no event of the phase matches (``{"n": "other-<i>"}``), as the other
     sessions of a busy project hold: rows only, written straight into the store."""
-    from agent_tools.activities.store.db import upsert_rows
-    from agent_tools.activities.store.event_tables import event_subscriptions, subscription_row
+    from agent_tools._store.db import upsert_rows
+    from agent_tools._store.event_tables import event_subscriptions, subscription_row
     from agent_tools.contracts.events import Subscription
 
     now = datetime.now(UTC)
@@ -406,7 +406,7 @@ async def main() -> None:
             [
                 sys.executable,
                 "-c",
-                "from agent_tools.cli import main; main()",
+                "from agent_tools._cli import main; main()",
                 "serve",
                 "--port",
                 str(port),
@@ -494,7 +494,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    from agent_tools.process_exit import run_and_exit
+    from agent_tools._process_exit import run_and_exit
 
     if sys.argv[1:2] == ["--worker"]:
         sys.path.insert(0, str(ROOT))  # bench.bare_waiter

@@ -34,9 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent_tools.activities.store.db import Store  # noqa: E402
-from agent_tools.activities.web.extractor import extract_html  # noqa: E402
-from agent_tools.activities.web.service import WebService  # noqa: E402
+from agent_tools._store.db import Store  # noqa: E402
+from agent_tools._web.extractor import extract_html  # noqa: E402
+from agent_tools._web.service import WebService  # noqa: E402
 from agent_tools.contracts.web.config import WebConfig  # noqa: E402
 from bench.extraction_score import (  # noqa: E402
     TRAFILATURA_OPTIONS,

@@ -179,8 +179,8 @@ async def main() -> None:
     parser.add_argument("--days", type=float, default=30)
     parser.add_argument("--budget", type=int, default=500, help="continue_as_new_after_events of the session")
     args = parser.parse_args()
-    from agent_tools.devserver import start_time_skipping
-    from agent_tools.settings import Settings
+    from agent_tools._devserver import start_time_skipping
+    from agent_tools._settings import Settings
 
     env = await start_time_skipping()
     try:
@@ -201,6 +201,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    from agent_tools.process_exit import run_and_exit
+    from agent_tools._process_exit import run_and_exit
 
     run_and_exit(lambda: asyncio.run(main()))

@@ -38,9 +38,9 @@ from typing import Any
 import httpx
 from sqlalchemy import delete, func, select, text
 
-from agent_tools.activities.memory import MemoryEngine, Scope
-from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.memory_tables import memories
+from agent_tools._store.db import Store
+from agent_tools._store.memory_tables import memories
+from agent_tools.activities._memory import MemoryEngine, Scope
 from agent_tools.contracts.memory import EmbeddingsEndpoint, MemoryPolicy, scoring
 
 try:

@@ -83,9 +83,9 @@ def bare_runner() -> Any:
 
 def engine_plugin(address: str, task_queue: str, db: str) -> Any:
     """The engine's plugin with the benchmark's one tool, ``lookup``."""
-    from agent_tools.plugin import AgentToolsPlugin
-    from agent_tools.settings import Settings
-    from agent_tools.user_tools import make_user_tool
+    from agent_tools._plugin import AgentToolsPlugin
+    from agent_tools._settings import Settings
+    from agent_tools._user_tools import make_user_tool
     from bench.bare_loop import lookup
 
     settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, agents_file=None)
@@ -110,7 +110,7 @@ async def worker_main(mode: str, address: str, task_queue: str, db: str) -> None
     from temporalio.worker import Worker
 
     if mode == "engine":
-        from agent_tools.worker import build_worker
+        from agent_tools._worker import build_worker
 
         plugin = engine_plugin(address, task_queue, db)
         client = await Client.connect(address, plugins=[plugin])
@@ -140,7 +140,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from agent_tools.session import SessionInput, SessionRequest
+    from agent_tools._session import SessionInput, SessionRequest
     from bench.bare_loop import BareInput
 
     task_queue = f"bench-{mode}-{uuid.uuid4().hex[:8]}"
@@ -238,7 +238,7 @@ def pair_ratios(engine_runs: list[dict[str, float]], bare_runs: list[dict[str, f
 
 
 async def driver(configs: list[tuple[int, int]], rounds: int) -> None:
-    from agent_tools.devserver import start_dev_server
+    from agent_tools._devserver import start_dev_server
 
     env = await start_dev_server(ui=False, log_level="error")
     address = env.client.service_client.config.target_host
@@ -325,6 +325,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from agent_tools.process_exit import run_and_exit
+    from agent_tools._process_exit import run_and_exit
 
     run_and_exit(main)

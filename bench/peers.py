@@ -51,7 +51,7 @@ def pydantic_ai_missing() -> str | None:
 
 
 async def driver(configs: list[tuple[int, int]], rounds: int, with_peer: bool) -> None:
-    from agent_tools.devserver import start_dev_server
+    from agent_tools._devserver import start_dev_server
 
     modes = ["engine", "bare", *(["peer"] if with_peer else [])]
     env = await start_dev_server(ui=False, log_level="error")
@@ -111,6 +111,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from agent_tools.process_exit import run_and_exit
+    from agent_tools._process_exit import run_and_exit
 
     run_and_exit(main)

@@ -41,15 +41,15 @@ def wire(value: M) -> M:
 
 
 async def measure(sessions: int, turns: int) -> dict[str, list[float]]:
-    from agent_tools.activities.engine import llm_step, prepare_session
-    from agent_tools.activities.services import Services
-    from agent_tools.activities.tool_runner import _user_impl, run_tool
-    from agent_tools.activity_io import LlmStepInput, SessionRef, ToolCallInput
-    from agent_tools.catalog.registry import ToolCatalog
-    from agent_tools.messages import Message, message_fingerprint
-    from agent_tools.session import PrepareInput, SessionRequest
-    from agent_tools.settings import Settings
-    from agent_tools.user_tools import make_user_tool
+    from agent_tools._activity_io import LlmStepInput, SessionRef, ToolCallInput
+    from agent_tools._catalog.registry import ToolCatalog
+    from agent_tools._messages import Message, message_fingerprint
+    from agent_tools._session import PrepareInput, SessionRequest
+    from agent_tools._settings import Settings
+    from agent_tools._user_tools import make_user_tool
+    from agent_tools.activities._engine import llm_step, prepare_session
+    from agent_tools.activities._services import Services
+    from agent_tools.activities._tool_runner import _user_impl, run_tool
     from bench.bare_loop import BareLlmInput, BareToolInput, bare_llm, bare_lookup, lookup
     from bench.overhead import write_script
 
@@ -128,8 +128,8 @@ async def replay_cost(turns: int, replays: int) -> tuple[float, float]:
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.worker import Replayer, Worker
 
-    from agent_tools.devserver import start_dev_server
-    from agent_tools.session import SessionInput, SessionRequest
+    from agent_tools._devserver import start_dev_server
+    from agent_tools._session import SessionInput, SessionRequest
     from bench.bare_loop import BareAgentLoop, BareInput
     from bench.overhead import bare_runner, bare_worker, engine_plugin, write_script
 
@@ -205,6 +205,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from agent_tools.process_exit import run_and_exit
+    from agent_tools._process_exit import run_and_exit
 
     run_and_exit(main)

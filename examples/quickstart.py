@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from agent_tools import Settings, run_and_exit
-from agent_tools.embedded import embedded
+from agent_tools import Settings, embedded, run_and_exit
 
 
 async def main() -> str:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from agent_tools.plugin import AgentToolsPlugin
-from agent_tools.settings import Settings
-from agent_tools.user_tools import tool
-from agent_tools.worker import build_worker
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._settings import Settings
+from agent_tools._user_tools import tool
+from agent_tools._worker import build_worker
 
 
 @tool(description="Send a payment (slowly)", requires_approval=True)  # type: ignore[untyped-decorator]

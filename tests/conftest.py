@@ -16,10 +16,10 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.activities.store.db import Store
-from agent_tools.client import AgentToolsClient
-from agent_tools.devserver import start_dev_server, start_time_skipping
-from agent_tools.settings import Settings
+from agent_tools._client import AgentToolsClient
+from agent_tools._devserver import start_dev_server, start_time_skipping
+from agent_tools._settings import Settings
+from agent_tools._store.db import Store
 from agent_tools.testing import write_script
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.temporal import running_worker

@@ -20,13 +20,13 @@ from typing import Any
 
 from temporalio.client import Client
 
-from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.devserver import start_dev_server
-from agent_tools.plugin import AgentToolsPlugin
-from agent_tools.settings import Settings
+from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._devserver import start_dev_server
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._settings import Settings
+from agent_tools._user_tools import tool
+from agent_tools._worker import build_worker
 from agent_tools.testing import write_script
-from agent_tools.user_tools import tool
-from agent_tools.worker import build_worker
 from tests.support.polling import eventually
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -261,7 +261,7 @@ async def scenario_tool_approval(client: AgentToolsClient, script: Callable[[lis
         "look up", model=model, tools=["lookup"], options={"approval": {"require": ["look*"]}},
         session_id=f"replay-approval-{uuid.uuid4().hex[:6]}",
     )  # fmt: skip
-    from agent_tools.human_client import decide_approval
+    from agent_tools._human_client import decide_approval
 
     decided: set[str] = set()
     pending: list[Any] = []
@@ -441,6 +441,6 @@ async def record(names: list[str] | None = None) -> None:
 if __name__ == "__main__":
     import sys
 
-    from agent_tools.process_exit import run_and_exit
+    from agent_tools._process_exit import run_and_exit
 
     run_and_exit(lambda: asyncio.run(record(sys.argv[1:] or None)))

@@ -18,14 +18,14 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.activities.approvals import record_approval, run_approved
-from agent_tools.activities.store.approval_tables import ApprovalStore
-from agent_tools.activities.store.db import Store
-from agent_tools.activity_io import SessionRef, ToolCallInput, ToolCallOutput
-from agent_tools.client import AgentToolsClient
+from agent_tools._activity_io import SessionRef, ToolCallInput, ToolCallOutput
+from agent_tools._client import AgentToolsClient
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._store.approval_tables import ApprovalStore
+from agent_tools._store.db import Store
+from agent_tools.activities._approvals import record_approval, run_approved
 from agent_tools.contracts.approvals import RecordApprovalInput, argument_digest
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
 from tests.support.fixture_types import Script
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,11 +13,16 @@ import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.activities.store.approval_tables import ApprovalStore
-from agent_tools.activities.store.db import Store
-from agent_tools.agents import AgentDefinition
-from agent_tools.catalog.spec import ToolLevel
-from agent_tools.client import SessionHandle
+from agent_tools._agents import AgentDefinition
+from agent_tools._catalog.spec import ToolLevel
+from agent_tools._client import SessionHandle
+from agent_tools._errors import SessionError
+from agent_tools._human_client import approval_state, decide_approval
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._store.approval_tables import ApprovalStore
+from agent_tools._store.db import Store
+from agent_tools._user_tools import tool
 from agent_tools.contracts.approvals import (
     ApprovalPolicy,
     ApprovalRejected,
@@ -26,11 +31,6 @@ from agent_tools.contracts.approvals import (
     requires_approval,
     resolve_approvals,
 )
-from agent_tools.errors import SessionError
-from agent_tools.human_client import approval_state, decide_approval
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
-from agent_tools.user_tools import tool
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 
@@ -85,7 +85,7 @@ async def audit_rows(database_url: str, session_id: str) -> list[Any]:
 
 
 def test_an_agents_file_sets_the_policy(tmp_path: Path) -> None:
-    from agent_tools.agents import AgentRegistry
+    from agent_tools._agents import AgentRegistry
 
     path = tmp_path / "agents.toml"
     path.write_text(
@@ -99,7 +99,7 @@ def test_an_agents_file_sets_the_policy(tmp_path: Path) -> None:
 
 
 def test_policy_rules() -> None:
-    from agent_tools.catalog.registry import builtin_specs
+    from agent_tools._catalog.registry import builtin_specs
 
     specs = {s.name: s for s in builtin_specs()}
     flagged = send_payment.spec
@@ -329,7 +329,7 @@ async def test_cli_lists_and_decides(
 ) -> None:
     from typer.testing import CliRunner
 
-    from agent_tools.cli import app
+    from agent_tools._cli import app
 
     settings.model = script([pay(1), pay(2), {"say": "got: {{last_tool}}"}])
     env = {
@@ -441,7 +441,7 @@ async def _start_carrying(client: Any, settings: Settings, pending: PendingAppro
     same trigger again, and the approval of the call it is about to re-enter."""
     import uuid
 
-    from agent_tools.session import WORKFLOW_NAME, SessionInput, SessionRequest, SessionState, Trigger
+    from agent_tools._session import WORKFLOW_NAME, SessionInput, SessionRequest, SessionState, Trigger
 
     state = SessionState(inbox=[Trigger(kind="user", content="pay bob")])
     state.approvals.pending.append(pending)
@@ -507,7 +507,7 @@ async def test_a_carried_wait_is_taken_over_by_the_re_entered_call(
 async def test_an_mcp_tool_matched_by_pattern_waits_while_the_others_run(
     settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
-    from agent_tools.activities.mcp import mcp_user_tools
+    from agent_tools.activities._mcp import mcp_user_tools
     from agent_tools.contracts.mcp import McpConfig
     from tests.support.mcp import fixture_server
 
@@ -668,7 +668,7 @@ async def test_a_decision_in_the_hand_over_activation_completes_the_call_once(
     """The race: with the worker down, messages past the history budget and the approval arrive together, so
     one activation both wakes the parked approval wait and makes a hand-over due. The wait stays parked, the
     decision is carried, and the next run runs the tool, once."""
-    from agent_tools.client import AgentToolsClient
+    from agent_tools._client import AgentToolsClient
     from tests.support.sessions import runs
 
     settings.model = pay_then_echo(script)

@@ -51,11 +51,11 @@ def test_workflows_do_no_io() -> None:
 # Temporal; no I/O, no workflow code, and no environment reading (settings come in through ``Settings``).
 PURE = [
     ROOT / "agent_tools" / "contracts",
-    ROOT / "agent_tools" / "catalog",
-    ROOT / "agent_tools" / "boundaries.py",
-    ROOT / "agent_tools" / "errors.py",
-    ROOT / "agent_tools" / "policy.py",
-    ROOT / "agent_tools" / "session_names.py",
+    ROOT / "agent_tools" / "_catalog",
+    ROOT / "agent_tools" / "_boundaries.py",
+    ROOT / "agent_tools" / "_errors.py",
+    ROOT / "agent_tools" / "_policy.py",
+    ROOT / "agent_tools" / "_session_names.py",
 ]
 
 
@@ -80,7 +80,7 @@ def test_only_settings_reads_the_environment_into_settings() -> None:
     readers = sorted(
         str(p.relative_to(ROOT)) for p in (ROOT / "agent_tools").rglob("*.py") if "pydantic_settings" in _imports(p)
     )
-    assert readers == ["agent_tools/settings.py"]
+    assert readers == ["agent_tools/_settings.py"]
 
 
 # Calls that differ between a workflow's first run and its replay, or reach outside the workflow. The engine's
@@ -164,11 +164,11 @@ def test_every_exception_of_the_package_is_an_agent_tools_error() -> None:
     import inspect
     import pkgutil
 
-    from agent_tools.errors import AgentToolsError
+    from agent_tools._errors import AgentToolsError
 
     outside: list[str] = []
     for info in pkgutil.walk_packages(agent_tools.__path__, "agent_tools."):
-        if info.name.startswith("agent_tools.activities.store.migrations.") or info.name.endswith("__main__"):
+        if info.name.startswith("agent_tools._store.migrations.") or info.name.endswith("__main__"):
             # Alembic loads these itself (env.py needs its context); __main__ runs the CLI.
             continue
         module = importlib.import_module(info.name)
@@ -180,7 +180,7 @@ def test_every_exception_of_the_package_is_an_agent_tools_error() -> None:
 
 
 def test_retry_policies_name_error_classes_that_exist() -> None:
-    from agent_tools import errors
+    from agent_tools import _errors as errors
 
     for name in (*errors.NON_RETRYABLE_MODEL_ERRORS, *errors.NON_RETRYABLE_TOOL_ERRORS):
         assert issubclass(getattr(errors, name), errors.AgentToolsError)
@@ -229,7 +229,7 @@ def _loaded_with(path: Path) -> set[str]:
 
 
 def _workflow_closure() -> set[str]:
-    from agent_tools.workflows.registry import all_workflows
+    from agent_tools.workflows._registry import all_workflows
 
     todo = [cls.__module__ for cls in all_workflows()]
     seen: set[str] = set()
@@ -246,7 +246,7 @@ def _workflow_closure() -> set[str]:
 def test_the_engine_workflows_run_unsandboxed() -> None:
     from temporalio.workflow import _Definition
 
-    from agent_tools.workflows.registry import all_workflows
+    from agent_tools.workflows._registry import all_workflows
 
     for cls in all_workflows():
         defn = _Definition.must_from_class(cls)
@@ -256,9 +256,9 @@ def test_the_engine_workflows_run_unsandboxed() -> None:
 def test_everything_the_workflows_load_is_deterministic_and_does_no_io() -> None:
     closure = _workflow_closure()
     # The closure really follows imports: the session loads its contracts, and no activity or client code.
-    assert {"agent_tools.session", "agent_tools.messages", "agent_tools.workflows.base"} <= closure
-    assert not any(m.startswith(("agent_tools.activities", "agent_tools.cli")) for m in closure), sorted(closure)
-    assert "agent_tools.client" not in closure and "agent_tools.plugin" not in closure
+    assert {"agent_tools._session", "agent_tools._messages", "agent_tools.workflows._base"} <= closure
+    assert not any(m.startswith(("agent_tools.activities", "agent_tools._cli")) for m in closure), sorted(closure)
+    assert "agent_tools._client" not in closure and "agent_tools._plugin" not in closure
     offenders = {}
     for module in sorted(closure):
         path = _module_path(module)
@@ -272,12 +272,12 @@ def test_everything_the_workflows_load_is_deterministic_and_does_no_io() -> None
 def test_the_closure_check_follows_imports(tmp_path: Path) -> None:
     mod = tmp_path / "mod.py"
     mod.write_text(
-        "from typing import TYPE_CHECKING\nfrom agent_tools.session import SessionState\n"
-        "if TYPE_CHECKING:\n    from agent_tools.client import AgentToolsClient\n"
-        "with workflow.unsafe.imports_passed_through():\n    import agent_tools.messages\n"
-        "def f():\n    from agent_tools.plugin import AgentToolsPlugin\n"
+        "from typing import TYPE_CHECKING\nfrom agent_tools._session import SessionState\n"
+        "if TYPE_CHECKING:\n    from agent_tools._client import AgentToolsClient\n"
+        "with workflow.unsafe.imports_passed_through():\n    import agent_tools._messages\n"
+        "def f():\n    from agent_tools._plugin import AgentToolsPlugin\n"
     )
-    assert _loaded_with(mod) == {"agent_tools.session", "agent_tools.messages"}
+    assert _loaded_with(mod) == {"agent_tools._session", "agent_tools._messages"}
 
 
 _COMPLETE_MODELS_CHECK = """
@@ -285,7 +285,7 @@ import importlib, pkgutil, sys
 import agent_tools
 from pydantic import BaseModel
 for info in pkgutil.walk_packages(agent_tools.__path__, "agent_tools."):
-    if not (info.name.startswith("agent_tools.activities.store.migrations.") or info.name.endswith("__main__")):
+    if not (info.name.startswith("agent_tools._store.migrations.") or info.name.endswith("__main__")):
         importlib.import_module(info.name)
 todo, seen = [BaseModel], set()
 while todo:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from agent_tools.activity_io import ProgressEvent
-from agent_tools.budget import (
+from agent_tools._activity_io import ProgressEvent
+from agent_tools._budget import (
     BudgetLimits,
     BudgetNotice,
     BudgetSettings,
@@ -23,10 +23,10 @@ from agent_tools.budget import (
     tool_refusal,
     tree_spend,
 )
-from agent_tools.client import SessionHandle
-from agent_tools.messages import Usage
-from agent_tools.session import SessionOptions, SessionStatus
-from agent_tools.settings import Price, Settings
+from agent_tools._client import SessionHandle
+from agent_tools._messages import Usage
+from agent_tools._session import SessionOptions, SessionStatus
+from agent_tools._settings import Price, Settings
 from tests.support.fixture_types import WorkerFor
 from tests.support.sessions import current_details
 
@@ -260,8 +260,8 @@ async def test_a_parents_budget_signal_in_the_first_activation_reaches_the_budge
 ) -> None:
     """A part's signal that arrives with the start (before prepare has run) is routed to the part and kept:
     the session then refuses to start a sub-agent."""
-    from agent_tools.session import SessionInput, SessionRequest, SessionResult
-    from agent_tools.session_names import SIGNAL_BUDGET_REACHED
+    from agent_tools._session import SessionInput, SessionRequest, SessionResult
+    from agent_tools._session_names import SIGNAL_BUDGET_REACHED
 
     settings.model = script(
         [

@@ -7,11 +7,11 @@ from typing import cast
 import pytest
 from pydantic import BaseModel
 
-from agent_tools.catalog import PROFILES, ToolCatalog, ToolLevel, ToolSpec
-from agent_tools.errors import ConfigurationError
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
-from agent_tools.user_tools import make_user_tool, tool
+from agent_tools._catalog import PROFILES, ToolCatalog, ToolLevel, ToolSpec
+from agent_tools._errors import ConfigurationError
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._user_tools import make_user_tool, tool
 from tests.support.fixture_types import Script, WorkerFor
 
 
@@ -144,11 +144,11 @@ async def test_disabled_for_organisation_removes_the_tool(
 def test_every_profile_name_has_a_spec_and_every_spec_one_implementation() -> None:
     """No silent registries: a profile names only tools that exist, and each built-in tool runs in exactly
     one place, an activity or a workflow-native handler."""
-    from agent_tools.activities.registry import builtin_implementations
-    from agent_tools.catalog.profiles import PROFILES
-    from agent_tools.catalog.registry import builtin_specs
-    from agent_tools.workflows.port import SessionPort
-    from agent_tools.workflows.session import PARTS
+    from agent_tools._catalog.profiles import PROFILES
+    from agent_tools._catalog.registry import builtin_specs
+    from agent_tools.activities._registry import builtin_implementations
+    from agent_tools.workflows._port import SessionPort
+    from agent_tools.workflows._session import PARTS
 
     # Listing a part's tools reaches nothing of its port.
     native = {name for part in PARTS for name in part(cast(SessionPort, None)).native_tools()}

@@ -14,8 +14,8 @@ import yaml
 from pydantic import BaseModel
 from typer.main import get_command
 
-from agent_tools.cli import app
-from agent_tools.settings import Settings
+from agent_tools._cli import app
+from agent_tools._settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 # compose_spec.json from the docker-compose 1.29.2 wheel on PyPI (Apache-2.0), kept here for offline tests.

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_tools.agents import AgentDefinition, AgentRegistry
-from agent_tools.catalog.spec import ToolLevel
-from agent_tools.errors import ConfigurationError
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
+from agent_tools._agents import AgentDefinition, AgentRegistry
+from agent_tools._catalog.spec import ToolLevel
+from agent_tools._errors import ConfigurationError
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 
 
@@ -107,9 +107,9 @@ async def test_unknown_agent_fails_the_start_clearly(settings: Settings, worker_
 
 
 async def test_agent_options_reach_the_session_and_the_request_wins(settings: Settings) -> None:
-    from agent_tools.activities.engine import prepare_session
-    from agent_tools.activities.services import Services
-    from agent_tools.session import PrepareInput, SessionRequest
+    from agent_tools._session import PrepareInput, SessionRequest
+    from agent_tools.activities._engine import prepare_session
+    from agent_tools.activities._services import Services
 
     agents = AgentRegistry(
         [AgentDefinition(name="helper", options={"ask_user_timeout_seconds": 60, "ask_user_default": "first"})]

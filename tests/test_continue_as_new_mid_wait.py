@@ -15,9 +15,9 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
+from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import runs
@@ -319,7 +319,7 @@ async def test_invoke_sub_agent_bounded_wait_keeps_its_deadline_across_continue_
 ) -> None:
     """invoke_sub_agent waits a bounded time; handed over mid-wait, the new run waits only for what is left
     of it (its timer is shorter), and the call gets one "still running" result when the time is up."""
-    from agent_tools.agents import AgentDefinition
+    from agent_tools._agents import AgentDefinition
 
     agents = [
         AgentDefinition(name="orch", subagents=["slow"], profile="fyai", tools=["invoke_sub_agent"]),

@@ -7,10 +7,10 @@ import asyncio
 import json
 from typing import Any
 
-from agent_tools.catalog import ToolCatalog
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
-from agent_tools.user_tools import tool
+from agent_tools._catalog import ToolCatalog
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._user_tools import tool
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import tool_results, turns
@@ -116,7 +116,7 @@ async def test_invoke_running_result_is_one_json_object(
     settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """Item 9: invoke_sub_agent's `"status": "running"` result parses as JSON, the resume hint in `note`."""
-    from agent_tools.agents import AgentDefinition
+    from agent_tools._agents import AgentDefinition
 
     agents = [
         AgentDefinition(name="orch", subagents=["slow"], profile="fyai", tools=["invoke_sub_agent"]),
@@ -237,7 +237,7 @@ async def test_one_to_one_chats_use_the_default_threshold_and_teams_their_own(
     settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     """Item 8: FYAI's threshold is the team's setting; a one-to-one chat (no sub-agents) always uses 2,000."""
-    from agent_tools.agents import AgentDefinition
+    from agent_tools._agents import AgentDefinition
 
     agents = [
         AgentDefinition(name="solo", profile=None, tools=["long_text"], spill_threshold_chars=300),

@@ -17,9 +17,9 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
+from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
 from tests.support.fixture_types import Script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,8 +144,8 @@ async def test_worker_killed_mid_stream_another_finishes_the_step_once(
     """The first worker dies while the model's text streams; the step is retried on a second worker, whose
     attempt tells subscribers to discard the partial text: one final message, and a subscriber that honours
     the discard shows the text once."""
-    from agent_tools.activity_io import ProgressEvent
-    from agent_tools.live_text import LiveText
+    from agent_tools._activity_io import ProgressEvent
+    from agent_tools._live_text import LiveText
 
     settings.model = script([{"say": STREAMED, "word_seconds": 0.1}])
     env_vars, client = await _worker_env(temporal_env, settings)

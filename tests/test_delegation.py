@@ -11,10 +11,10 @@ from temporalio.client import WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
-from agent_tools.workflows.registry import all_workflows
+from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools.workflows._registry import all_workflows
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import children, collect_progress, tool_results, turns

@@ -10,11 +10,11 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
-from agent_tools.activities.delegation import plan_spawn
-from agent_tools.catalog.registry import ToolCatalog
+from agent_tools._catalog.registry import ToolCatalog
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Price, Settings
+from agent_tools.activities._delegation import plan_spawn
 from agent_tools.contracts.delegation import Caller, PlanSpawnInput
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Price, Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.sessions import collect_progress, tool_results
 

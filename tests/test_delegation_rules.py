@@ -7,10 +7,12 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from agent_tools.activities.delegation import allowed_models, conversation_for_handoff, resolve_model, tier_model
-from agent_tools.catalog.profiles import PROFILES
-from agent_tools.catalog.registry import ToolCatalog
-from agent_tools.catalog.spec import ToolLevel
+from agent_tools._catalog.profiles import PROFILES
+from agent_tools._catalog.registry import ToolCatalog
+from agent_tools._catalog.spec import ToolLevel
+from agent_tools._messages import Message, ToolCall
+from agent_tools._settings import Settings
+from agent_tools.activities._delegation import allowed_models, conversation_for_handoff, resolve_model, tier_model
 from agent_tools.contracts.delegation import (
     COST_CEILING_USD,
     INVOKE_WAIT_SECONDS,
@@ -26,8 +28,6 @@ from agent_tools.contracts.delegation import (
     notification_text,
     spawn_result_text,
 )
-from agent_tools.messages import Message, ToolCall
-from agent_tools.settings import Settings
 
 FACES = [
     "subAgent", "listSubAgent", "getSubAgentMessage", "stopSubAgent", "sendMessageToSubAgent",
@@ -142,7 +142,7 @@ def test_model_resolution() -> None:
 
 
 def test_children_inherit_only_delegation_options_and_notifications_read_well() -> None:
-    from agent_tools.session import SessionOptions
+    from agent_tools._session import SessionOptions
 
     opts = SessionOptions.model_validate({"delegation_fanout_cap": 2, "continue_as_new_after_turns": 1})
     assert opts.delegation_only().model_dump() == {"delegation_fanout_cap": 2}

@@ -14,9 +14,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from agent_tools.activities.events import deliver_events, subscribe
-from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.event_tables import (
+from agent_tools._settings import Settings
+from agent_tools._store.db import Store
+from agent_tools._store.event_tables import (
     add_subscription,
     claim_batch,
     claim_for_event,
@@ -24,6 +24,7 @@ from agent_tools.activities.store.event_tables import (
     get_subscription,
     store_event,
 )
+from agent_tools.activities._events import deliver_events, subscribe
 from agent_tools.contracts.events import (
     SIGNAL_EVENT_ARRIVED,
     DeliverEventsInput,
@@ -34,7 +35,6 @@ from agent_tools.contracts.events import (
     SubscribeOutput,
     Subscription,
 )
-from agent_tools.settings import Settings
 
 
 class FakeHandle:
@@ -242,7 +242,7 @@ async def test_the_ingress_finds_every_matching_wait_past_one_page(
 ) -> None:
     """No router delivers what the ingress's scan leaves out any more: the scan goes page by page until it
     has every live wait of the kind, and a retried POST gets the same claims back."""
-    from agent_tools.activities.store import event_tables
+    from agent_tools._store import event_tables
 
     monkeypatch.setattr(event_tables, "DIRECT_SCAN_LIMIT", 3)
     monkeypatch.setattr(event_tables, "_CLAIM_CHUNK", 2)

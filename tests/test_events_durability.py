@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from agent_tools._session import SessionResult, SessionStatus
+from agent_tools._settings import Settings
 from agent_tools.contracts.events import MAX_TIMEOUT_SECONDS, router_workflow_id
-from agent_tools.session import SessionResult, SessionStatus
-from agent_tools.settings import Settings
 from tests.support.events import TOKEN, final_event, ingress, router_state, subscribed, wait_script
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
@@ -123,7 +123,7 @@ async def test_histories_of_a_wait_and_of_the_router_replay(
     """Determinism: the session that waited and received, and the router that continued-as-new, replay."""
     from temporalio.worker import Replayer
 
-    from agent_tools.plugin import AgentToolsPlugin
+    from agent_tools._plugin import AgentToolsPlugin
 
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "tick", "match": {"n": 3}, "timeout_seconds": 120})
@@ -173,7 +173,7 @@ async def test_worker_process_killed_while_waiting_event_delivered_after_restart
     import sys
     from pathlib import Path
 
-    from agent_tools.client import AgentToolsClient
+    from agent_tools._client import AgentToolsClient
 
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "github.check_suite", "match": {"pr": 420}, "timeout_seconds": 300})

@@ -15,13 +15,15 @@ import pytest
 from sqlalchemy import select
 from temporalio.api.enums.v1 import EventType
 
-from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.event_tables import (
+from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._store.db import Store
+from agent_tools._store.event_tables import (
     add_subscription,
     count_events,
     event_subscriptions,
 )
-from agent_tools.client import AgentToolsClient, SessionHandle
 from agent_tools.contracts.events import (
     SIGNAL_EVENT_ARRIVED,
     SIGNAL_SUBSCRIBE,
@@ -29,8 +31,6 @@ from agent_tools.contracts.events import (
     router_workflow_id,
 )
 from agent_tools.contracts.events.signatures import sign_standard_webhook
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
 from tests.support.events import (
     HMAC_SECRET,
     TOKEN,
@@ -328,7 +328,7 @@ async def test_event_whose_waits_could_not_be_read_is_delivered_by_the_retry(
 ) -> None:
     """503 when the store cannot answer the look-up of the waits (the event is stored; no router would
     deliver it instead); the sender's retry with the same delivery id delivers it, once."""
-    from agent_tools.activities.store import event_tables
+    from agent_tools._store import event_tables
 
     project = f"p-{uuid.uuid4().hex[:8]}"
     settings.model = wait_script(script, {"kind": "ci", "timeout_seconds": 60})

@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.activities.store.event_tables import count_events
+from agent_tools._settings import Settings
+from agent_tools._store.event_tables import count_events
 from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
-from agent_tools.settings import Settings
 from tests.support.events import GH_SECRET, HMAC_SECRET, TOKEN, github_headers, ingress, router_state
 from tests.support.fixture_types import WorkerFor
 
@@ -211,7 +211,7 @@ async def test_cli_events_send_posts_to_the_ingress(settings: Settings, worker_f
 
     from typer.testing import CliRunner
 
-    from agent_tools.cli import app
+    from agent_tools._cli import app
 
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with worker_for() as client, ingress(settings, client.temporal, project) as (http, store):
@@ -265,7 +265,7 @@ async def test_serve_command_runs_the_ingress_with_its_own_client_and_store(
         "AGENT_TOOLS_EVENTS__DIRECT_DELIVERY": "false",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from agent_tools.cli import main; main()", "serve", "--port", str(port)],
+        [sys.executable, "-c", "from agent_tools._cli import main; main()", "serve", "--port", str(port)],
         env=env,
         cwd=tmp_path,
     )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent_tools.catalog.registry import ToolCatalog
+from agent_tools._catalog.registry import ToolCatalog
 from agent_tools.contracts.events import (
     EventWaitState,
     Subscription,

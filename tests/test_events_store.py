@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Connection, update
 
-from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.event_tables import (
+from agent_tools._boundaries import clean_json
+from agent_tools._errors import InvalidInput
+from agent_tools._store.db import Store
+from agent_tools._store.event_tables import (
     add_subscription,
     claim_batch,
     claim_for_event,
@@ -23,9 +25,7 @@ from agent_tools.activities.store.event_tables import (
     get_subscription,
     store_event,
 )
-from agent_tools.boundaries import clean_json
 from agent_tools.contracts.events import MAX_PAYLOAD_KEYS, EventRecord, Subscription, match_index_key
-from agent_tools.errors import InvalidInput
 
 
 def record(project: str, delivery: str, kind: str, payload: dict[str, object], at: datetime) -> EventRecord:

@@ -41,7 +41,7 @@ def test_custom_tool_example(tmp_path: Path) -> None:
 
 def test_demo_command_runs_the_main_job(tmp_path: Path) -> None:
     """The README's main command ends in `agent-tools demo`: a full session on the embedded server."""
-    proc = _run([sys.executable, "-m", "agent_tools.cli", "demo", "--port", str(_free_port()),
+    proc = _run([sys.executable, "-m", "agent_tools._cli", "demo", "--port", str(_free_port()),
                  "--ui-port", str(_free_port())], tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
@@ -62,11 +62,6 @@ def test_demo_command_runs_the_main_job(tmp_path: Path) -> None:
     assert "Temporal Persistence:" in (tmp_path / ".agent-tools" / "logs" / "temporal.log").read_text()
 
 
-# The embedded server's function has its module's name, which hides a lazy `agent_tools.embedded` (importing
-# the module sets the package's attribute); it joins `agent_tools` when the module becomes private.
-NOT_YET_ON_A_FACE = {"agent_tools.embedded"}
-
-
 def test_examples_import_only_the_public_faces() -> None:
     import ast
 
@@ -79,4 +74,4 @@ def test_examples_import_only_the_public_faces() -> None:
                     deep.add(str(node.module))
             elif isinstance(node, ast.Import):
                 deep.update(a.name for a in node.names if a.name.startswith("agent_tools.") and a.name not in faces)
-    assert deep == NOT_YET_ON_A_FACE
+    assert deep == set()

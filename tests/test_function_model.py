@@ -7,14 +7,14 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.client import AgentToolsClient
-from agent_tools.messages import Message, ToolCall
-from agent_tools.plugin import AgentToolsPlugin
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
+from agent_tools._client import AgentToolsClient
+from agent_tools._messages import Message, ToolCall
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._user_tools import tool
+from agent_tools._worker import build_worker
 from agent_tools.testing import FunctionModel, ModelInfo
-from agent_tools.user_tools import tool
-from agent_tools.worker import build_worker
 
 
 @tool

@@ -15,17 +15,17 @@ from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import PollerBehaviorAutoscaling, PollerBehaviorSimpleMaximum
 
-from agent_tools.activities.heartbeat import with_heartbeat
-from agent_tools.plugin import AgentToolsPlugin
-from agent_tools.policy import (
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._policy import (
     HEARTBEAT_SECONDS,
     RETRY_INITIAL_SECONDS,
     WORKFLOW_TASK_TIMEOUT_SECONDS,
     CallPolicy,
     ExecutionPolicy,
 )
-from agent_tools.settings import Settings
-from agent_tools.worker import HEARTBEAT_THROTTLE_SECONDS, STICKY_TIMEOUT_SECONDS, build_worker
+from agent_tools._settings import Settings
+from agent_tools._worker import HEARTBEAT_THROTTLE_SECONDS, STICKY_TIMEOUT_SECONDS, build_worker
+from agent_tools.activities._heartbeat import with_heartbeat
 from tests.support.fixture_types import Script, WorkerFor
 
 

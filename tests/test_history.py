@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest_asyncio
 
-from agent_tools.activities.services import Services
-from agent_tools.messages import Message
+from agent_tools._messages import Message
+from agent_tools.activities._services import Services
 from tests.support.memory import call, open_services, ref
 
 

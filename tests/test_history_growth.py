@@ -5,8 +5,8 @@ from __future__ import annotations
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 
-from agent_tools.settings import Settings
-from agent_tools.user_tools import tool
+from agent_tools._settings import Settings
+from agent_tools._user_tools import tool
 from tests.support.fixture_types import Script, WorkerFor
 
 

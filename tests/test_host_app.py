@@ -89,7 +89,7 @@ def test_wheel_installs_one_top_level_name(wheel: Path) -> None:
     assert top_level == {"agent_tools"}
     assert declared == ["agent_tools"]
     # The migrations' template ships with the package that runs them.
-    assert "agent_tools/activities/store/migrations/script.py.mako" in names
+    assert "agent_tools/_store/migrations/script.py.mako" in names
 
 
 def test_installed_package_is_the_wheel(venv: Path, tmp_path: Path) -> None:

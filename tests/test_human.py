@@ -10,11 +10,11 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.client import SessionHandle
+from agent_tools._client import SessionHandle
+from agent_tools._human_client import answer_questions, human_state, pending_questions
+from agent_tools._session import SessionResult, SessionStatus
+from agent_tools._settings import Settings
 from agent_tools.contracts.human import PendingQuestion
-from agent_tools.human_client import answer_questions, human_state, pending_questions
-from agent_tools.session import SessionResult, SessionStatus
-from agent_tools.settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import current_details
@@ -228,10 +228,10 @@ async def test_session_waiting_30_days_resumes(
 async def test_terminal_dialogue_answers_with_numbers(
     settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_tools.cli.human import prompt_and_answer
+    from agent_tools._cli.human import prompt_and_answer
 
     typed = iter(["x", "3", "", "luxon", "1, 3"])  # a typo, Other, an empty text, the text, two extras
-    monkeypatch.setattr("agent_tools.cli.human.read_line", lambda prompt: next(typed))
+    monkeypatch.setattr("agent_tools._cli.human.read_line", lambda prompt: next(typed))
     settings.model = script(SCRIPT)
     async with worker_for() as client:
         handle = await client.start_session("pick a library")
@@ -246,13 +246,13 @@ async def test_terminal_dialogue_answers_with_numbers(
 async def test_closed_stdin_ends_run_with_advice_and_the_session_keeps_waiting(
     settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_tools.cli.sessions import run_and_follow
-    from agent_tools.errors import AnswerInputClosed
+    from agent_tools._cli.sessions import run_and_follow
+    from agent_tools._errors import AnswerInputClosed
 
     def closed(prompt: str) -> str:
         raise EOFError  # what input() does when stdin is /dev/null, a finished pipe, or Ctrl-D
 
-    monkeypatch.setattr("agent_tools.cli.human.read_line", closed)
+    monkeypatch.setattr("agent_tools._cli.human.read_line", closed)
     settings.model = script(SCRIPT)
     async with worker_for() as client:
         # `agent-tools run` used to wait for the result for ever once its question could not be asked.
@@ -277,7 +277,7 @@ async def test_answer_command_json_and_yes(
 ) -> None:
     from typer.testing import CliRunner
 
-    from agent_tools.cli import app
+    from agent_tools._cli import app
 
     monkeypatch.setenv("AGENT_TOOLS_TEMPORAL_ADDRESS", temporal_env.client.service_client.config.target_host)
     monkeypatch.setenv("AGENT_TOOLS_DATABASE_URL", settings.database_url)

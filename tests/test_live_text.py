@@ -1,5 +1,5 @@
 """The model's text, live: batching in the llm_step activity, the discard of a retried step, and the
-reader's reassembly (agent_tools.live_text), in process and through a real Temporal session."""
+reader's reassembly (agent_tools._live_text), in process and through a real Temporal session."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from agent_tools.activities.text_publisher import MAX_ITEM_CHARS, MAX_STEP_CHARS, TextPublisher, flush_interval
-from agent_tools.activity_io import ProgressEvent
-from agent_tools.client import SessionHandle
-from agent_tools.live_text import LiveText, TextUpdate
-from agent_tools.settings import Settings
+from agent_tools._activity_io import ProgressEvent
+from agent_tools._client import SessionHandle
+from agent_tools._live_text import LiveText, TextUpdate
+from agent_tools._settings import Settings
+from agent_tools.activities._text_publisher import MAX_ITEM_CHARS, MAX_STEP_CHARS, TextPublisher, flush_interval
 from tests.support.fixture_types import Script, WorkerFor
 
 

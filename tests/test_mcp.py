@@ -19,18 +19,18 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-from agent_tools.activities.context import BuiltinContext
-from agent_tools.activities.mcp import McpConnections, McpUnavailable, mcp_user_tools
-from agent_tools.activities.mcp.client import render_result
-from agent_tools.activities.mcp.discovery import user_tool_for
-from agent_tools.activities.tool_runner import _user_impl
-from agent_tools.agents import AgentDefinition
-from agent_tools.catalog.spec import ToolLevel
+from agent_tools._agents import AgentDefinition
+from agent_tools._catalog.spec import ToolLevel
+from agent_tools._errors import ConfigurationError
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._user_tools import UserTool
+from agent_tools.activities._context import BuiltinContext
+from agent_tools.activities._mcp import McpConnections, McpUnavailable, mcp_user_tools
+from agent_tools.activities._mcp.client import render_result
+from agent_tools.activities._mcp.discovery import user_tool_for
+from agent_tools.activities._tool_runner import _user_impl
 from agent_tools.contracts.mcp import McpConfig, McpServerConfig, catalog_tool_name
-from agent_tools.errors import ConfigurationError
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
-from agent_tools.user_tools import UserTool
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.mcp import SERVER, fixture_server
 
@@ -273,7 +273,7 @@ async def test_mcp_tools_in_a_session(
 
 
 def test_tool_level_none_gets_no_mcp_tools(discovered: list[UserTool]) -> None:
-    from agent_tools.catalog.registry import ToolCatalog
+    from agent_tools._catalog.registry import ToolCatalog
 
     catalog = ToolCatalog([t.spec for t in discovered])
     names = [t.spec.name for t in discovered]

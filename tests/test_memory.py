@@ -12,13 +12,13 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import func, select, text, update
 
-from agent_tools.activities.memory import MemoryEngine, Scope, memory_context
-from agent_tools.activities.services import Services
-from agent_tools.activities.store.memory_tables import memories
-from agent_tools.agents import AgentDefinition
+from agent_tools._agents import AgentDefinition
+from agent_tools._messages import Message
+from agent_tools._store.memory_tables import memories
+from agent_tools.activities._memory import MemoryEngine, Scope, memory_context
+from agent_tools.activities._services import Services
 from agent_tools.contracts.memory import scoring
 from agent_tools.contracts.memory.format import FENCE_CLOSE
-from agent_tools.messages import Message
 from tests.support.memory import call, open_services, ref
 
 

@@ -15,12 +15,12 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import select
 
-from agent_tools.activities.memory import Scope
-from agent_tools.activities.services import Services
-from agent_tools.activities.store.memory_tables import memories
-from agent_tools.agents import AgentDefinition, AgentRegistry
+from agent_tools._agents import AgentDefinition, AgentRegistry
+from agent_tools._settings import Settings
+from agent_tools._store.memory_tables import memories
+from agent_tools.activities._memory import Scope
+from agent_tools.activities._services import Services
 from agent_tools.contracts.memory import EmbeddingsEndpoint, MemoryPolicy, scoring
-from agent_tools.settings import Settings
 from bench.embeddings_server import EmbeddingsServer, embeddings_server
 from tests.support.memory import call, open_services, ref
 
@@ -128,8 +128,8 @@ def test_a_worker_without_semantic_search_does_not_load_numpy(tmp_path: Path) ->
     imports, its services or a full-text save and recall (issue 18)."""
     code = (
         "import asyncio, sys\n"
-        "import agent_tools.plugin, agent_tools.worker\n"
-        "from agent_tools.agents import AgentDefinition\n"
+        "import agent_tools._plugin, agent_tools._worker\n"
+        "from agent_tools._agents import AgentDefinition\n"
         "from tests.support.memory import call, open_services, ref\n"
         "async def main():\n"
         "    async with open_services(sys.argv[1], [AgentDefinition(name='assistant')]) as services:\n"

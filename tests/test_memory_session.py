@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from agent_tools.activities.engine import llm_step
-from agent_tools.activities.providers.base import ModelRequest
-from agent_tools.activities.providers.scripted import ScriptedProvider
-from agent_tools.activity_io import LlmStepInput
-from agent_tools.agents import AgentDefinition
-from agent_tools.messages import Message
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
+from agent_tools._activity_io import LlmStepInput
+from agent_tools._agents import AgentDefinition
+from agent_tools._messages import Message
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools.activities._engine import llm_step
+from agent_tools.activities._providers.base import ModelRequest
+from agent_tools.activities._providers.scripted import ScriptedProvider
 from agent_tools.testing import write_script
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.memory import call, open_services, ref
@@ -76,7 +76,7 @@ async def test_memory_context_reaches_the_model(
         )
         # memory_remember refuses when memory is off; put the fact in directly so only the block differs.
         if not memory_on:
-            from agent_tools.activities.memory import Scope
+            from agent_tools.activities._memory import Scope
 
             await services.memory.save(
                 Scope.of(r),
@@ -101,9 +101,9 @@ async def test_activity_retry_after_the_write_saves_once(
     """The first attempt writes the memory and then crashes; Temporal retries; one memory, answered 'created'."""
     from sqlalchemy import func, select
 
-    from agent_tools.activities.memory import MemoryEngine
-    from agent_tools.activities.store.db import Store
-    from agent_tools.activities.store.memory_tables import memories
+    from agent_tools._store.db import Store
+    from agent_tools._store.memory_tables import memories
+    from agent_tools.activities._memory import MemoryEngine
 
     attempts: list[str] = []
     original = MemoryEngine.save

@@ -19,8 +19,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from agent_tools.activities.store.db import Store, load_metadata
-from agent_tools.activities.store.migrations import BASELINE, HEAD, alembic_config, include_object
+from agent_tools._store.db import Store, load_metadata
+from agent_tools._store.migrations import BASELINE, HEAD, alembic_config, include_object
 
 
 def test_head_names_the_newest_revision() -> None:
@@ -102,7 +102,7 @@ def test_a_new_database_is_created_without_loading_alembic(tmp_path: Path) -> No
 
     code = (
         "import asyncio, sys\n"
-        "from agent_tools.activities.store.db import Store\n"
+        "from agent_tools._store.db import Store\n"
         "async def main():\n"
         "    s = Store(sys.argv[1])\n"
         "    print(await s.create_schema(), 'alembic' in sys.modules)\n"
@@ -119,7 +119,7 @@ async def test_a_database_from_before_migrations_is_stamped_and_keeps_its_rows(e
         # What create_schema made before migrations existed: the baseline's schema, without alembic_version.
         from alembic import command
 
-        from agent_tools.activities.store.migrations import alembic_config
+        from agent_tools._store.migrations import alembic_config
 
         command.upgrade(alembic_config(conn), BASELINE)
         conn.execute(text("DROP TABLE alembic_version"))
@@ -158,7 +158,7 @@ def test_processes_starting_together_on_a_new_sqlite_file_create_it_once(tmp_pat
     url = f"sqlite+aiosqlite:///{tmp_path}/new.sqlite"
     code = (
         "import asyncio, sys\n"
-        "from agent_tools.activities.store.db import Store\n"
+        "from agent_tools._store.db import Store\n"
         "async def main():\n"
         "    s = Store(sys.argv[1])\n"
         "    print(await s.create_schema())\n"

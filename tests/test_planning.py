@@ -12,10 +12,10 @@ from typing import Any
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.client import SessionHandle
+from agent_tools._client import SessionHandle
+from agent_tools._session import SessionResult, SessionStatus
+from agent_tools._settings import Settings
 from agent_tools.contracts.planning import Goal, Loop, TodoItem
-from agent_tools.session import SessionResult, SessionStatus
-from agent_tools.settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import call, loops
@@ -350,7 +350,7 @@ ASK_GO_ON = call(
 
 async def start_loop_behind_a_question(env: Any, client: Any, max_turns: int) -> Any:
     """A session whose first turn creates a 60 s loop and then waits on askUser while 5 minutes pass."""
-    from agent_tools.human_client import pending_questions
+    from agent_tools._human_client import pending_questions
 
     handle = await client.start_session(f"poll while asking ({max_turns})")
     for _ in range(200):
@@ -382,7 +382,7 @@ def loop_script(max_turns: int) -> list[dict[str, Any]]:
 async def test_ticks_during_a_running_turn_wait_and_coalesce(
     time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
 ) -> None:
-    from agent_tools.human_client import answer_questions
+    from agent_tools._human_client import answer_questions
 
     settings.model = script(loop_script(max_turns=5))
     async with running_worker(time_skipping_env, settings) as client:
@@ -403,7 +403,7 @@ async def test_ticks_during_a_running_turn_wait_and_coalesce(
 async def test_loop_expires_when_its_turns_cannot_run(
     time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
 ) -> None:
-    from agent_tools.human_client import answer_questions
+    from agent_tools._human_client import answer_questions
 
     settings.model = script(loop_script(max_turns=2))
     async with running_worker(time_skipping_env, settings) as client:

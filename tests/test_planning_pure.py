@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent_tools.catalog.registry import builtin_specs
+from agent_tools._catalog.registry import builtin_specs
+from agent_tools._messages import Message, ToolCall
 from agent_tools.contracts.human import (
     AnswerQuestions,
     AnswerRejected,
@@ -36,7 +37,6 @@ from agent_tools.contracts.planning import (
     next_after,
     parse_verdict,
 )
-from agent_tools.messages import Message, ToolCall
 
 
 def option(label: str, **extra: Any) -> dict[str, Any]:

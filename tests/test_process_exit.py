@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from agent_tools.process_exit import exit_status
+from agent_tools._process_exit import exit_status
 
 
 def _run(body: str, *args: str) -> subprocess.CompletedProcess[str]:
-    code = f"import sys\nfrom agent_tools.process_exit import run_and_exit\n{body}"
+    code = f"import sys\nfrom agent_tools._process_exit import run_and_exit\n{body}"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -68,13 +68,13 @@ def test_run_and_exit(body: str, status: int, out: str, err: str) -> None:
 def test_cli_exits_through_run_and_exit() -> None:
     # Typer's usage error keeps its status (2) and its message through the CLI's entry point.
     proc = subprocess.run(
-        [sys.executable, "-m", "agent_tools.cli", "no-such-command"],
+        [sys.executable, "-m", "agent_tools._cli", "no-such-command"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert proc.returncode == 2
     assert "No such command" in proc.stderr
     ok = subprocess.run(
-        [sys.executable, "-m", "agent_tools.cli", "--help"], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-m", "agent_tools._cli", "--help"], capture_output=True, text=True, timeout=60, check=False
     )
     assert ok.returncode == 0
     assert "Durable agent sessions on Temporal" in ok.stdout

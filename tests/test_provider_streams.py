@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_tools.activities.providers.anthropic import AnthropicProvider
-from agent_tools.activities.providers.base import ModelRequest
-from agent_tools.activities.providers.openai_compat import OpenAIProvider
-from agent_tools.errors import ProviderRequestError, ProviderRetryableError
-from agent_tools.messages import Message
+from agent_tools._errors import ProviderRequestError, ProviderRetryableError
+from agent_tools._messages import Message
+from agent_tools.activities._providers.anthropic import AnthropicProvider
+from agent_tools.activities._providers.base import ModelRequest
+from agent_tools.activities._providers.openai_compat import OpenAIProvider
 from tests.support.fake_llm import FakeLLMServer, Reply, anthropic_stream, fake_llm_server, openai_stream, sse
 
 REQUEST = ModelRequest(model="m", messages=[Message(role="user", content="hi")])

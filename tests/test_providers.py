@@ -8,13 +8,14 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_tools.activities.providers.anthropic import AnthropicProvider
-from agent_tools.activities.providers.base import ModelRequest, ToolSchema, parse_retry_after
-from agent_tools.activities.providers.openai_compat import OpenAIProvider
-from agent_tools.errors import ProviderRequestError, ProviderRetryableError
-from agent_tools.messages import Message, ToolCall
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Price, ProviderEndpoint, Settings
+from agent_tools._errors import ProviderRequestError, ProviderRetryableError
+from agent_tools._messages import Message, ToolCall
+from agent_tools._retry_after import parse_retry_after
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Price, ProviderEndpoint, Settings
+from agent_tools.activities._providers.anthropic import AnthropicProvider
+from agent_tools.activities._providers.base import ModelRequest, ToolSchema
+from agent_tools.activities._providers.openai_compat import OpenAIProvider
 from tests.support.fake_llm import FakeLLMServer, Reply, anthropic_reply, fake_llm_server, openai_reply
 from tests.support.fixture_types import WorkerFor
 

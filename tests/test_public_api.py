@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import typing
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -58,7 +59,12 @@ def test_no_public_name_is_also_a_submodule() -> None:
 
 def test_every_public_name_has_a_docstring() -> None:
     # A constant's docstring is the one below it in its module, which the API reference renders.
-    named = [(face, name, value) for face, name, value in _exports() if inspect.isclass(value) or callable(value)]
+    # A type alias (``FunctionDef``) is documented like a constant, by the docstring below it.
+    named = [
+        (face, name, value)
+        for face, name, value in _exports()
+        if (inspect.isclass(value) or callable(value)) and typing.get_origin(value) is None
+    ]
     assert len(named) > 50
     undocumented = [f"{face}.{name}" for face, name, value in named if not inspect.getdoc(value)]
     assert undocumented == []
@@ -88,7 +94,7 @@ def test_the_faces_are_lazy() -> None:
 
     code = (
         "import sys, agent_tools, agent_tools.contracts\n"
-        "heavy = [m for m in ('agent_tools.client', 'agent_tools.plugin', 'agent_tools.activities', 'temporalio')"
+        "heavy = [m for m in ('agent_tools._client', 'agent_tools._plugin', 'agent_tools.activities', 'temporalio')"
         " if m in sys.modules]\n"
         "print(heavy)"
     )

@@ -9,8 +9,8 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from agent_tools.plugin import AgentToolsPlugin
-from agent_tools.settings import Settings
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._settings import Settings
 from tests.record_histories import HISTORIES, lookup
 
 FILES = sorted(HISTORIES.glob("*.json"))

@@ -12,14 +12,14 @@ import json
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from agent_tools import search_attributes as sa
+from agent_tools import _search_attributes as sa
+from agent_tools._human_client import answer_questions
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
 from agent_tools.contracts.events import PATCH_INLINE_EVENT, PATCH_LOAD_EVENT_LOCAL
 from agent_tools.contracts.planning import PATCH_LOOP_FLOOR
-from agent_tools.human_client import answer_questions
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
-from agent_tools.workflows.approvals import PATCH_APPROVAL_PARKED, PATCH_APPROVALS
-from agent_tools.workflows.base import (
+from agent_tools.workflows._approvals import PATCH_APPROVAL_PARKED, PATCH_APPROVALS
+from agent_tools.workflows._base import (
     LEAN_START_2_IMPLIES,
     LEAN_START_IMPLIES,
     PATCH_BOUNDED_INPUTS,
@@ -27,7 +27,7 @@ from agent_tools.workflows.base import (
     PATCH_LEAN_START_2,
     PATCH_STRICT_ARGUMENTS,
 )
-from agent_tools.workflows.session import PATCH_LOCAL_PREPARE, PATCH_MID_WAIT_CAN
+from agent_tools.workflows._session import PATCH_LOCAL_PREPARE, PATCH_MID_WAIT_CAN
 from tests.record_histories import HISTORIES
 from tests.support.fixture_types import Script, WorkerFor
 
@@ -72,14 +72,14 @@ def test_every_patch_a_session_asks_is_one_the_newest_marker_stands_for() -> Non
 
     asked: set[str] = set()
     for path in Path(pkg.__file__).parent.glob("*.py"):
-        if path.name == "event_router.py":  # the router is its own workflow, with its own patch
+        if path.name == "_event_router.py":  # the router is its own workflow, with its own patch
             continue
         asked |= set(re.findall(r"patched\((PATCH_[A-Z_0-9]+)\)", path.read_text()))
     import agent_tools.contracts.events as events
     import agent_tools.contracts.planning as planning
-    import agent_tools.workflows.approvals as approvals
-    import agent_tools.workflows.base as base
-    import agent_tools.workflows.session as session
+    import agent_tools.workflows._approvals as approvals
+    import agent_tools.workflows._base as base
+    import agent_tools.workflows._session as session
 
     values = {
         name: getattr(module, name)
@@ -186,8 +186,8 @@ def test_a_session_begun_with_lean_start_2_records_no_other_patch() -> None:
 
 def test_sessions_of_a_worker_share_one_policy_object() -> None:
     """What a cached run keeps: equal policies decoded per session become the worker's one object."""
-    from agent_tools.policy import ExecutionPolicy
-    from agent_tools.workflows.base import shared_policy
+    from agent_tools._policy import ExecutionPolicy
+    from agent_tools.workflows._base import shared_policy
 
     first = shared_policy(ExecutionPolicy.model_validate_json(ExecutionPolicy().model_dump_json()))
     again = shared_policy(ExecutionPolicy.model_validate_json(ExecutionPolicy().model_dump_json()))

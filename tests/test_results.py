@@ -10,11 +10,11 @@ import pytest
 import pytest_asyncio
 from pydantic import BaseModel
 
-from agent_tools.activities.context import BuiltinContext
-from agent_tools.activities.services import Services
-from agent_tools.activities.tool_runner import run_tool
-from agent_tools.activity_io import SessionRef, ToolCallInput
-from agent_tools.catalog.spec import ToolSpec
+from agent_tools._activity_io import SessionRef, ToolCallInput
+from agent_tools._catalog.spec import ToolSpec
+from agent_tools.activities._context import BuiltinContext
+from agent_tools.activities._services import Services
+from agent_tools.activities._tool_runner import run_tool
 from agent_tools.contracts.results import readers
 from tests.support.memory import call, open_services, ref
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
-from agent_tools.user_tools import tool
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._user_tools import tool
 from tests.support.fixture_types import Script, WorkerFor
 
 ROWS = "\n".join(f"row {i}: status={'FAIL' if i == 4321 else 'ok'} detail={'z' * 40}" for i in range(6000))

@@ -18,17 +18,17 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from agent_tools.activities.engine import prepare_session
-from agent_tools.activities.sandbox import IMPLEMENTATIONS, SandboxEngine, announce, protected_paths
-from agent_tools.activities.sandbox.isolation import default_library_paths
-from agent_tools.activities.services import Services
-from agent_tools.activities.tool_runner import run_tool
-from agent_tools.activity_io import SessionRef, ToolCallInput
-from agent_tools.agents import AgentDefinition, AgentRegistry
-from agent_tools.catalog.spec import ToolLevel
+from agent_tools._activity_io import SessionRef, ToolCallInput
+from agent_tools._agents import AgentDefinition, AgentRegistry
+from agent_tools._catalog.spec import ToolLevel
+from agent_tools._session import PrepareInput, SessionRequest, SessionStatus
+from agent_tools._settings import Settings
+from agent_tools.activities._engine import prepare_session
+from agent_tools.activities._sandbox import IMPLEMENTATIONS, SandboxEngine, announce, protected_paths
+from agent_tools.activities._sandbox.isolation import default_library_paths
+from agent_tools.activities._services import Services
+from agent_tools.activities._tool_runner import run_tool
 from agent_tools.contracts.sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits, SandboxSettings
-from agent_tools.session import PrepareInput, SessionRequest, SessionStatus
-from agent_tools.settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.sandbox import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine, world_readable_dir
 
@@ -284,7 +284,7 @@ def test_contract() -> None:
 
 def test_codai_profile_gets_them_by_level() -> None:
     """The codai face lists both, exec_python only from l3_sandbox."""
-    from agent_tools.catalog.registry import ToolCatalog
+    from agent_tools._catalog.registry import ToolCatalog
 
     catalog = ToolCatalog.builtin()
     at_l3 = catalog.resolve(profile="codai", level=ToolLevel.l3_sandbox)
@@ -428,7 +428,7 @@ async def test_the_worker_says_why_at_start(
     settings.sandbox = SandboxSettings(bwrap="/nonexistent/bwrap")
     services = await Services.open(settings)
     try:
-        with caplog.at_level(logging.INFO, logger="agent_tools.activities.sandbox.tool"):
+        with caplog.at_level(logging.INFO, logger="agent_tools.activities._sandbox.tool"):
             await announce(services)
     finally:
         await services.close()
@@ -497,7 +497,7 @@ async def test_a_session_on_a_worker_without_isolation_has_no_exec_python(
     call = {"name": "exec_python", "arguments": {"code": "print('escaped')"}}
     settings.model = script([{"turns": [{"tool_calls": [call]}, {"say": "{{tool_results}}"}]}])
     coder = AgentDefinition(name="coder", tool_level=ToolLevel.l3_sandbox, profile=None, tools=["exec_python"])
-    with caplog.at_level(logging.WARNING, logger="agent_tools.activities.sandbox.tool"):
+    with caplog.at_level(logging.WARNING, logger="agent_tools.activities._sandbox.tool"):
         async with worker_for(agents=[coder]) as client:
             handle = await client.start_session("compute", agent="coder")
             await handle.result()

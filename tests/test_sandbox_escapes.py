@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from agent_tools.activities.sandbox import SandboxEngine, protected_paths
-from agent_tools.activities.sandbox.isolation import BASE_ENV
-from agent_tools.activities.sandbox.tool import isolation_config
+from agent_tools._settings import Settings
+from agent_tools.activities._sandbox import SandboxEngine, protected_paths
+from agent_tools.activities._sandbox.isolation import BASE_ENV
+from agent_tools.activities._sandbox.tool import isolation_config
 from agent_tools.contracts.sandbox import SandboxLimits
-from agent_tools.settings import Settings
 from tests.support.sandbox import REPO, attempts, processes_with, run, sandbox_engine, world_readable_dir
 
 PG_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent_tools.catalog import ToolCatalog
+from agent_tools._catalog import ToolCatalog
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "tool_contracts.json").read_text())["tools"]
 COMPARED = ("type", "default", "enum", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems")

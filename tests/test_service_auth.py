@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_tools.service.auth import bearer_token
+from agent_tools._service.auth import bearer_token
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 
 

@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from agent_tools.boundaries import request_problems
-from agent_tools.session import SessionConfig, SessionOptions, SessionRequest
+from agent_tools._boundaries import request_problems
+from agent_tools._session import SessionConfig, SessionOptions, SessionRequest
 
 
 def test_only_set_options_are_serialized_and_unknown_ones_are_kept() -> None:

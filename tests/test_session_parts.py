@@ -11,11 +11,23 @@ import pytest
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.workflow import _Definition
 
-from agent_tools import search_attributes as sa
-from agent_tools import session_names
-from agent_tools.activity_io import LlmStepOutput, SessionRef, ToolCallOutput
-from agent_tools.budget import BudgetNotice
-from agent_tools.catalog.registry import builtin_specs
+from agent_tools import _search_attributes as sa
+from agent_tools import _session_names as session_names
+from agent_tools._activity_io import LlmStepOutput, SessionRef, ToolCallOutput
+from agent_tools._budget import BudgetNotice
+from agent_tools._catalog.registry import builtin_specs
+from agent_tools._messages import Message, ToolCall, Usage
+from agent_tools._session import (
+    ParkedCall,
+    SessionConfig,
+    SessionInput,
+    SessionOptions,
+    SessionRequest,
+    SessionState,
+    SessionStatus,
+    Trigger,
+)
+from agent_tools._session_start import SessionStart, child_start, handoff_start, root_start
 from agent_tools.contracts.delegation import (
     ACT_LATEST_MESSAGE,
     ChildRecord,
@@ -33,24 +45,12 @@ from agent_tools.contracts.planning import (
     LoopIdArgs,
     TodoWriteArgs,
 )
-from agent_tools.messages import Message, ToolCall, Usage
-from agent_tools.session import (
-    ParkedCall,
-    SessionConfig,
-    SessionInput,
-    SessionOptions,
-    SessionRequest,
-    SessionState,
-    SessionStatus,
-    Trigger,
-)
-from agent_tools.session_start import SessionStart, child_start, handoff_start, root_start
-from agent_tools.workflows.budget import BudgetPart
-from agent_tools.workflows.delegation import DelegationPart
-from agent_tools.workflows.human import HumanPart
-from agent_tools.workflows.planning import PlanningPart
-from agent_tools.workflows.port import ChildHandle, SessionPort
-from agent_tools.workflows.session import PARTS, AgentSession
+from agent_tools.workflows._budget import BudgetPart
+from agent_tools.workflows._delegation import DelegationPart
+from agent_tools.workflows._human import HumanPart
+from agent_tools.workflows._planning import PlanningPart
+from agent_tools.workflows._port import ChildHandle, SessionPort
+from agent_tools.workflows._session import PARTS, AgentSession
 
 R = TypeVar("R")
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agent_tools import settings as settings_module
-from agent_tools.activities.services import Services
+from agent_tools import _settings as settings_module
+from agent_tools._policy import ExecutionPolicy
+from agent_tools._settings import SECTIONS, Settings
+from agent_tools.activities._services import Services
 from agent_tools.contracts.events.settings import EventSettings
 from agent_tools.contracts.memory import MemoryPolicy
 from agent_tools.contracts.sandbox import SandboxSettings
 from agent_tools.contracts.skills import SkillsSettings
 from agent_tools.contracts.web.config import WebConfig
-from agent_tools.policy import ExecutionPolicy
-from agent_tools.settings import SECTIONS, Settings
 
 
 @pytest.fixture(autouse=True)

@@ -8,14 +8,14 @@ from typing import Any, cast
 
 import pytest
 
-from agent_tools.activities.context import BuiltinContext
-from agent_tools.activities.skills import load_skills, use_skill
-from agent_tools.activity_io import SessionRef
-from agent_tools.agents import AgentDefinition
+from agent_tools._activity_io import SessionRef
+from agent_tools._agents import AgentDefinition
+from agent_tools._errors import ToolFailure
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools.activities._context import BuiltinContext
+from agent_tools.activities._skills import load_skills, use_skill
 from agent_tools.contracts.skills import TOOLS, SkillError, SkillsSettings, UseSkillArgs, parse_skill, render_skill
-from agent_tools.errors import ToolFailure
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"

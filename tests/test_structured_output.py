@@ -17,10 +17,14 @@ import pytest
 from pydantic import BaseModel
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.activities.providers.anthropic import AnthropicProvider
-from agent_tools.activities.providers.base import ModelRequest, ToolSchema
-from agent_tools.activities.providers.openai_compat import OpenAIProvider
-from agent_tools.activity_io import LlmStepOutput
+from agent_tools._activity_io import LlmStepOutput
+from agent_tools._errors import SessionError
+from agent_tools._messages import Message, Usage
+from agent_tools._session import SessionStatus
+from agent_tools._settings import ProviderEndpoint, Settings
+from agent_tools.activities._providers.anthropic import AnthropicProvider
+from agent_tools.activities._providers.base import ModelRequest, ToolSchema
+from agent_tools.activities._providers.openai_compat import OpenAIProvider
 from agent_tools.contracts.output import (
     OUTPUT_TOOL,
     OutputState,
@@ -30,10 +34,6 @@ from agent_tools.contracts.output import (
     next_output_step,
     schema_refusal,
 )
-from agent_tools.errors import SessionError
-from agent_tools.messages import Message, Usage
-from agent_tools.session import SessionStatus
-from agent_tools.settings import ProviderEndpoint, Settings
 from tests.support.fake_llm import FakeLLMServer, anthropic_reply, anthropic_stream, fake_llm_server, openai_reply
 from tests.support.fixture_types import WorkerFor
 from tests.support.sessions import current_details
@@ -322,7 +322,7 @@ async def test_the_cli_takes_a_schema_file_and_prints_the_parsed_result(
 ) -> None:
     from typer.testing import CliRunner
 
-    from agent_tools.cli import app
+    from agent_tools._cli import app
     from tests.support.terminal import cli_env
 
     schema = tmp_path / "trip.json"

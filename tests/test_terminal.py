@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.session import SessionStatus
-from agent_tools.settings import ProviderEndpoint, Settings
+from agent_tools._session import SessionStatus
+from agent_tools._settings import ProviderEndpoint, Settings
 from tests.support.fake_llm import FakeLLMServer, anthropic_stream, fake_llm_server, openai_stream
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.terminal import Terminal, cli_env
@@ -135,7 +135,7 @@ async def test_chat_reads_the_next_message_and_send_works_on_it(
 ) -> None:
     from typer.testing import CliRunner
 
-    from agent_tools.cli import app
+    from agent_tools._cli import app
 
     settings.model = script([{"say": "hello, you said {{last_user}}"}, {"say": "second: {{last_user}}"},
                              {"say": "third: {{last_user}}"}])  # fmt: skip
@@ -177,7 +177,7 @@ async def test_ctrl_c_leaves_the_session_running_and_says_how_to_reach_it(
 def test_no_key_names_the_demo_model_and_a_malformed_spec_fails_at_once(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from agent_tools.cli import app
+    from agent_tools._cli import app
 
     env = {
         "AGENT_TOOLS_TEMPORAL_ADDRESS": "127.0.0.1:1",

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from agent_tools.agents import AgentDefinition
-from agent_tools.catalog import ToolCatalog, ToolLevel
-from agent_tools.catalog.profiles import FYAI_ASSIGNED, PROFILES
-from agent_tools.settings import DEFAULT_PRICES, ProviderEndpoint, Settings, WebConfig
+from agent_tools._agents import AgentDefinition
+from agent_tools._catalog import ToolCatalog, ToolLevel
+from agent_tools._catalog.profiles import FYAI_ASSIGNED, PROFILES
+from agent_tools._settings import DEFAULT_PRICES, ProviderEndpoint, Settings, WebConfig
 from tests.support.fake_llm import FakeLLMServer, fake_llm_server, openai_reply
 from tests.support.fixture_types import WorkerFor
 
@@ -151,7 +151,7 @@ def test_automatic_chip_is_listed() -> None:
     """Item 1: where tools are listed, an automatic tool says so (the CLI's `tools` command and the docs)."""
     from typer.testing import CliRunner
 
-    from agent_tools.cli import app
+    from agent_tools._cli import app
 
     out = CliRunner().invoke(app, ["tools", "--profile", "fyai"])
     assert out.exit_code == 0, out.output
@@ -165,7 +165,7 @@ async def test_spawn_agent_stays_out_when_the_request_brings_its_own_tools(
 ) -> None:
     """Item 5: codai injects spawn_agent "only when the request carries no client-side tools of its own". A
     request whose tool list names one of the host's own tools owns the loop: no spawn_agent, even named."""
-    from agent_tools.user_tools import tool
+    from agent_tools._user_tools import tool
 
     @tool(description="The caller's own tool")
     async def lookup(q: str) -> str:

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent_tools import tracing
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Price, Settings
+from agent_tools import _tracing as tracing
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Price, Settings
 from tests.support.fixture_types import Script, WorkerFor
 
 otel_trace = pytest.importorskip("opentelemetry.trace")
@@ -98,7 +98,7 @@ async def test_span_tree_of_a_session_with_a_sub_agent(
 
 
 def test_tracing_is_off_unless_asked(settings: Settings) -> None:
-    from agent_tools.plugin import AgentToolsPlugin
+    from agent_tools._plugin import AgentToolsPlugin
 
     assert settings.tracing is False
     AgentToolsPlugin(settings)

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, text
 
-from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.tables import sessions
-from agent_tools.activities.store.transcripts import TranscriptStore
-from agent_tools.messages import Message, ToolCall, Usage, message_fingerprint
-from agent_tools.session import SessionConfig
+from agent_tools._messages import Message, ToolCall, Usage, message_fingerprint
+from agent_tools._session import SessionConfig
+from agent_tools._store.db import Store
+from agent_tools._store.tables import sessions
+from agent_tools._store.transcripts import TranscriptStore
 
 
 def _answer(text_: str, call: str | None = None) -> Message:
@@ -129,7 +129,7 @@ async def test_a_late_attempt_cannot_overwrite_the_answer_a_retry_gave(store: St
 
 
 async def test_a_stored_answer_other_than_the_sessions_is_refused_on_a_cache_miss(store: Store) -> None:
-    from agent_tools.activities.store.transcripts import TranscriptOutOfStep
+    from agent_tools._store.transcripts import TranscriptOutOfStep
 
     t = TranscriptStore(store)
     sid = f"s-{uuid.uuid4().hex[:8]}"

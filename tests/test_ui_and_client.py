@@ -10,12 +10,12 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner, Result
 
-from agent_tools import search_attributes as sa
-from agent_tools.cli import app
-from agent_tools.client import SessionHandle
-from agent_tools.errors import SessionError
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
+from agent_tools import _search_attributes as sa
+from agent_tools._cli import app
+from agent_tools._client import SessionHandle
+from agent_tools._errors import SessionError
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 
@@ -240,8 +240,8 @@ def test_embedded_server_on_a_taken_port_says_so(tmp_path: Path) -> None:
 async def test_a_dev_server_that_fails_to_start_says_why_from_its_log(tmp_path: Path) -> None:
     """Its output goes to a file (the banner would repeat our own line): when it does not start, its last
     words come back in the error instead of staying in the file."""
-    from agent_tools.devserver import start_dev_server
-    from agent_tools.errors import ConfigurationError
+    from agent_tools._devserver import start_dev_server
+    from agent_tools._errors import ConfigurationError
 
     log = tmp_path / "logs" / "temporal.log"
     with pytest.raises(ConfigurationError) as caught:

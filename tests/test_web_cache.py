@@ -6,9 +6,9 @@ from pathlib import Path
 
 from sqlalchemy import delete
 
-from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.web_tables import web_cache
-from agent_tools.activities.web.cache import WebCache
+from agent_tools._store.db import Store
+from agent_tools._store.web_tables import web_cache
+from agent_tools._web.cache import WebCache
 
 
 async def test_cache_round_trip_expiry_and_sweep(store_url: str, tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ import pytest
 import pytest_asyncio
 from fastapi import FastAPI
 
+from agent_tools._service.app import create_app
+from agent_tools._service.tools_routes import RateLimiter
+from agent_tools._settings import Settings
 from agent_tools.contracts.web.config import WebConfig
-from agent_tools.service.app import create_app
-from agent_tools.service.tools_routes import RateLimiter
-from agent_tools.settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.web import (
     Reply,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agent_tools.activities.web.extractor import (
+from agent_tools._web.extractor import (
     _drop_title_heading,
     _restore_headings,
     code_language,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_tools.activities.web.fetcher import FetchLimits
-from agent_tools.activities.web.service import accepted_type
+from agent_tools._errors import WebError
+from agent_tools._web.fetcher import FetchLimits
+from agent_tools._web.service import accepted_type
 from agent_tools.contracts.web.models import HttpFetchArgs, WebFetchArgs
 from agent_tools.contracts.web.text import markdown_to_text, word_f1
-from agent_tools.errors import WebError
 from tests.support.web import PAGES, Reply, WebServer, close_web, json_reply, make_web
 
 
@@ -355,7 +355,7 @@ async def test_layout_tables_noise_and_dropped_headings(tmp_path: Path) -> None:
 def test_readability_style_fallback_when_trafilatura_finds_nothing(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import trafilatura
 
-    from agent_tools.activities.web import extractor
+    from agent_tools._web import extractor
 
     # The extractor imports trafilatura on first use; patching the module patches what it will call.
     monkeypatch.setattr(trafilatura, "extract", lambda *a, **k: None)
@@ -397,7 +397,7 @@ HIGHLIGHTED = [
 
 @pytest.mark.parametrize(("code_html", "fenced"), HIGHLIGHTED)
 def test_highlighted_code_keeps_its_text_and_language(code_html: str, fenced: str) -> None:
-    from agent_tools.activities.web.extractor import extract_html
+    from agent_tools._web.extractor import extract_html
 
     intro = "<p>Some intro paragraph text that is long enough to be kept by the extractor, yes indeed.</p>"
     outro = "<p>Another paragraph of explanation text after the code block, long enough to matter.</p>"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_tools.activities.query import bounded_query
+from agent_tools.activities._query import bounded_query
 from agent_tools.contracts.query import JsonQueryError, normalize, parse_document, run_query
 
 DOC: dict[str, Any] = {

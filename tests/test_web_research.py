@@ -10,11 +10,11 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from agent_tools._settings import Settings
 from agent_tools.contracts.web.config import WebConfig
 from agent_tools.contracts.web.models import ResearchCandidate, ResearchSearchOutput
-from agent_tools.settings import Settings
-from agent_tools.workflows.registry import all_workflows
-from agent_tools.workflows.research import pick_sources
+from agent_tools.workflows._registry import all_workflows
+from agent_tools.workflows._research import pick_sources
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.web import WebServer, research_script, serve_research
 
@@ -138,7 +138,7 @@ def test_pick_sources_round_robin() -> None:
 
 
 async def test_client_tools_search_and_fetch(settings: Settings, worker_for: WorkerFor, web_env: WebServer) -> None:
-    from agent_tools.web_client import WebToolError
+    from agent_tools._web_client import WebToolError
 
     async with worker_for() as client:
         res = await client.tools.search({"query": "tram line stops", "max_results": 2})
@@ -164,7 +164,7 @@ async def test_every_claim_cites_a_source_that_exists(
     job sends it back once, and the report it returns cites only [S1]..[Sn] of its own sources."""
     import re
 
-    from agent_tools.activities.research import citation_problems
+    from agent_tools.activities._research import citation_problems
 
     bad = (
         "The council approved a 14-kilometre tram line with 19 stops [S1].\n\n"
@@ -227,6 +227,6 @@ async def test_a_report_that_never_cites_fails_the_job(
     ],
 )
 def test_citation_problems(report: str, problems: list[str]) -> None:
-    from agent_tools.activities.research import citation_problems
+    from agent_tools.activities._research import citation_problems
 
     assert citation_problems(report, 2) == problems

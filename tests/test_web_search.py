@@ -11,11 +11,11 @@ from urllib.parse import parse_qs, quote
 
 import pytest
 
-from agent_tools.activities.web.service import snippet_on_page
+from agent_tools._errors import WebError
+from agent_tools._web.service import snippet_on_page
 from agent_tools.contracts.web.models import EngineFailure, SearchHit, WebSearchArgs
 from agent_tools.contracts.web.render import render_search
 from agent_tools.contracts.web.urls import domain_rule_matches, normalize_url, unwrap_redirect
-from agent_tools.errors import WebError
 from tests.support.web import (
     ALL,
     BING_CAPTCHA,
@@ -453,7 +453,7 @@ def test_snippet_verification_tolerates_trimming() -> None:
 
 
 def test_relax_query_for_deep_rewrites() -> None:
-    from agent_tools.activities.web.service import relax_query
+    from agent_tools._web.service import relax_query
 
     assert relax_query('"react compiler" release -beta filetype:pdf site:react.dev') == (
         "react compiler release site:react.dev"
@@ -495,7 +495,7 @@ async def test_verification_has_a_time_budget(tmp_path: Path) -> None:
 
 
 def test_ddgs_region_from_the_query_market() -> None:
-    from agent_tools.activities.web.engines import EngineQuery, ddgs_region
+    from agent_tools._web.engines import EngineQuery, ddgs_region
 
     assert ddgs_region(EngineQuery("q"), "wt-wt") == "wt-wt"
     assert ddgs_region(EngineQuery("q", lang="de", country="AT"), "wt-wt") == "at-de"
@@ -639,13 +639,13 @@ def test_unwrap_decoded_duckduckgo_links() -> None:
     ],
 )
 def test_market_inferred_from_the_query(query: str, market: tuple[str | None, str | None]) -> None:
-    from agent_tools.activities.web.market import infer_market
+    from agent_tools._web.market import infer_market
 
     assert infer_market(query) == market
 
 
 def test_given_market_is_never_overridden() -> None:
-    from agent_tools.activities.web.market import infer_market
+    from agent_tools._web.market import infer_market
 
     assert infer_market("Wie funktioniert eine Wärmepumpe", lang="en") == ("en", None)
     assert infer_market("Wie funktioniert eine Wärmepumpe", country="AT") == ("de", "AT")

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from agent_tools.activities.services import Services
-from agent_tools.activities.tool_runner import run_tool
-from agent_tools.activities.web.tools import IMPLEMENTATIONS
-from agent_tools.activity_io import SessionRef, ToolCallInput, ToolCallOutput
+from agent_tools._activity_io import SessionRef, ToolCallInput, ToolCallOutput
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools.activities._services import Services
+from agent_tools.activities._tool_runner import run_tool
+from agent_tools.activities._web_tools import IMPLEMENTATIONS
 from agent_tools.contracts.web.config import WebConfig
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.web import Reply, WebServer, json_reply, searxng_results
 
@@ -247,7 +247,7 @@ async def test_web_tools_in_a_real_session(
 def test_cli_fetch_and_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from agent_tools.cli import app
+    from agent_tools._cli import app
 
     with WebServer() as srv:
         srv.page("/code", "code")

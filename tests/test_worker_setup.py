@@ -21,16 +21,16 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from agent_tools import search_attributes as sa
-from agent_tools.client import AgentToolsClient
-from agent_tools.devserver import temporal_cli_path
-from agent_tools.errors import ConfigurationError, StoreNotReady
-from agent_tools.plugin import AgentToolsPlugin, compose_data_converter
-from agent_tools.policy import ExecutionPolicy
-from agent_tools.session import SessionOptions, SessionStatus
-from agent_tools.settings import Settings
+from agent_tools import _search_attributes as sa
+from agent_tools._client import AgentToolsClient
+from agent_tools._devserver import temporal_cli_path
+from agent_tools._errors import ConfigurationError, StoreNotReady
+from agent_tools._plugin import AgentToolsPlugin, compose_data_converter
+from agent_tools._policy import ExecutionPolicy
+from agent_tools._session import SessionOptions, SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._web_client import WebToolError
 from agent_tools.testing import write_script
-from agent_tools.web_client import WebToolError
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 
@@ -75,7 +75,7 @@ async def test_agent_tools_worker_on_a_bare_dev_server(tmp_path: Path) -> None:
         log = tmp_path / "worker.log"
         with log.open("w") as out:
             worker = subprocess.Popen(
-                [sys.executable, "-m", "agent_tools.cli", "worker"], cwd=tmp_path, env=env, stdout=out, stderr=out
+                [sys.executable, "-m", "agent_tools._cli", "worker"], cwd=tmp_path, env=env, stdout=out, stderr=out
             )
         deadline = time.monotonic() + 60
         while "registered search attributes" not in log.read_text():
@@ -163,7 +163,7 @@ async def test_a_hosts_sandboxed_workflow_starts_a_session_with_our_models(
     """The engine's workflows run unsandboxed; a host's own workflow in the SDK's sandbox imports our models
     and runs a session as its child. The plugin's passthrough shares the worker's modules with the sandbox,
     which would otherwise import the package afresh for every run of the host's workflow."""
-    from agent_tools.session import SessionInput
+    from agent_tools._session import SessionInput
     from tests.support.host_parent import HostParent
 
     settings.model = script([{"say": "hello from the child"}])
@@ -218,7 +218,7 @@ async def test_clients_never_create_the_store(tmp_path: Path, temporal_env: Work
 
 
 def test_policy_flows_from_settings_plugin_and_agent() -> None:
-    from agent_tools.activities.engine import session_policy
+    from agent_tools.activities._engine import session_policy
 
     base = ExecutionPolicy().merged({"tool_call": {"start_to_close_seconds": 42}})
     plugin = AgentToolsPlugin(Settings(agents_file=None), policy=base)
@@ -260,10 +260,10 @@ async def test_agent_policy_reaches_the_tool_call(worker_for: WorkerFor, script:
 _WORKER_IMPORTS = """
 import asyncio, sys
 from temporalio.client import Client
-from agent_tools.client import AgentToolsClient
-from agent_tools.plugin import AgentToolsPlugin
-from agent_tools.settings import Settings
-from agent_tools.worker import build_worker
+from agent_tools._client import AgentToolsClient
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._settings import Settings
+from agent_tools._worker import build_worker
 
 async def main() -> None:
     address, database, model, queue = sys.argv[1:5]

@@ -22,11 +22,11 @@ from typing import Any
 
 from temporalio.client import Client
 
-from agent_tools.devserver import start_dev_server
-from agent_tools.plugin import AgentToolsPlugin
-from agent_tools.settings import Settings
+from agent_tools._devserver import start_dev_server
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._settings import Settings
+from agent_tools._worker import build_worker
 from agent_tools.testing import write_script
-from agent_tools.worker import build_worker
 
 CHROMIUM = "/usr/bin/chromium"
 # Without these the closed network here refuses many of Chromium's own connections, and a shared profile
@@ -112,7 +112,7 @@ async def _session(work: Path, port: int, ui_port: int) -> tuple[Any, str, Any]:
     client = await Client.connect(env.client.service_client.config.target_host, plugins=[plugin])
     worker = build_worker(client, plugin)
     await worker.__aenter__()
-    from agent_tools.client import AgentToolsClient
+    from agent_tools._client import AgentToolsClient
 
     agents = AgentToolsClient(client, settings)
     handle = await agents.start_session(

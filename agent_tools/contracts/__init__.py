@@ -3,7 +3,7 @@
 The names in ``__all__`` are public: approvals, questions, structured results, MCP servers and the web
 tools' requests and answers. The package itself is the pure layer: one module (or package) per capability
 with the pydantic argument and result models of its tools, a ``TOOLS`` list of
-:class:`agent_tools.catalog.ToolSpec` and the state the session keeps for it. No I/O and no temporalio:
+:class:`agent_tools._catalog.ToolSpec` and the state the session keeps for it. No I/O and no temporalio:
 the workflow layer imports these modules. Everything not in ``__all__`` is implementation.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_tools.lazy import lazy_names
+from agent_tools._lazy import lazy_names
 
 __all__ = [
     "AnswerAccepted",

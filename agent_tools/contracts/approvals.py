@@ -18,9 +18,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool
 
-from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, NOTE_CHARS, clean_text, limit
-from agent_tools.catalog.spec import ToolLevel, ToolSpec
-from agent_tools.errors import InvalidInput
+from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, NOTE_CHARS, clean_text, limit
+from agent_tools._catalog.spec import ToolLevel, ToolSpec
+from agent_tools._errors import InvalidInput
 
 # History the session keeps (carried by continue-as-new, so bounded).
 MAX_DECIDED_KEPT = 50

@@ -10,8 +10,8 @@ Faces (contracts in ``shared/seeds``):
   another model; an activity tool).
 
 Every face but ``delegate_to_model`` starts (or talks to) a child ``AgentSession`` workflow; the workflow
-side lives in :mod:`agent_tools.workflows.delegation`, the look-ups (tree walks, queries, model resolution) in
-:mod:`agent_tools.activities.delegation`. This module is pure: models, the roles table and the rules, no I/O.
+side lives in :mod:`agent_tools.workflows._delegation`, the look-ups (tree walks, queries, model resolution) in
+:mod:`agent_tools.activities._delegation`. This module is pure: models, the roles table and the rules, no I/O.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, MESSAGE_CHARS, describe_validation_error, limit
-from agent_tools.catalog.spec import CODAI_EXECUTED, ToolLevel, ToolSpec
-from agent_tools.messages import Message, Usage
+from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, MESSAGE_CHARS, describe_validation_error, limit
+from agent_tools._catalog.spec import CODAI_EXECUTED, ToolLevel, ToolSpec
+from agent_tools._messages import Message, Usage
 
 # ---- limits (defaults; a session may override them through ``SessionRequest.options``) ---------------
 

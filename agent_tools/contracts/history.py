@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agent_tools.catalog.spec import ToolSpec
+from agent_tools._catalog.spec import ToolSpec
 
 SNIPPET_CHARS = 300
 

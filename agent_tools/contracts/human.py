@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from agent_tools.boundaries import LABEL_CHARS, NOTE_CHARS, limit
-from agent_tools.catalog.spec import ToolSpec
-from agent_tools.errors import InvalidInput
+from agent_tools._boundaries import LABEL_CHARS, NOTE_CHARS, limit
+from agent_tools._catalog.spec import ToolSpec
+from agent_tools._errors import InvalidInput
 
 # The user can always answer in their own words; this label stands for that choice.
 OTHER_LABEL = "Other"

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from agent_tools.boundaries import MAX_JSON_DEPTH, clean_json, json_depth
-from agent_tools.messages import Message
+from agent_tools._boundaries import MAX_JSON_DEPTH, clean_json, json_depth
+from agent_tools._messages import Message
 
 if TYPE_CHECKING:
-    from agent_tools.activity_io import LlmStepOutput
+    from agent_tools._activity_io import LlmStepOutput
 
 __all__ = [
     "DEFAULT_OUTPUT_RETRIES",

@@ -1,8 +1,8 @@
 """Planning contracts (RTC): todoWrite, goals (createGoal/completeGoal/cancelGoal) and loops
 (createLoop/cancelLoop/completeLoop/listLoops/pauseLoop/resumeLoop), their state and pure rules.
 
-Everything here is pure: the session workflow (``agent_tools/workflows/planning.py``) keeps this state and runs the
-timers; the goal judge activity (``agent_tools/activities/planning.py``) builds its prompt and parses its verdict here.
+Everything here is pure: the session workflow (``agent_tools/workflows/_planning.py``) keeps this state and runs the
+timers; the goal judge activity (``agent_tools/activities/_planning.py``) builds its prompt and parses its verdict here.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, NOTE_CHARS, limit
-from agent_tools.budget import TreeBudget
-from agent_tools.catalog.spec import ToolSpec
-from agent_tools.messages import Message, Usage
+from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, NOTE_CHARS, limit
+from agent_tools._budget import TreeBudget
+from agent_tools._catalog.spec import ToolSpec
+from agent_tools._messages import Message, Usage
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 GoalStatus = Literal["active", "completed", "cancelled", "exhausted"]
@@ -150,7 +150,7 @@ class Goal(TrackedItem):
 class JudgeGoalInput(BaseModel):
     """Input of the goal judge activity."""
 
-    # Plain fields, not SessionRef: agent_tools.session imports this module, activity_io imports that one.
+    # Plain fields, not SessionRef: agent_tools._session imports this module, activity_io imports that one.
     session_id: str
     root_id: str
     agent: str

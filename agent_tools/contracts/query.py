@@ -31,8 +31,8 @@ import jmespath
 import jmespath.exceptions
 import jmespath.parser
 
-from agent_tools.boundaries import MAX_JSON_DEPTH, json_depth
-from agent_tools.errors import InvalidInput
+from agent_tools._boundaries import MAX_JSON_DEPTH, json_depth
+from agent_tools._errors import InvalidInput
 
 MAX_QUERY_CHARS = 1000
 QUERY_TIMEOUT_SECONDS = 5.0

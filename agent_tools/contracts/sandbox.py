@@ -1,6 +1,6 @@
 """codai's ``exec_python`` contract: run Python in a sandbox (the "code interpreter" capability).
 
-The engine is :mod:`agent_tools.activities.sandbox`. Each call runs in a fresh sandbox with a fresh, empty
+The engine is :mod:`agent_tools.activities._sandbox`. Each call runs in a fresh sandbox with a fresh, empty
 workspace that is gone afterwards: nothing persists between calls, so a retried or rescheduled activity
 (possibly on another worker) behaves exactly like the first attempt. Files the model wants to work on are
 passed in ``files``; files the code writes come back listed (small text files with their content).
@@ -21,8 +21,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from agent_tools.boundaries import MAX_TOOL_ARGUMENTS_BYTES, limit
-from agent_tools.catalog.spec import ToolLevel, ToolSpec
+from agent_tools._boundaries import MAX_TOOL_ARGUMENTS_BYTES, limit
+from agent_tools._catalog.spec import ToolLevel, ToolSpec
 
 MAX_TIMEOUT_SECONDS = 120
 MAX_CODE_CHARS = 100_000

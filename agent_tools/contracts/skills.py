@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from agent_tools.catalog.spec import CODAI_EXECUTED, ToolSpec
-from agent_tools.errors import InvalidInput
+from agent_tools._catalog.spec import CODAI_EXECUTED, ToolSpec
+from agent_tools._errors import InvalidInput
 
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 MAX_SKILL_CHARS = 50_000

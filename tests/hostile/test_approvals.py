@@ -13,13 +13,13 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.common import RawValue
 
-from agent_tools.activities.store.approval_tables import ApprovalStore
-from agent_tools.activities.store.db import Store
-from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools._store.approval_tables import ApprovalStore
+from agent_tools._store.db import Store
+from agent_tools._user_tools import tool
 from agent_tools.contracts.approvals import MAX_REJECTED_DECISIONS_KEPT, ApprovalState, PendingApproval
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
-from agent_tools.user_tools import tool
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.hostile import signal_settled, task_failures
 from tests.support.polling import eventually
@@ -205,8 +205,8 @@ async def test_an_approval_policy_that_does_not_fit_refuses_the_start(
     workflow task fails."""
     from temporalio.client import WorkflowFailureError
 
-    from agent_tools.errors import SessionError
-    from agent_tools.session import WORKFLOW_NAME
+    from agent_tools._errors import SessionError
+    from agent_tools._session import WORKFLOW_NAME
 
     settings.model = script([{"say": "hi"}])
     async with worker_for(tools=[delete_file]) as client:

@@ -14,10 +14,10 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowFailureError
 from temporalio.common import RawValue
 
-from agent_tools.boundaries import NOTE_CHARS
-from agent_tools.errors import SessionError
-from agent_tools.session import WORKFLOW_NAME, SessionStatus
-from agent_tools.settings import Settings
+from agent_tools._boundaries import NOTE_CHARS
+from agent_tools._errors import SessionError
+from agent_tools._session import WORKFLOW_NAME, SessionStatus
+from agent_tools._settings import Settings
 from tests.support.fixture_types import WorkerFor
 from tests.support.hostile import task_failures
 from tests.support.sessions import current_details

@@ -14,11 +14,11 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 
-from agent_tools.client import AgentToolsClient, SessionHandle
+from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._errors import SessionError
+from agent_tools._session import WORKFLOW_NAME, SessionStatus
+from agent_tools._settings import Settings
 from agent_tools.contracts.human import MAX_OTHER_CHARS, MAX_REJECTED_KEPT, HumanState
-from agent_tools.errors import SessionError
-from agent_tools.session import WORKFLOW_NAME, SessionStatus
-from agent_tools.settings import Settings
 from tests.support.fixture_types import WorkerFor
 from tests.support.hostile import signal_settled, task_failures
 from tests.support.polling import eventually

@@ -13,12 +13,12 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import select
 
-from agent_tools.activities.memory import Scope
-from agent_tools.activities.services import Services
-from agent_tools.activities.store.memory_tables import memories
-from agent_tools.agents import AgentDefinition, AgentRegistry
+from agent_tools._agents import AgentDefinition, AgentRegistry
+from agent_tools._settings import Settings
+from agent_tools._store.memory_tables import memories
+from agent_tools.activities._memory import Scope
+from agent_tools.activities._services import Services
 from agent_tools.contracts.memory import EmbeddingsEndpoint, MemoryPolicy
-from agent_tools.settings import Settings
 from bench.embeddings_server import EmbeddingsServer, embeddings_server
 from tests.support.memory import call, ref
 

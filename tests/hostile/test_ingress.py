@@ -11,11 +11,11 @@ import httpx
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.activities.store.event_tables import count_events
+from agent_tools._service.app import create_app
+from agent_tools._settings import Settings
+from agent_tools._store.event_tables import count_events
 from agent_tools.contracts.events import Subscription
 from agent_tools.contracts.events.signatures import sign_standard_webhook
-from agent_tools.service.app import create_app
-from agent_tools.settings import Settings
 from tests.support.events import HMAC_SECRET, TOKEN, github_headers, ingress
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -56,7 +56,7 @@ async def test_nul_bytes_and_lone_surrogates_in_a_payload_are_stored_cleaned(
     settings.database_url = store_url
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with ingress(settings, temporal_env.client, project) as (http, store):
-        from agent_tools.activities.store.event_tables import add_subscription, get_event, get_subscription
+        from agent_tools._store.event_tables import add_subscription, get_event, get_subscription
 
         # A wait whose match holds the same hostile text, as a model could write it: its key is made from
         # the match as stored, which is cleaned the same way, so the cleaned event still finds it.

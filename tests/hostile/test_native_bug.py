@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
-from agent_tools.workflows.planning import PlanningPart
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from agent_tools.workflows._planning import PlanningPart
 from tests.support.fixture_types import WorkerFor
 from tests.support.hostile import task_failures
 

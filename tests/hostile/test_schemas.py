@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agent_tools.boundaries import schema_problems
-from agent_tools.catalog.registry import builtin_specs
+from agent_tools._boundaries import schema_problems
+from agent_tools._catalog.registry import builtin_specs
 
 SPECS = builtin_specs()
 # Bounded by an anchored pattern or an enum instead of a length.

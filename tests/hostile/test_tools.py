@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from agent_tools.catalog.registry import builtin_specs
-from agent_tools.session import SessionStatus
-from agent_tools.settings import Settings
+from agent_tools._catalog.registry import builtin_specs
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
 from tests.support.fixture_types import WorkerFor
 from tests.support.hostile import run_session, task_failures, tree_ids
 from tests.support.hostile_cases import Case, all_cases, unknown_tool_cases

@@ -15,11 +15,14 @@ import uvicorn
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from agent_tools.activities.store.db import Store
-from agent_tools.activities.store.event_tables import (
+from agent_tools._client import AgentToolsClient
+from agent_tools._errors import StoreNotReady
+from agent_tools._service.app import create_app
+from agent_tools._settings import Settings
+from agent_tools._store.db import Store
+from agent_tools._store.event_tables import (
     count_open_waits,
 )
-from agent_tools.client import AgentToolsClient
 from agent_tools.contracts.events import (
     ACTIVITY_LOAD_EVENT,
     RouterView,
@@ -27,9 +30,6 @@ from agent_tools.contracts.events import (
 )
 from agent_tools.contracts.events.settings import EventSettings, EventSource
 from agent_tools.contracts.events.signatures import sign_github
-from agent_tools.errors import StoreNotReady
-from agent_tools.service.app import create_app
-from agent_tools.settings import Settings
 from tests.support.fixture_types import Script
 from tests.support.polling import eventually
 

@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from agent_tools.agents import AgentDefinition
-from agent_tools.client import AgentToolsClient
-from agent_tools.settings import Settings
+from agent_tools._agents import AgentDefinition
+from agent_tools._client import AgentToolsClient
+from agent_tools._settings import Settings
 
 # ``script([...turns])``: writes a scripted-model script and returns its model spec.
 Script = Callable[[list[Any]], str]

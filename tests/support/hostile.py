@@ -10,9 +10,9 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 
-from agent_tools.activity_io import ProgressEvent
-from agent_tools.client import AgentToolsClient, SessionHandle
-from agent_tools.session import SessionResult
+from agent_tools._activity_io import ProgressEvent
+from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._session import SessionResult
 
 # Benign: the server refused a completion because new events (a signal, an activity result) had arrived; the
 # SDK retries the task at once.

@@ -11,7 +11,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_tools.catalog.registry import builtin_specs
+from agent_tools._catalog.registry import builtin_specs
 
 MEGABYTE = "x" * 1_000_000
 HUGE = 10**40

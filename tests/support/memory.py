@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from agent_tools.activities.registry import builtin_implementations
-from agent_tools.activities.services import Services
-from agent_tools.activities.tool_runner import run_tool
-from agent_tools.activity_io import SessionRef, ToolCallInput, ToolCallOutput
-from agent_tools.agents import AgentDefinition, AgentRegistry
-from agent_tools.settings import Settings
+from agent_tools._activity_io import SessionRef, ToolCallInput, ToolCallOutput
+from agent_tools._agents import AgentDefinition, AgentRegistry
+from agent_tools._settings import Settings
+from agent_tools.activities._registry import builtin_implementations
+from agent_tools.activities._services import Services
+from agent_tools.activities._tool_runner import run_tool
 
 
 @asynccontextmanager

@@ -7,11 +7,11 @@ from typing import Any
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
-from agent_tools.activity_io import ProgressEvent
-from agent_tools.client import SessionHandle
+from agent_tools._activity_io import ProgressEvent
+from agent_tools._client import SessionHandle
+from agent_tools._session import SessionStatus
 from agent_tools.contracts.delegation import ChildRecord
 from agent_tools.contracts.planning import Loop
-from agent_tools.session import SessionStatus
 
 
 async def runs(temporal: Client, session_id: str) -> list[str]:

@@ -13,11 +13,11 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.agents import AgentDefinition, AgentRegistry
-from agent_tools.client import AgentToolsClient
-from agent_tools.plugin import AgentToolsPlugin
-from agent_tools.settings import Settings
-from agent_tools.worker import build_worker
+from agent_tools._agents import AgentDefinition, AgentRegistry
+from agent_tools._client import AgentToolsClient
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._settings import Settings
+from agent_tools._worker import build_worker
 
 
 async def skip_time(

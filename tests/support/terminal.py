@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from agent_tools.settings import Settings
+from agent_tools._settings import Settings
 from tests.support.polling import eventually
 
 
@@ -39,7 +39,7 @@ class Terminal:
     def start(self, args: list[str], env: dict[str, str]) -> None:
         """``agent-tools ARGS`` in a fresh terminal; the pane stays open after the command exits."""
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "agent_tools.cli", *args])
+        command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "agent_tools._cli", *args])
         script = f"cd {shlex.quote(str(self.cwd))} && env {exports} {command}; echo EXIT=$?; sleep 600"
         self._tmux("new-session", "-d", "-x", str(self.width), "-y", str(self.height), "bash", "-c", script)
 

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 from tests.support.fixture_types import Script
 
 if TYPE_CHECKING:
-    from agent_tools.activities.web.service import WebService
+    from agent_tools._web.service import WebService
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 
@@ -146,8 +146,8 @@ async def make_web(
 ) -> WebService:
     """A WebService over a fresh store; ``kwargs`` go to WebConfig (engines, URLs) or the service
     (``resolver``, ``clock``, ``profiles``)."""
-    from agent_tools.activities.store.db import Store
-    from agent_tools.activities.web.service import WebService
+    from agent_tools._store.db import Store
+    from agent_tools._web.service import WebService
     from agent_tools.contracts.web.config import WebConfig
 
     service_keys = {"resolver", "clock", "profiles", "verify"}

@@ -1,8 +1,8 @@
 """Event contracts: wait_for_event (FYAI), the router's messages and the pure matching rules.
 
-Pure: no temporalio, no I/O. The session's events part (``agent_tools/workflows/events.py``), the router workflow
-(``agent_tools/workflows/event_router.py``), the activities (``agent_tools/activities/events.py``) and the ingress
-(``agent_tools/service/events_routes.py``) share these models; they sit in workflow histories, so they are
+Pure: no temporalio, no I/O. The session's events part (``agent_tools/workflows/_events.py``), the router workflow
+(``agent_tools/workflows/_event_router.py``), the activities (``agent_tools/activities/_events.py``) and the ingress
+(``agent_tools/_service/events_routes.py``) share these models; they sit in workflow histories, so they are
 durable contracts (add optional fields only).
 
 Matching (documented in ``docs/events.md``):
@@ -30,9 +30,9 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field, field_validator
 
-from agent_tools import session_names
-from agent_tools.boundaries import MAX_JSON_DEPTH, clean_text, json_depth
-from agent_tools.catalog.spec import ToolSpec
+from agent_tools import _session_names as session_names
+from agent_tools._boundaries import MAX_JSON_DEPTH, clean_text, json_depth
+from agent_tools._catalog.spec import ToolSpec
 
 DEFAULT_TIMEOUT_SECONDS = 900
 MAX_TIMEOUT_SECONDS = 3300

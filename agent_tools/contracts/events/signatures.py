@@ -16,7 +16,7 @@ import binascii
 import hashlib
 import hmac
 
-from agent_tools.errors import InvalidInput
+from agent_tools._errors import InvalidInput
 
 
 class SignatureError(InvalidInput):

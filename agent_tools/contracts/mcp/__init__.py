@@ -1,4 +1,4 @@
-"""MCP servers as tool sources: configuration and naming (pure). The client lives in :mod:`agent_tools.activities.mcp`."""
+"""MCP servers as tool sources: configuration and naming (pure). The client lives in :mod:`agent_tools.activities._mcp`."""
 
 from agent_tools.contracts.mcp.config import McpConfig, McpServerConfig
 from agent_tools.contracts.mcp.naming import catalog_tool_name

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from agent_tools.catalog.spec import ToolLevel
-from agent_tools.errors import ConfigurationError
+from agent_tools._catalog.spec import ToolLevel
+from agent_tools._errors import ConfigurationError
 
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9_\-]{1,32}$"
 

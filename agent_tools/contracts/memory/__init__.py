@@ -1,6 +1,6 @@
 """Memory contracts: RTC's five tools, FYAI's remember/recall, codai's memory_remember/memory_recall.
 
-One engine (``agent_tools/activities/memory.py``) serves every face. Memories are scoped to the calling agent in
+One engine (``agent_tools/activities/_memory.py``) serves every face. Memories are scoped to the calling agent in
 its organisation, project and user; no tool reads or writes across that scope. Tiers and retention:
 
 * ``working``: short-lived context (what the user is doing this week). Expires after
@@ -19,8 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agent_tools.boundaries import ID_CHARS, LABEL_CHARS, OFFSET_MAX, describe_validation_error, limit
-from agent_tools.catalog.spec import CODAI_EXECUTED, ToolSpec
+from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, OFFSET_MAX, describe_validation_error, limit
+from agent_tools._catalog.spec import CODAI_EXECUTED, ToolSpec
 
 MAX_FACT_CHARS = 4_000
 MAX_RECALL = 10

@@ -1,7 +1,7 @@
 """Contracts of the saved-result readers: FYAI's read/search/query_tool_result and codai's read_artifact.
 
 A tool result longer than the session's spill threshold is saved as an artifact by the activity that
-produced it (``agent_tools/activities/tool_runner.py``); the model gets a pointer with a ``ref``. These tools read the
+produced it (``agent_tools/activities/_tool_runner.py``); the model gets a pointer with a ``ref``. These tools read the
 artifact back piece by piece. Every reader is ``spill_exempt``: its answer is already bounded, and saving
 a reader's page again would send the model round in circles. A ref is valid for the current workflow run
 only; an older ref tells the model to call the original tool again.
@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from agent_tools.boundaries import OFFSET_MAX
-from agent_tools.catalog.spec import CODAI_EXECUTED, ToolSpec
+from agent_tools._boundaries import OFFSET_MAX
+from agent_tools._catalog.spec import CODAI_EXECUTED, ToolSpec
 
 _BARE_REF = re.compile(r"[\w.\-]+")
 _REF_IN_TEXT = re.compile(r"""ref["']?\s*[=:]\s*["']?([\w.\-]+)""")

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_tools._errors import AgentToolsError, InvalidInput
 from agent_tools.contracts.query import JsonQueryError, describe, normalize
-from agent_tools.errors import AgentToolsError, InvalidInput
 
 WRAP_CHARS = 2_000
 # A page stops early when it would exceed this many characters (the next offset says where to go on).

@@ -1,6 +1,6 @@
 """Web contracts: webSearch, webFetch (RTC); web_search, web_fetch, http_fetch, json_query (codai).
 
-One engine (:mod:`agent_tools.activities.web`) behind every face. deep_research is a child workflow started from the
+One engine (:mod:`agent_tools._web`) behind every face. deep_research is a child workflow started from the
 client API and the HTTP service (``POST /v1/research``), not a tool of the server-side agent loop: the
 codai contract lists it for the client surfaces only ("no nested research").
 
@@ -15,8 +15,8 @@ import dataclasses
 
 from pydantic import BaseModel, ValidationError
 
-from agent_tools.boundaries import describe_validation_error
-from agent_tools.catalog.spec import ToolLevel, ToolSpec
+from agent_tools._boundaries import describe_validation_error
+from agent_tools._catalog.spec import ToolLevel, ToolSpec
 from agent_tools.contracts.web import models
 
 

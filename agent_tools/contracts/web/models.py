@@ -1,7 +1,7 @@
 """Arguments and results of every web face, plus the engine-neutral search hit and fetched page.
 
 The same models are the tool contracts (:mod:`agent_tools.contracts.web`), the HTTP endpoints' request and
-response bodies (:mod:`agent_tools.service.tools_routes`) and the client's return values, so the three can
+response bodies (:mod:`agent_tools._service.tools_routes`) and the client's return values, so the three can
 never drift apart.
 """
 
@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from agent_tools.boundaries import limit
-from agent_tools.messages import Usage
+from agent_tools._boundaries import limit
+from agent_tools._messages import Usage
 
 TimeRange = Literal["day", "week", "month", "year"]
 

@@ -1,6 +1,6 @@
 """SSRF rules: which URLs and addresses a server-side fetch may reach. Pure: no DNS, no sockets.
 
-The fetcher (:mod:`agent_tools.activities.web.fetcher`) resolves a host once, passes every address through
+The fetcher (:mod:`agent_tools._web.fetcher`) resolves a host once, passes every address through
 :func:`check_addresses`, then connects to the address that passed; it never resolves the name a second
 time, so a DNS answer that changes between the check and the connection (DNS rebinding) cannot reach an
 internal address.
@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from agent_tools.errors import InvalidInput
+from agent_tools._errors import InvalidInput
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

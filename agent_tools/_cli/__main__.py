@@ -1,0 +1,3 @@
+from agent_tools._cli import main
+
+main()

@@ -1,0 +1,265 @@
+"""``AgentToolsPlugin``: the one object that wires Durable Agent Tools into a Temporal client and worker.
+
+client = await Client.connect("localhost:7233", plugins=[AgentToolsPlugin()])
+worker = Worker(client, task_queue="agent-tools")   # the session workflows and tool activities come along
+
+The plugin composes with what the host application configured instead of replacing it:
+
+* **data converter**: the host's payload codec (encryption, compression) and failure converter stay; only
+  the payload converter becomes pydantic's, which the engine's models need. A host payload converter that
+  is neither the default nor pydantic's is kept as it is (see :func:`compose_data_converter`).
+* **workflow runner**: the engine's workflows run unsandboxed; a host's sandboxed runner keeps its
+  restrictions and gains the passthrough its own workflows need to import our models; an unsandboxed or
+  custom runner is left alone.
+* **registration**: only workers on the task queues that serve agent sessions (``settings.task_queue`` by
+  default) get our workflows and activities; ``register_workflows`` / ``register_activities`` split them
+  so that model keys and database credentials need not sit on every worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import DataConverter, DefaultPayloadConverter
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from agent_tools._agents import AgentRegistry
+from agent_tools._catalog.registry import ToolCatalog
+from agent_tools._policy import ExecutionPolicy
+from agent_tools._settings import Settings
+from agent_tools._user_tools import UserTool, make_user_tool
+
+if TYPE_CHECKING:
+    from agent_tools.activities._providers.base import ModelProvider
+    from agent_tools.activities._services import Services, ServicesHolder
+
+__all__ = [
+    "PASSTHROUGH_MODULES",
+    "AgentToolsPlugin",
+    "compose_data_converter",
+    "compose_workflow_runner",
+]
+
+log = logging.getLogger(__name__)
+
+# What a host's own sandboxed workflow shares with the worker when it imports our models (to start a session
+# as its child, say): the engine's workflows run unsandboxed, so nothing of ours needs re-importing per run,
+# and one pydantic keeps one class per model on both sides of the sandbox.
+PASSTHROUGH_MODULES = ("agent_tools", "pydantic", "pydantic_core", "annotated_types", "typing_inspection")
+
+
+def compose_data_converter(existing: DataConverter | None) -> DataConverter:
+    """The host's data converter with pydantic's payload converter, everything else kept.
+
+    The engine's inputs, results and state are pydantic models; the default JSON converter would hand them
+    back as dicts. Codecs and the failure converter are the host's business and stay. A host that brought
+    its own payload converter keeps it: it must turn pydantic models into JSON and back given the type
+    hints, as ``PydanticPayloadConverter`` does (docs/extending.md).
+    """
+    if existing is None:
+        return DataConverter(payload_converter_class=PydanticPayloadConverter)
+    if existing.payload_converter_class in (DefaultPayloadConverter, PydanticPayloadConverter):
+        return dataclasses.replace(existing, payload_converter_class=PydanticPayloadConverter)
+    warnings.warn(
+        f"AgentToolsPlugin keeps the client's payload converter {existing.payload_converter_class.__name__}; "
+        "it must convert pydantic models to JSON and back (see docs/extending.md)",
+        stacklevel=2,
+    )
+    return existing
+
+
+def compose_workflow_runner(existing: WorkflowRunner | None) -> WorkflowRunner:
+    """The host's sandbox with our passthrough modules added (its workflows may import our models); any other
+    runner unchanged."""
+    if existing is None:
+        return SandboxedWorkflowRunner(
+            restrictions=SandboxedWorkflowRunner().restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        )
+    if isinstance(existing, SandboxedWorkflowRunner):
+        return dataclasses.replace(
+            existing, restrictions=existing.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        )
+    return existing
+
+
+class AgentToolsPlugin(SimplePlugin):
+    """Registers the session workflows and every tool activity on the workers that serve agent sessions,
+    composes the client's data converter with pydantic's payload converter, and opens the worker's services
+    (store, HTTP client, providers) on first use.
+
+    Args:
+        settings: Deployment settings; read from the environment when omitted.
+        tools: The user's own tools (async functions or :func:`agent_tools.tool` objects).
+        agents: Agent definitions; read from ``settings.agents_file`` when omitted.
+        policy: Timeouts and retry policies of model steps, tool calls, engine activities and child
+            sessions; ``settings.policy`` when omitted.
+        task_queues: The task queues whose workers serve agent sessions; ``[settings.task_queue]`` when
+            omitted. A worker on any other queue gets nothing from this plugin.
+        register_workflows: Register the engine's workflows on those workers.
+        register_activities: Register the engine's activities (model calls, tools, stores) on those workers.
+        services: Pre-opened services (tests share one store across workers); the plugin neither opens
+            nor closes them.
+        model_provider: Answers every model call of the worker's activities (session steps, the goal
+            judge, delegate_to_model, research): an object with ``resolve(spec) -> (provider, model)`` and
+            ``check(spec)`` (:class:`~agent_tools.activities._providers.base.ModelProvider`), as
+            ``OpenAIAgentsPlugin(model_provider=...)`` takes one. The default resolves ``openai:``,
+            ``anthropic:``, ``ollama:``, ``scripted:`` and ``settings.providers`` over the worker's HTTP
+            client; :class:`agent_tools.testing.FunctionModel` answers from a Python function in-process.
+            Ignored with ``services``, which bring their own.
+
+    The worker's activities are methods of one class per capability, built once here with the services
+    as their dependency; the services (store, HTTP client, provider) open when the worker starts, and the
+    capability engines (web, memory, sandbox, MCP) on their first call. A ``Replayer`` opens nothing.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        tools: Sequence[UserTool | Callable[..., Any]] = (),
+        agents: AgentRegistry | None = None,
+        policy: ExecutionPolicy | None = None,
+        task_queues: Sequence[str] | None = None,
+        register_workflows: bool = True,
+        register_activities: bool = True,
+        services: Services | None = None,
+        model_provider: ModelProvider | None = None,
+    ) -> None:
+        settings = settings or Settings()
+        if policy is not None:
+            settings = settings.model_copy(update={"policy": policy})
+        self.settings = settings
+        self.task_queues = frozenset(task_queues if task_queues is not None else [settings.task_queue])
+        self.register_workflows = register_workflows
+        self.register_activities = register_activities
+        self.user_tools = [t if isinstance(t, UserTool) else make_user_tool(t) for t in tools]
+        self.catalog = ToolCatalog.builtin()
+        for ut in self.user_tools:
+            self.catalog.register(ut.spec)
+        self._agents = agents
+        self._services = services
+        self._model_provider = model_provider
+        self._holder: ServicesHolder | None = None
+        self._attributes_checked: set[tuple[str, str]] = set()
+        interceptors: list[Any] = []
+        if settings.tracing:
+            from agent_tools import _tracing as tracing
+
+            # On the client, so workers built on it get it too: the trace context then rides on every
+            # workflow start, activity, child workflow and signal (agent_tools._tracing).
+            interceptors.append(tracing.interceptor())
+        super().__init__(
+            "durable-agent-tools",
+            data_converter=compose_data_converter,
+            interceptors=interceptors or None,
+            workflows=self._workflows if register_workflows else None,
+            activities=self._activities if register_activities else None,
+            workflow_runner=compose_workflow_runner if register_workflows else None,
+        )
+
+    # ---- what a serving worker gets -------------------------------------------------------------------
+
+    @property
+    def holder(self) -> ServicesHolder:
+        """The worker-side services (store, HTTP client, providers), opened on first use."""
+        if self._holder is None:
+            # Imported here so that `import agent_tools` stays light for clients.
+            from agent_tools.activities._services import ServicesHolder
+
+            self._holder = ServicesHolder(
+                self.settings,
+                catalog=self.catalog,
+                agents=self._agents,
+                providers=self._model_provider,
+                services=self._services,
+            )
+        return self._holder
+
+    def _workflows(self, existing: Sequence[type] | None) -> Sequence[type]:
+        from agent_tools.workflows._registry import all_workflows
+
+        return [*(existing or []), *all_workflows()]
+
+    def _activities(self, existing: Sequence[Callable[..., Any]] | None) -> Sequence[Callable[..., Any]]:
+        from agent_tools.activities._registry import all_activities
+
+        return [*(existing or []), *all_activities(self.holder, self.user_tools)]
+
+    def serves(self, task_queue: str | None) -> bool:
+        """Whether a worker on ``task_queue`` serves agent sessions (and so gets our registrations)."""
+        return task_queue in self.task_queues
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        if not self.serves(config.get("task_queue")):
+            return config
+        return super().configure_worker(config)
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        if not self.serves(worker.task_queue):
+            await next(worker)
+            return
+        async with self._serving(worker):
+            await next(worker)
+
+    @asynccontextmanager
+    async def _serving(self, worker: Worker) -> AsyncIterator[None]:
+        if self.register_workflows and self.settings.search_attributes:
+            await self.ensure_search_attributes(worker.client)
+        if self.register_activities:
+            # Open the services (and create or migrate the store) before the first task: clients never
+            # create the store, so it must exist once a worker runs; a bad database URL fails here, once.
+            services = await self.holder.get()
+            from agent_tools.activities._sandbox import announce
+
+            # Probe the exec_python sandbox now, so the log says at start whether (and why not) it is offered.
+            await announce(services)
+        try:
+            yield
+        finally:
+            if self._holder is not None:
+                await self._holder.close()
+
+    async def ensure_search_attributes(self, client: Client) -> None:
+        """Register the session search attributes on ``client``'s namespace if it lacks them (once).
+
+        Raises:
+            ConfigurationError: they are missing and cannot be created; the message has the commands.
+        """
+        key = (client.service_client.config.target_host, client.namespace)
+        if key in self._attributes_checked:
+            return
+        from agent_tools import _search_attributes as sa
+
+        added = await sa.ensure_registered(client)
+        if added:
+            log.info("registered search attributes %s on namespace %s", ", ".join(added), client.namespace)
+        self._attributes_checked.add(key)
+
+    @classmethod
+    async def create(
+        cls,
+        settings: Settings | None = None,
+        *,
+        tools: Sequence[UserTool | Callable[..., Any]] = (),
+        agents: AgentRegistry | None = None,
+        **kwargs: Any,
+    ) -> AgentToolsPlugin:
+        """The plugin plus the tools of the MCP servers in ``settings.mcp_config_file``, discovered now.
+
+        A server that cannot be reached is logged and skipped: the worker starts without its tools.
+        """
+        from agent_tools.activities._mcp.discovery import mcp_user_tools
+        from agent_tools.contracts.mcp.config import McpConfig
+
+        settings = settings or Settings()
+        mcp_tools = await mcp_user_tools(McpConfig.from_file(settings.mcp_config_file))
+        return cls(settings, tools=[*tools, *mcp_tools], agents=agents, **kwargs)

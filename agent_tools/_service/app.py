@@ -1,0 +1,49 @@
+"""ASGI app factory: the events ingress and the web tools' endpoints, each a router of its capability.
+
+uvicorn --factory agent_tools._service.app:create_app
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from agent_tools._service import events_routes, tools_routes
+from agent_tools._settings import Settings
+
+# Modules exporting ``build_router(settings, state) -> fastapi.APIRouter``.
+ROUTER_MODULES = (events_routes, tools_routes)
+
+
+# app.state attributes that routers create on first use and the app must close at shutdown.
+LAZY_ENGINES: tuple[str, ...] = ("web",)
+
+
+def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
+    """Build the service. ``state`` lets tests inject a Temporal client, a store, or clock."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        # Routers create some engines lazily (the web service's HTTP client and store); close those.
+        for name in LAZY_ENGINES:
+            engine = getattr(app.state, name, None)
+            if engine is not None and hasattr(engine, "aclose"):
+                await engine.aclose()
+
+    app = FastAPI(title="Durable Agent Tools service", version="0.1.0", lifespan=lifespan)
+    app.state.settings = settings
+    for key, value in state.items():
+        setattr(app.state, key, value)
+    for module in ROUTER_MODULES:
+        app.include_router(module.build_router(settings, app.state))
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

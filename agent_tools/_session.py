@@ -1,0 +1,404 @@
+"""Session models: what starts a session, the state it carries, and the messages it takes.
+
+All workflow state is one model (:class:`SessionState`), which is exactly what continue-as-new carries.
+Every signal, update and query takes one input model. These are durable contracts: add optional fields only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from agent_tools._activity_io import ToolCallOutput
+from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CHARS, SCOPE_CHARS, limit
+from agent_tools._budget import BudgetState
+from agent_tools._messages import Message, Usage
+from agent_tools._policy import ExecutionPolicy
+from agent_tools.contracts.approvals import ApprovalPolicy, ApprovalState, ResolvedApprovals
+from agent_tools.contracts.delegation import DelegationState
+from agent_tools.contracts.events import EventWaitState
+from agent_tools.contracts.human import HumanState
+from agent_tools.contracts.output import MAX_OUTPUT_RETRIES, OutputContract, OutputState
+from agent_tools.contracts.planning import PlanningState
+
+__all__ = [
+    "TERMINAL_STATUSES",
+    "WORKFLOW_NAME",
+    "LatestMessageView",
+    "ParkedCall",
+    "ParkedStep",
+    "PrepareInput",
+    "PrepareOutput",
+    "SendMessage",
+    "SendMessageAccepted",
+    "SessionConfig",
+    "SessionInput",
+    "SessionOptions",
+    "SessionRequest",
+    "SessionResult",
+    "SessionState",
+    "SessionStatus",
+    "StatusView",
+    "StopRequest",
+    "Trigger",
+]
+
+WORKFLOW_NAME = "AgentSession"
+
+
+class SessionStatus(StrEnum):
+    starting = "starting"
+    running = "running"
+    waiting_for_user = "waiting_for_user"
+    waiting_for_event = "waiting_for_event"
+    idle = "idle"
+    completed = "completed"
+    stopped = "stopped"
+    failed = "failed"
+    handed_off = "handed_off"
+
+
+TERMINAL_STATUSES = frozenset(
+    {SessionStatus.completed, SessionStatus.stopped, SessionStatus.failed, SessionStatus.handed_off}
+)
+
+TriggerKind = Literal["user", "loop", "goal", "subagent", "event", "handoff", "system"]
+
+
+class Trigger(BaseModel):
+    """Something that starts a turn."""
+
+    kind: TriggerKind = "user"
+    content: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionOptions(BaseModel):
+    """Per-session switches and limits. An agent's definition sets defaults; a request's own win.
+
+    Durable: sessions carry these in their state, so unknown keys are kept (``extra="allow"``), only set
+    keys are serialized (exactly as the plain dict they replace was), and the ranges are schema limits
+    checked where a request enters (a recorded history must still decode).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    continue_as_new_after_turns: int | None = Field(
+        default=None,
+        description="Continue-as-new after this many turns of one run",
+        **limit(minimum=1, maximum=100_000),
+    )
+    continue_as_new_after_events: int | None = Field(
+        default=None,
+        description=(
+            "Continue-as-new once a run's history reaches this many events (between turns, and during a durable"
+            " wait); Temporal's own suggestion applies either way"
+        ),
+        # The floor keeps a new run (which starts with a few dozen events) from continuing again at once.
+        **limit(minimum=100, maximum=50_000),
+    )
+    heartbeat_timeout_seconds: float | None = Field(
+        default=None, description="Heartbeat timeout of model steps and tool calls", **limit(minimum=0.1, maximum=3600)
+    )
+    ask_user_timeout_seconds: float | None = Field(
+        default=None,
+        description="askUser waits this long at most (0 or unset: no limit)",
+        **limit(minimum=0, maximum=366 * 86400),
+    )
+    ask_user_default: str | None = Field(
+        default=None,
+        description='On an askUser timeout: "first" option, a named label, or none',
+        **limit(chars=LABEL_CHARS),
+    )
+    memory: bool | None = Field(default=None, description="The agent's Memory switch, for this session")
+    loop_min_interval_seconds: float | None = Field(
+        default=None,
+        description="createLoop's shortest interval (cost control; unset: 5 seconds)",
+        **limit(minimum=1, maximum=86400),
+    )
+    search_attributes: bool | None = Field(default=None, description="Set the session search attributes")
+    delegation_fanout_cap: int | None = Field(
+        default=None, description="spawn_agent calls per message", **limit(minimum=1, maximum=100)
+    )
+    delegation_cost_ceiling_usd: float | None = Field(
+        default=None,
+        description="spawn_agent refuses once the tree has spent this much",
+        **limit(minimum=0, maximum=1e6),
+    )
+    delegation_invoke_wait_seconds: float | None = Field(
+        default=None, description="How long one invoke_sub_agent call waits", **limit(minimum=0.01, maximum=3600)
+    )
+    handed_off_from: str | None = Field(
+        default=None, description="Set on a session a hand-off started", **limit(chars=ID_CHARS)
+    )
+    stream_text: bool | None = Field(
+        default=None, description="Publish the model's text to the progress stream as it is written (on unless False)"
+    )
+    budget_cost_usd: float | None = Field(
+        default=None,
+        description="Cost ceiling of the whole session tree (every model call of it and its descendants)",
+        **limit(minimum=0, maximum=1e6),
+    )
+    budget_tokens: int | None = Field(
+        default=None,
+        description="Token ceiling (input + output) of the whole session tree",
+        **limit(minimum=0, maximum=10**12),
+    )
+    approval: ApprovalPolicy | None = Field(
+        default=None, description="Tools that need a person's approval (added to the agent's own policy)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None}
+
+    def merged(self, other: SessionOptions | dict[str, Any] | None) -> SessionOptions:
+        """These options with ``other``'s set ones on top."""
+        if not other:
+            return self
+        top = other if isinstance(other, SessionOptions) else SessionOptions.model_validate(other)
+        return SessionOptions.model_validate({**self.model_dump(), **top.model_dump()})
+
+    def delegation_only(self) -> SessionOptions:
+        """What a child inherits: the delegation limits and the budget of its tree."""
+        return SessionOptions.model_validate(
+            {k: v for k, v in self.model_dump().items() if k.startswith(("delegation_", "budget_"))}
+        )
+
+
+class SessionRequest(BaseModel):
+    """What a client (or a parent session) asks for when starting a session."""
+
+    agent: str = Field(default="assistant", **limit(chars=SCOPE_CHARS))
+    prompt: str | None = Field(default=None, **limit(chars=MESSAGE_CHARS))
+    organisation: str = Field(default="default", **limit(chars=SCOPE_CHARS))
+    project: str = Field(default="default", **limit(chars=SCOPE_CHARS))
+    user: str = Field(default="default", **limit(chars=ID_CHARS))
+    title: str | None = Field(default=None, **limit(chars=LABEL_CHARS))
+    model: str | None = Field(default=None, **limit(chars=LABEL_CHARS))
+    tools: list[Annotated[str, Field(**limit(chars=LABEL_CHARS))]] | None = Field(default=None, **limit(items=500))
+    exclude_tools: list[Annotated[str, Field(**limit(chars=LABEL_CHARS))]] = Field(
+        default_factory=list, **limit(items=500)
+    )
+    system_prompt: str | None = Field(default=None, **limit(chars=MESSAGE_CHARS))
+    max_steps: int | None = Field(default=None, ge=1, le=500)
+    max_tokens: int | None = Field(default=None, ge=1, **limit(maximum=1_000_000))
+    # A session that ends when it has nothing left to do (no message, loop, goal or child pending).
+    # Chat sessions keep_alive and wait for the next message instead.
+    keep_alive: bool = False
+    # Tree links, filled by a parent session.
+    parent_id: str | None = Field(default=None, **limit(chars=ID_CHARS))
+    root_id: str | None = Field(default=None, **limit(chars=ID_CHARS))
+    depth: int = Field(default=0, ge=0, **limit(maximum=100))
+    chain: list[Annotated[str, Field(**limit(chars=LABEL_CHARS))]] = Field(default_factory=list, **limit(items=100))
+    role: str | None = Field(default=None, **limit(chars=LABEL_CHARS))
+    # Messages that open the conversation before the prompt (hand-off, prior_messages).
+    history: list[Message] = Field(default_factory=list, **limit(items=1000))
+    options: SessionOptions = Field(default_factory=SessionOptions)
+    # Structured results: the final answer must be JSON matching this JSON Schema (checked by prepare_session).
+    output_schema: dict[str, Any] | None = None
+    # Invalid final answers sent back to the model, per turn, before the turn fails (default 2).
+    output_retries: int | None = Field(default=None, **limit(minimum=0, maximum=MAX_OUTPUT_RETRIES))
+
+
+class SessionConfig(BaseModel):
+    """A request resolved against agents, catalog and settings by the ``prepare_session`` activity."""
+
+    session_id: str
+    agent: str
+    organisation: str
+    project: str
+    user: str
+    title: str
+    model: str
+    tools: list[str]
+    max_steps: int
+    max_tokens: int | None = None
+    keep_alive: bool = False
+    parent_id: str | None = None
+    root_id: str
+    depth: int = 0
+    chain: list[str] = Field(default_factory=list)
+    role: str | None = None
+    spill_threshold: int = 2000
+    subagents: list[str] = Field(default_factory=list)
+    options: SessionOptions = Field(default_factory=SessionOptions)
+    # Timeouts and retries of this session's calls (the worker's settings and the agent's overrides).
+    policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
+    # What the final answer must be (structured results); None: free text.
+    output: OutputContract | None = None
+    # The tools whose calls wait for a person's approval (None: none do); see contracts/approvals.py.
+    approvals: ResolvedApprovals | None = None
+
+    def scoped_request(self, agent: str, prompt: str, **fields: Any) -> SessionRequest:
+        """A request for another session in this one's organisation, project and user scope."""
+        return SessionRequest(
+            agent=agent, prompt=prompt, organisation=self.organisation, project=self.project, user=self.user, **fields
+        )
+
+    def child_request(self, agent: str, prompt: str, **fields: Any) -> SessionRequest:
+        """A request for a child session: this scope, and the tree links (parent, root, depth, chain)."""
+        return self.scoped_request(
+            agent,
+            prompt,
+            parent_id=self.session_id,
+            root_id=self.root_id,
+            depth=self.depth + 1,
+            chain=[*self.chain, agent],
+            options=self.options.delegation_only(),
+            **fields,
+        )
+
+
+class ParkedCall(BaseModel):
+    """One tool call of a parked step that was still waiting when the run continued-as-new."""
+
+    index: int
+    kind: Literal["askUser", "wait_for_event", "subagent", "approval"]
+    # The wait's own record in the state: the askUser ask id, the event subscription id, the child's id,
+    # the approval id (the call waits for a person's approval; once approved it runs in the new run).
+    ref: str
+    # When the wait gives up, if the wait itself does not record it (invoke_sub_agent's bounded wait).
+    deadline: datetime | None = None
+
+
+class ParkedStep(BaseModel):
+    """A model step whose tool calls were waiting (askUser, wait_for_event, a sub-agent, an approval) when the run
+    continued-as-new: the new run resumes these waits and the turn goes on from this step."""
+
+    trigger: Trigger
+    # Steps of the turn already taken, this one included (the turn's step budget goes on from here).
+    step: int
+    # The assistant message whose tool calls these are (already in the transcript).
+    message: Message
+    # One entry per tool call: its result when it was already in, else None (then a ParkedCall says why).
+    results: list[ToolCallOutput | None]
+    waits: list[ParkedCall]
+    last_answer: str | None = None
+
+
+class LatestMessageView(BaseModel):
+    # Defined before SessionState, which holds one: a model whose annotations name a class defined later is
+    # left incomplete by pydantic, and every workflow instance's payload converter then builds its validator
+    # anew (22 ms a session, and 20-25 KiB of every cached one; tests/test_architecture.py checks none is left
+    # so).
+    message_id: str | None
+    role: str | None
+    content: str
+    created_at: str | None
+
+
+class SessionState(BaseModel):
+    """All state of one session run; continue-as-new carries it whole."""
+
+    status: SessionStatus = SessionStatus.starting
+    transcript_len: int = 0
+    inbox: list[Trigger] = Field(default_factory=list)
+    turns: int = 0
+    steps: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    # Usage of descendant sessions, reported up the tree.
+    tree_usage: Usage = Field(default_factory=Usage)
+    last_message: Message | None = None
+    last_message_id: str | None = None
+    last_message_at: str | None = None
+    # The message that opened the running turn (a user message, a notification), until the model answers:
+    # getSubAgentMessage reports the latest message whatever its role (RTC), not only the last answer.
+    last_input: LatestMessageView | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    error: str | None = None
+    # Tool results a turn could not send before its step budget ended; the next model step sends them first.
+    unsent: list[Message] = Field(default_factory=list)
+    handed_off_to: str | None = None
+    planning: PlanningState = Field(default_factory=PlanningState)
+    human: HumanState = Field(default_factory=HumanState)
+    delegation: DelegationState = Field(default_factory=DelegationState)
+    events: EventWaitState = Field(default_factory=EventWaitState)
+    # The latest workflow-native tool calls, one line each, for the Temporal UI's current details (native
+    # tools run no activity, so the event history has no trace of them).
+    native_calls: list[str] = Field(default_factory=list)
+    # The structured result (sessions with an output schema).
+    output: OutputState = Field(default_factory=OutputState)
+    # The tree's spend against its budget (sessions with one).
+    budget: BudgetState = Field(default_factory=BudgetState)
+    approvals: ApprovalState = Field(default_factory=ApprovalState)
+    # The step a run continued-as-new in the middle of; the next run resumes it.
+    parked: ParkedStep | None = None
+
+
+class SessionInput(BaseModel):
+    """Workflow input: a request on first start; config and state after continue-as-new."""
+
+    request: SessionRequest
+    config: SessionConfig | None = None
+    state: SessionState | None = None
+    stream_state: Any | None = None
+
+
+class SessionResult(BaseModel):
+    session_id: str
+    status: SessionStatus
+    final_message: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    tree_usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+    handed_off_to: str | None = None
+    # The last final answer that matched the output schema, parsed (sessions with one; else None).
+    output: Any = None
+
+
+class PrepareInput(BaseModel):
+    """Input of the ``prepare_session`` activity."""
+
+    session_id: str
+    request: SessionRequest
+
+
+class PrepareOutput(BaseModel):
+    config: SessionConfig
+    transcript_len: int
+
+
+# ---- messages in ---------------------------------------------------------------------------------------
+
+
+class SendMessage(BaseModel):
+    content: str = Field(min_length=1, **limit(chars=MESSAGE_CHARS))
+    # Clients send "user" messages; the other kinds are the session's own (a refusal says so).
+    kind: TriggerKind = "user"
+    meta: dict[str, Any] = Field(default_factory=dict, **limit(properties=20))
+
+
+class SendMessageAccepted(BaseModel):
+    position: int
+    queued_behind: int
+
+
+class StopRequest(BaseModel):
+    # A stop is never refused: a longer reason is cut (the session stops with at most NOTE_CHARS of it).
+    reason: str = Field(default="stopped by request", **limit(chars=NOTE_CHARS))
+
+
+class StatusView(BaseModel):
+    session_id: str
+    agent: str
+    title: str
+    status: SessionStatus
+    turns: int
+    steps: int
+    usage: Usage
+    tree_usage: Usage
+    parent_id: str | None
+    root_id: str
+    depth: int
+    pending_inbox: int
+    created_at: str | None
+    updated_at: str | None
+    error: str | None = None
+    # The session the conversation continues in after hand_off_to_agent.
+    handed_off_to: str | None = None

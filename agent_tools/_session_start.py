@@ -1,0 +1,89 @@
+"""How a session is started, for a root (the client) and a child (a parent session): one description.
+
+The id, the search attributes it starts with, what the Temporal UI shows of it and its id reuse policy are
+part of the start command, so a recorded parent's history replays only while this stays what it was.
+"""
+
+from dataclasses import dataclass
+
+from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
+
+from agent_tools import _search_attributes as sa
+from agent_tools._progress_text import session_details, session_summary
+from agent_tools._session import WORKFLOW_NAME, SessionRequest
+
+__all__ = ["SessionStart", "child_start", "handoff_start", "root_start"]
+
+
+@dataclass(frozen=True)
+class SessionStart:
+    """The options a session's workflow is started with (besides the input and the task queue)."""
+
+    id: str
+    summary: str
+    details: str | None
+    search_attributes: TypedSearchAttributes | None
+    # One run per id (a second would mix two runs' transcripts under one session id); a hand-off keeps
+    # the SDK's default.
+    id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.REJECT_DUPLICATE
+    workflow: str = WORKFLOW_NAME
+
+
+def _details(request: SessionRequest, scope: str) -> str:
+    return session_details(
+        agent=request.agent,
+        title=request.title,
+        prompt=request.prompt,
+        model=request.model,
+        scope=scope,
+        parent_id=request.parent_id,
+        root_id=request.root_id,
+        depth=request.depth,
+    )
+
+
+def _attributes(request: SessionRequest, session_id: str, title: str | None) -> TypedSearchAttributes:
+    """The tree links from the first moment (the session upserts them again itself)."""
+    return sa.at_start(
+        agent=request.agent,
+        root_id=request.root_id or session_id,
+        parent_id=request.parent_id,
+        depth=request.depth,
+        title=title,
+    )
+
+
+def root_start(request: SessionRequest, session_id: str, *, search_attributes: bool) -> SessionStart:
+    """A session a client starts."""
+    return SessionStart(
+        id=session_id,
+        summary=session_summary(request.agent, request.title, request.prompt),
+        details=_details(request, f"{request.organisation}/{request.project} · user {request.user}"),
+        search_attributes=(
+            _attributes(request, session_id, request.title or (request.prompt or request.agent)[:60])
+            if search_attributes
+            else None
+        ),
+    )
+
+
+def child_start(request: SessionRequest, session_id: str, *, search_attributes: bool) -> SessionStart:
+    """A sub-agent's session, started by its parent (``request`` carries the tree links)."""
+    title = request.title or ""
+    return SessionStart(
+        id=session_id,
+        summary=f"{request.agent}: {title}"[:200],
+        details=_details(request, f"{request.organisation}/{request.project}"),
+        search_attributes=_attributes(request, session_id, title) if search_attributes else None,
+    )
+
+
+def handoff_start(session_id: str, *, agent: str, from_agent: str) -> SessionStart:
+    """The specialist's session a hand-off starts: a new conversation, not a sub-agent in the tree."""
+    return SessionStart(
+        id=session_id,
+        summary=f"{agent}: hand-off from {from_agent}"[:200],
+        details=None,
+        search_attributes=None,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+    )

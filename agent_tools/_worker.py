@@ -1,0 +1,86 @@
+"""The worker: settings -> plugin -> client -> worker, until SIGTERM or Ctrl-C.
+
+``agent-tools worker`` and the repository's ``worker.py`` script run :func:`main`; the embedded mode and the
+tests build theirs with :func:`build_worker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import PollerBehaviorAutoscaling, Worker
+
+from agent_tools._client import unreachable
+from agent_tools._plugin import AgentToolsPlugin
+from agent_tools._settings import Settings
+
+STICKY_TIMEOUT_SECONDS = 3.0
+# The longest a worker holds a heartbeat before it forwards it to the server: one every 2 s per running call.
+HEARTBEAT_THROTTLE_SECONDS = 2.0
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("durable-agent-tools")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "dev"
+
+
+def build_worker(
+    client: Client, plugin: AgentToolsPlugin, *, task_queue: str | None = None, **kwargs: object
+) -> Worker:
+    """A worker on ``client`` with everything the plugin registers (the plugin must be on the client)."""
+    # A workflow task waits this long on its worker's sticky queue before any worker may take it: short, so
+    # that a dead worker's sessions move on quickly; above a loaded worker's pick-up time, so that a live
+    # worker's sessions are not replayed whole elsewhere (docs/benchmarks.md, the chaos bench).
+    kwargs.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=STICKY_TIMEOUT_SECONDS))
+    # Heartbeats reach the server well inside the heartbeat timeout (5 s for model steps and tools), so a
+    # loaded worker is never taken for dead; the SDK's default of 0.8 of the timeout leaves it 1 s.
+    kwargs.setdefault("max_heartbeat_throttle_interval", timedelta(seconds=HEARTBEAT_THROTTLE_SECONDS))
+    # Temporal's recommended poller setting ("Worker performance"): the server tells the worker how many
+    # polls to keep open; a server before 1.28 sends no such feedback and the worker keeps its initial five.
+    kwargs.setdefault("workflow_task_poller_behavior", PollerBehaviorAutoscaling())
+    kwargs.setdefault("activity_task_poller_behavior", PollerBehaviorAutoscaling())
+    if "build_id" not in kwargs and "deployment_config" not in kwargs:
+        # Without one the SDK reads and hashes the code of every loaded module at each start. It only names
+        # the worker unless the host versions its workers, and then the host passes its own.
+        kwargs["build_id"] = f"agent-tools-{_package_version()}"
+    return Worker(
+        client,
+        task_queue=task_queue or plugin.settings.task_queue,
+        max_concurrent_activities=int(kwargs.pop("max_concurrent_activities", 200)),  # type: ignore[call-overload]
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def main(settings: Settings | None = None) -> None:
+    settings = settings or Settings()
+    plugin = await AgentToolsPlugin.create(settings)
+    try:
+        client = await Client.connect(
+            settings.temporal_address, namespace=settings.temporal_namespace, plugins=[plugin]
+        )
+    except RuntimeError as exc:
+        raise unreachable(settings, exc) from exc
+    if settings.search_attributes:
+        # Before the worker starts, so that a server that lacks them and cannot take them is one clear line.
+        await plugin.ensure_search_attributes(client)
+    grace = settings.worker_shutdown_grace_seconds
+    worker = build_worker(client, plugin, graceful_shutdown_timeout=timedelta(seconds=grace))
+    # A deploy stops workers with SIGTERM: finish what is in flight instead of dying mid-call, which would
+    # leave each running activity to be noticed only at its heartbeat timeout and to repeat its side effects.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    logging.info("worker on task queue %s at %s", settings.task_queue, settings.temporal_address)
+    async with worker:
+        await stop.wait()
+        logging.info("stopping: no new tasks; in-flight activities have up to %g s to finish", grace)
+    logging.info("worker stopped")

@@ -1,5 +1,0 @@
-"""SQL store (SQLAlchemy 2, async): SQLite embedded, PostgreSQL at scale, one schema for both."""
-
-from agent_tools.activities.store.db import Store
-
-__all__ = ["Store"]

@@ -1,3 +1,0 @@
-from agent_tools.cli import main
-
-main()
