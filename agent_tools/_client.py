@@ -46,8 +46,14 @@ from agent_tools._session import (
 )
 from agent_tools._session_start import root_start
 from agent_tools._settings import Settings
-from agent_tools.contracts.approvals import ApprovalAccepted, ApprovalState, PendingApproval
-from agent_tools.contracts.human import AnswerAccepted, HumanState, PendingQuestion
+from agent_tools.contracts.approvals import (
+    ApprovalAccepted,
+    ApprovalDecision,
+    ApprovalRejected,
+    ApprovalState,
+    PendingApproval,
+)
+from agent_tools.contracts.human import AnswerAccepted, HumanState, PendingQuestion, parse_answer_payload
 from agent_tools.contracts.output import schema_dict, schema_refusal
 
 if TYPE_CHECKING:
@@ -154,42 +160,44 @@ class SessionHandle:
             result: T = await self.workflow.execute_update(name, arg, result_type=result_type)
         return result
 
-    # Capability faces of the handle live with their capability; these delegate so users keep one object.
+    # askUser and tool approvals: what the session waits on, and the answers and decisions.
 
     async def answer_questions(self, answers: object, *, by_signal: bool = False) -> AnswerAccepted | None:
         """Answer the session's pending askUser questions (``{question or id: answer}``, or a list of answers).
 
-        By update (the default) the session refuses answers that fit no pending question, with the reason.
-        By signal nothing can be refused: a bad answer is recorded in :meth:`human_state` as rejected, the
+        ``answers`` may be an :class:`~agent_tools.contracts.AnswerQuestions`, or the friendly JSON shapes of
+        ``parse_answer_payload`` (question text or header -> label, list of labels, or ``{"other": "text"}``).
+        By update (the default) the session refuses answers that fit no pending question: this raises
+        ``temporalio.client.WorkflowUpdateFailedError`` whose cause says why. By signal nothing can be refused: a bad answer is recorded in :meth:`human_state` as rejected, the
         questions stay pending, and this returns None.
-        """
-        from agent_tools._human_client import answer_questions
 
-        return await answer_questions(self, answers, by_signal=by_signal)
+        Raises:
+            AnswerRejected: the answers have none of the accepted shapes (checked before sending).
+        """
+        request = parse_answer_payload(answers)
+        if by_signal:
+            await self.workflow.signal(names.SIGNAL_ANSWER_QUESTIONS, request.model_dump(mode="json"))
+            return None
+        accepted: AnswerAccepted = await self.workflow.execute_update(
+            names.UPDATE_ANSWER_QUESTIONS, request, result_type=AnswerAccepted
+        )
+        return accepted
 
     async def pending_questions(self) -> list[PendingQuestion]:
         """The askUser questions waiting for an answer."""
-        from agent_tools._human_client import pending_questions
-
-        return await pending_questions(self)
+        return await self.query(names.QUERY_PENDING_QUESTIONS, list[PendingQuestion])
 
     async def pending_approvals(self) -> list[PendingApproval]:
         """The tool calls waiting for a person's approval (see docs/approvals.md)."""
-        from agent_tools._human_client import pending_approvals
-
-        return await pending_approvals(self)
+        return await self.query(names.QUERY_PENDING_APPROVALS, list[PendingApproval])
 
     async def human_state(self) -> HumanState:
         """Pending questions, answered ones (structured) and rejected signalled answers."""
-        from agent_tools._human_client import human_state
-
-        return await human_state(self)
+        return await self.query(names.QUERY_HUMAN_STATE, HumanState)
 
     async def approval_state(self) -> ApprovalState:
         """Pending approvals, recent decisions and rejected signalled decisions."""
-        from agent_tools._human_client import approval_state
-
-        return await approval_state(self)
+        return await self.query(names.QUERY_APPROVAL_STATE, ApprovalState)
 
     async def decide_approval(
         self,
@@ -203,24 +211,39 @@ class SessionHandle:
     ) -> ApprovalAccepted | None:
         """Approve or deny one pending call, by update (as :meth:`approve` and :meth:`deny`) or by signal.
 
-        By signal nothing can be refused: a bad decision is recorded in :meth:`approval_state` as rejected,
-        the call stays pending, and this returns None.
-        """
-        from agent_tools._human_client import decide_approval
+        ``digest`` is the argument digest the decider was shown (``PendingApproval.digest``); the session
+        refuses a decision whose digest is not the call's. Approving requires it; a denial without one reads
+        the pending call's. By update a refusal raises :class:`SessionError` with the session's reason; by
+        signal nothing can be refused (a bad decision is recorded in :meth:`approval_state` as rejected, the
+        call stays pending) and this returns None.
 
-        return await decide_approval(
-            self, approval_id, approve=approve, digest=digest, reason=reason, decided_by=decided_by, by_signal=by_signal
+        Raises:
+            ApprovalRejected: approving without a digest, or a denial for an approval that is not pending.
+        """
+        if digest is None:
+            if approve:
+                raise ApprovalRejected(
+                    "approving needs the digest of the arguments you approve (PendingApproval.digest)"
+                )
+            found = next((p for p in await self.pending_approvals() if p.approval_id == approval_id), None)
+            if found is None:
+                raise ApprovalRejected(f"approval {approval_id!r} is not pending")
+            digest = found.digest
+        decision = ApprovalDecision(
+            approval_id=approval_id, digest=digest, approve=approve, reason=reason, decided_by=decided_by
         )
+        if by_signal:
+            await self.workflow.signal(names.SIGNAL_DECIDE_APPROVAL, decision.model_dump(mode="json"))
+            return None
+        return await self.update(names.UPDATE_DECIDE_APPROVAL, decision, ApprovalAccepted)
 
     async def approve(
         self, approval_id: str, *, digest: str, reason: str | None = None, decided_by: str | None = None
     ) -> ApprovalAccepted:
         """Approve one pending call; ``digest`` is the argument digest you were shown. A refusal (unknown or
         decided id, another digest, not an approver) raises :class:`SessionError` with the reason."""
-        from agent_tools._human_client import decide_approval
-
-        accepted = await decide_approval(
-            self, approval_id, approve=True, digest=digest, reason=reason, decided_by=decided_by
+        accepted = await self.decide_approval(
+            approval_id, approve=True, digest=digest, reason=reason, decided_by=decided_by
         )
         assert accepted is not None
         return accepted
@@ -229,10 +252,8 @@ class SessionHandle:
         self, approval_id: str, *, reason: str, digest: str | None = None, decided_by: str | None = None
     ) -> ApprovalAccepted:
         """Deny one pending call; the model gets ``reason`` as the call's tool error."""
-        from agent_tools._human_client import decide_approval
-
-        accepted = await decide_approval(
-            self, approval_id, approve=False, digest=digest, reason=reason, decided_by=decided_by
+        accepted = await self.decide_approval(
+            approval_id, approve=False, digest=digest, reason=reason, decided_by=decided_by
         )
         assert accepted is not None
         return accepted

@@ -249,7 +249,6 @@ async def wait_count(client: Any, query: str, want: int, timeout: float) -> floa
 
 async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool = False) -> dict[str, Any]:
     from agent_tools._client import AgentToolsClient
-    from agent_tools._human_client import answer_questions
     from agent_tools._settings import Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="askuser-bench-"))
@@ -274,7 +273,7 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool =
         # Warm-up: one full session so imports, the store and the sandbox are paid for before the baseline.
         warm = await client.start_session("warm up")
         await wait_count(client, f"{base_query} AND SessionState = 'waiting_for_user'", 1, 60)
-        await answer_questions(warm, {QUESTION: "date-fns"})
+        await warm.answer_questions({QUESTION: "date-fns"})
         await warm.result()
         await asyncio.sleep(1.0)
         baseline = rss_kib(proc.pid)

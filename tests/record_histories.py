@@ -261,7 +261,6 @@ async def scenario_tool_approval(client: AgentToolsClient, script: Callable[[lis
         "look up", model=model, tools=["lookup"], options={"approval": {"require": ["look*"]}},
         session_id=f"replay-approval-{uuid.uuid4().hex[:6]}",
     )  # fmt: skip
-    from agent_tools._human_client import decide_approval
 
     decided: set[str] = set()
     pending: list[Any] = []
@@ -274,8 +273,8 @@ async def scenario_tool_approval(client: AgentToolsClient, script: Callable[[lis
         await eventually(waiting, timeout=60, interval=0.05, what="the event wait")
         p = pending[0]
         decided.add(p.approval_id)
-        await decide_approval(
-            handle, p.approval_id, approve=approve, digest=p.digest, decided_by="ana", reason=None if approve else "no",
+        await handle.decide_approval(
+            p.approval_id, approve=approve, digest=p.digest, decided_by="ana", reason=None if approve else "no",
             by_signal=not approve,
         )  # fmt: skip
     await handle.result()

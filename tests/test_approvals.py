@@ -17,7 +17,6 @@ from agent_tools._agents import AgentDefinition
 from agent_tools._catalog.spec import ToolLevel
 from agent_tools._client import SessionHandle
 from agent_tools._errors import SessionError
-from agent_tools._human_client import approval_state, decide_approval
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
 from agent_tools._store.approval_tables import ApprovalStore
@@ -148,7 +147,7 @@ async def test_approved_call_runs_once_and_is_audited(
         # A replayed decision for the consumed approval is refused, and nothing runs again.
         with pytest.raises(SessionError, match="already decided"):
             await handle.approve(pending.approval_id, digest=pending.digest, decided_by="ana")
-        state = await approval_state(handle)
+        state = await handle.approval_state()
         assert state.pending == [] and [d.outcome for d in state.decided] == ["approved"]
         assert state.decided[0].decided_by == "ana" and state.decided[0].via == "update"
         assert (await handle.status()).status == SessionStatus.idle
@@ -261,17 +260,17 @@ async def test_bad_decisions_are_refused_and_signalled_ones_recorded(
         ]
         for fields, reason in cases:
             with pytest.raises(SessionError, match=reason):
-                await decide_approval(handle, approve=True, decided_by=fields.pop("decided_by", None), **fields)
+                await handle.decide_approval(approve=True, decided_by=fields.pop("decided_by", None), **fields)
         # Approving needs the digest the decider saw.
         with pytest.raises(ApprovalRejected, match="needs the digest"):
-            await decide_approval(handle, pending.approval_id, approve=True)
+            await handle.decide_approval(pending.approval_id, approve=True)
         # By signal nothing can be refused: each bad decision is recorded, the approval stays pending.
         await handle.workflow.signal("decide_approval_signal", {"approval_id": pending.approval_id, "approve": "yes"})
-        await decide_approval(
-            handle, pending.approval_id, approve=True, digest="f" * 64, decided_by="ana", by_signal=True
+        await handle.decide_approval(
+            pending.approval_id, approve=True, digest="f" * 64, decided_by="ana", by_signal=True
         )
         for _ in range(100):
-            state = await approval_state(handle)
+            state = await handle.approval_state()
             if len(state.rejected) == 2:
                 break
             await asyncio.sleep(0.05)
@@ -279,12 +278,12 @@ async def test_bad_decisions_are_refused_and_signalled_ones_recorded(
         assert "digest does not match" in state.rejected[1].reason
         assert [p.approval_id for p in state.pending] == [pending.approval_id] and RUNS == []
         # A good signalled decision approves.
-        await decide_approval(
-            handle, pending.approval_id, approve=True, digest=pending.digest, decided_by="bo", by_signal=True
+        await handle.decide_approval(
+            pending.approval_id, approve=True, digest=pending.digest, decided_by="bo", by_signal=True
         )
         result = await handle.result()
         assert result.final_message == "acme: 100"
-        state = await approval_state(handle)
+        state = await handle.approval_state()
         assert state.decided[0].via == "signal" and state.decided[0].decided_by == "bo"
 
 
@@ -299,7 +298,7 @@ async def test_stop_while_waiting_clears_the_approval(
         result = await handle.result()
         assert result.status == SessionStatus.stopped
         assert await handle.pending_approvals() == [] and RUNS == []
-        state = await approval_state(handle)
+        state = await handle.approval_state()
         assert state.pending == [] and state.decided == [] and pending.approval_id
 
 
@@ -430,7 +429,7 @@ async def test_decisions_are_carried_by_continue_as_new(
                 break
             await asyncio.sleep(0.1)
         assert (await handle.latest_message()).content == "second done"
-        state = await approval_state(handle)
+        state = await handle.approval_state()
         assert [d.approval_id for d in state.decided] == [first.approval_id, second.approval_id]
         await handle.stop("test over")
     assert RUNS == [{"to": "bob", "amount": 1}, {"to": "bob", "amount": 2}]
@@ -484,7 +483,7 @@ async def test_a_carried_wait_is_taken_over_by_the_re_entered_call(
         handle = await _start_carrying(client, settings, _carried(decision=decided))
         result = await asyncio.wait_for(handle.result(), 30)
         assert result.final_message == "got: sent 5 to bob" and RUNS == [{"to": "bob", "amount": 5}]
-        state = await approval_state(handle)
+        state = await handle.approval_state()
         assert [(d.approval_id, d.outcome, d.decided_by) for d in state.decided] == [("apr_carried", "approved", "ana")]
         [row] = await audit_rows(settings.database_url, handle.id)
         assert row.approval_id == "apr_carried" and row.consumed_at is not None
@@ -596,7 +595,7 @@ async def test_an_approval_pending_across_hand_overs_runs_the_tool_once(
         await handle.approve(pending.approval_id, digest=pending.digest)
         result = await asyncio.wait_for(handle.result(), 120)
         entries = await handle.transcript(limit=500)
-        state = await approval_state(handle)
+        state = await handle.approval_state()
     assert result.status == SessionStatus.completed
     assert RUNS == [{"to": "bob", "amount": 5}]  # the tool ran once, in the last run
     tools = [e for e in entries if e.role == "tool"]
@@ -618,8 +617,8 @@ async def test_an_approval_denied_after_a_hand_over_is_one_tool_error(
         handle = await client.start_session("pay bob", tools=TOOLS, options={"continue_as_new_after_events": 100})
         [pending] = await wait_for_approvals(handle)
         await _hand_over_while_waiting(handle, temporal_env.client, 1)
-        await decide_approval(
-            handle, pending.approval_id, approve=False, digest=pending.digest, decided_by="ana", reason="too risky",
+        await handle.decide_approval(
+            pending.approval_id, approve=False, digest=pending.digest, decided_by="ana", reason="too risky",
             by_signal=True,
         )  # fmt: skip
         result = await asyncio.wait_for(handle.result(), 120)
@@ -648,7 +647,7 @@ async def test_an_approval_timeout_keeps_its_deadline_across_a_hand_over(
         handed_over = datetime.now(UTC)
         result = await asyncio.wait_for(handle.result(), 120)
         entries = await handle.transcript(limit=500)
-        state = await approval_state(handle)
+        state = await handle.approval_state()
         chain = await runs(temporal_env.client, handle.id)
     assert result.status == SessionStatus.completed and RUNS == [] and len(chain) >= 2
     tools = [e for e in entries if e.role == "tool"]
@@ -680,8 +679,8 @@ async def test_a_decision_in_the_hand_over_activation_completes_the_call_once(
         waiting = idle.session(handle.id)
         for note in notes:
             await waiting.send_signal(note)
-        await decide_approval(
-            waiting, pending.approval_id, approve=True, digest=pending.digest, decided_by="ana", by_signal=True
+        await waiting.decide_approval(
+            pending.approval_id, approve=True, digest=pending.digest, decided_by="ana", by_signal=True
         )
     async with worker_for(tools=[send_payment, balance]) as client:
         handle = client.session(handle.id)
@@ -748,7 +747,7 @@ async def test_stop_after_a_hand_over_cancels_the_resumed_approval_wait(
         await _hand_over_while_waiting(handle, temporal_env.client, 1)
         await handle.stop("enough")
         result = await asyncio.wait_for(handle.result(), 60)
-        state = await approval_state(handle)
+        state = await handle.approval_state()
         entries = await handle.transcript(limit=500)
         # The approval is gone with the stop: a decision for it now is refused, and nothing runs.
         with pytest.raises(SessionError):

@@ -11,7 +11,6 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from agent_tools._client import SessionHandle
-from agent_tools._human_client import answer_questions, human_state, pending_questions
 from agent_tools._session import SessionResult, SessionStatus
 from agent_tools._settings import Settings
 from agent_tools.contracts.human import PendingQuestion
@@ -69,7 +68,7 @@ async def first_events(handle: SessionHandle) -> Any:
 
 async def wait_for_questions(handle: SessionHandle, count: int = 1, timeout: float = 20.0) -> list[PendingQuestion]:
     return await eventually(
-        lambda: pending_questions(handle),
+        lambda: handle.pending_questions(),
         until=lambda pending: len(pending) >= count,
         ignoring=(Exception,),  # the workflow may not have run its first task yet
         timeout=timeout,
@@ -90,10 +89,10 @@ async def test_ask_user_answered_by_update(settings: Settings, script: Script, w
         events = [e async for e in first_events(handle)]
         assert [q["question"] for q in events[-1].data["questions"]] == [Q_LIB, Q_EXTRAS]
         # Partial answer: one question answered, the other still pending.
-        accepted = await answer_questions(handle, {Q_LIB: "date-fns"})
+        accepted = await handle.answer_questions({Q_LIB: "date-fns"})
         assert accepted is not None and accepted.accepted == [Q_LIB] and accepted.remaining == 1
-        assert [q.question for q in await pending_questions(handle)] == [Q_EXTRAS]
-        accepted = await answer_questions(handle, {"Extras": {"selected": ["Time zones", "Locales"], "other": "ISO"}})
+        assert [q.question for q in await handle.pending_questions()] == [Q_EXTRAS]
+        accepted = await handle.answer_questions({"Extras": {"selected": ["Time zones", "Locales"], "other": "ISO"}})
         assert accepted is not None and accepted.remaining == 0
         result = await handle.result()
         assert result.status == SessionStatus.completed
@@ -101,7 +100,7 @@ async def test_ask_user_answered_by_update(settings: Settings, script: Script, w
             f'got: User has answered your questions: "{Q_LIB}"="date-fns", "{Q_EXTRAS}"="Time zones" and '
             '"Locales", Other: "ISO". You can now continue with the user\'s answers in mind.'
         )
-        state = await human_state(handle)
+        state = await handle.human_state()
         assert state.pending == []
         recorded = {a.question: a for a in state.answered[0].answers}
         assert recorded[Q_LIB].selected == ["date-fns"] and recorded[Q_LIB].via == "update"
@@ -126,13 +125,13 @@ async def test_bad_answers_are_refused_and_questions_stay_pending(
         handle = await client.start_session("pick a library")
         await wait_for_questions(handle, 2)
         with pytest.raises(WorkflowUpdateFailedError) as info:
-            await answer_questions(handle, answers)
+            await handle.answer_questions(answers)
         assert reason in str(info.value.cause)
-        assert len(await pending_questions(handle)) == 2
+        assert len(await handle.pending_questions()) == 2
         # By signal the same answer cannot be refused: it is recorded, and nothing else changes.
-        await answer_questions(handle, answers, by_signal=True)
+        await handle.answer_questions(answers, by_signal=True)
         for _ in range(100):
-            state = await human_state(handle)
+            state = await handle.human_state()
             if state.rejected:
                 break
             await asyncio.sleep(0.05)
@@ -142,7 +141,7 @@ async def test_bad_answers_are_refused_and_questions_stay_pending(
         await handle.stop("test over")
         result = await handle.result()
         assert result.status == SessionStatus.stopped
-        assert await pending_questions(handle) == []
+        assert await handle.pending_questions() == []
 
 
 async def test_ask_user_answered_by_signal(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
@@ -152,13 +151,13 @@ async def test_ask_user_answered_by_signal(settings: Settings, script: Script, w
         await wait_for_questions(handle, 2)
         # A malformed payload is recorded too (the signal takes raw JSON), not dropped.
         await handle.workflow.signal("answer_questions_signal", {"answers": "nope"})
-        await answer_questions(handle, {Q_LIB: {"other": "luxon"}, Q_EXTRAS: ["Durations"]}, by_signal=True)
+        await handle.answer_questions({Q_LIB: {"other": "luxon"}, Q_EXTRAS: ["Durations"]}, by_signal=True)
         result = await handle.result()
         assert result.final_message == (
             f'got: User has answered your questions: "{Q_LIB}"=Other: "luxon", "{Q_EXTRAS}"="Durations". '
             "You can now continue with the user's answers in mind."
         )
-        state = await human_state(handle)
+        state = await handle.human_state()
         assert len(state.rejected) == 1 and "malformed" in state.rejected[0].reason
         assert {a.via for a in state.answered[0].answers} == {"signal"}
 
@@ -215,12 +214,12 @@ async def test_session_waiting_30_days_resumes(
         asked_at = datetime.fromisoformat(pending[0].asked_at)
         await skip_time(time_skipping_env, timedelta(days=30))
         assert (await handle.status()).status == SessionStatus.waiting_for_user
-        assert len(await pending_questions(handle)) == 2
-        await answer_questions(handle, {Q_LIB: "dayjs", Q_EXTRAS: ["Locales"]})
+        assert len(await handle.pending_questions()) == 2
+        await handle.answer_questions({Q_LIB: "dayjs", Q_EXTRAS: ["Locales"]})
         result = await skipping_result(time_skipping_env, handle)
         assert result.status == SessionStatus.completed
         assert result.final_message is not None and '"dayjs"' in result.final_message
-        state = await human_state(handle)
+        state = await handle.human_state()
         answered_at = datetime.fromisoformat(state.answered[0].answers[0].answered_at or "")
         assert answered_at - asked_at >= timedelta(days=30)
 
@@ -239,7 +238,7 @@ async def test_terminal_dialogue_answers_with_numbers(
         assert accepted is not None and accepted.remaining == 0
         result = await handle.result()
         assert f'"{Q_LIB}"=Other: "luxon", "{Q_EXTRAS}"="Time zones" and "Durations"' in (result.final_message or "")
-        state = await human_state(handle)
+        state = await handle.human_state()
         assert {a.answered_by for a in state.answered[0].answers} == {"cli"}
 
 
@@ -261,8 +260,8 @@ async def test_closed_stdin_ends_run_with_advice_and_the_session_keeps_waiting(
         session_id = str(raised.value).split("Session ", 1)[1].split(" ", 1)[0]
         handle = client.session(session_id)
         assert (await handle.status()).status == SessionStatus.waiting_for_user
-        assert len(await pending_questions(handle)) == 2  # nothing was answered or lost
-        await answer_questions(handle, {Q_LIB: "dayjs", Q_EXTRAS: ["Locales"]})
+        assert len(await handle.pending_questions()) == 2  # nothing was answered or lost
+        await handle.answer_questions({Q_LIB: "dayjs", Q_EXTRAS: ["Locales"]})
         result = await handle.result()
         assert result.status == SessionStatus.completed
         assert f'"{Q_LIB}"="dayjs", "{Q_EXTRAS}"="Locales"' in (result.final_message or "")

@@ -350,11 +350,10 @@ ASK_GO_ON = call(
 
 async def start_loop_behind_a_question(env: Any, client: Any, max_turns: int) -> Any:
     """A session whose first turn creates a 60 s loop and then waits on askUser while 5 minutes pass."""
-    from agent_tools._human_client import pending_questions
 
     handle = await client.start_session(f"poll while asking ({max_turns})")
     for _ in range(200):
-        if await pending_questions(handle):
+        if await handle.pending_questions():
             break
         await asyncio.sleep(0.1)
     await skip_time(env, timedelta(minutes=5, seconds=5))
@@ -382,7 +381,6 @@ def loop_script(max_turns: int) -> list[dict[str, Any]]:
 async def test_ticks_during_a_running_turn_wait_and_coalesce(
     time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
 ) -> None:
-    from agent_tools._human_client import answer_questions
 
     settings.model = script(loop_script(max_turns=5))
     async with running_worker(time_skipping_env, settings) as client:
@@ -392,7 +390,7 @@ async def test_ticks_during_a_running_turn_wait_and_coalesce(
         assert (loop.ticks, loop.coalesced_ticks, loop.completed_turns, loop.tick_pending) == (1, 4, 0, True)
         status = await handle.status()
         assert (status.turns, status.pending_inbox, status.status) == (1, 1, SessionStatus.waiting_for_user)
-        await answer_questions(handle, {"Go on?": "yes"})
+        await handle.answer_questions({"Go on?": "yes"})
         result = await skipping_result(time_skipping_env, handle)
         assert result.status == SessionStatus.completed
         [loop] = await loops(handle)
@@ -403,7 +401,6 @@ async def test_ticks_during_a_running_turn_wait_and_coalesce(
 async def test_loop_expires_when_its_turns_cannot_run(
     time_skipping_env: WorkflowEnvironment, settings: Settings, script: Script
 ) -> None:
-    from agent_tools._human_client import answer_questions
 
     settings.model = script(loop_script(max_turns=2))
     async with running_worker(time_skipping_env, settings) as client:
@@ -412,7 +409,7 @@ async def test_loop_expires_when_its_turns_cannot_run(
         [loop] = await loops(handle)
         assert (loop.status, loop.reason, loop.tick_pending) == ("exhausted", "expired after 0 of 2 turns", False)
         assert (await handle.status()).pending_inbox == 0  # its queued tick was dropped
-        await answer_questions(handle, {"Go on?": "no"})
+        await handle.answer_questions({"Go on?": "no"})
         result = await skipping_result(time_skipping_env, handle)
         assert result.status == SessionStatus.completed
         assert (await handle.status()).turns == 1

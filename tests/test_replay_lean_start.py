@@ -13,7 +13,6 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from agent_tools import _search_attributes as sa
-from agent_tools._human_client import answer_questions
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
 from agent_tools.contracts.events import PATCH_INLINE_EVENT, PATCH_LOAD_EVENT_LOCAL
@@ -141,7 +140,7 @@ async def test_a_new_session_waits_after_one_marker_and_one_upsert_per_workflow_
         assert attrs.get(sa.SESSION_STATE) == "waiting_for_user"
         assert attrs.get(sa.SESSION_UPDATED_AT) is not None
 
-        await answer_questions(handle, {QUESTION: "dayjs"})
+        await handle.answer_questions({QUESTION: "dayjs"})
         result = await handle.result()
         assert result.status == SessionStatus.completed and "dayjs" in (result.final_message or "")
         attrs = (await handle.workflow.describe()).typed_search_attributes

@@ -18,7 +18,6 @@ import typer
 
 from agent_tools._cli.running import run_or_explain
 from agent_tools._errors import AnswerInputClosed, SessionError
-from agent_tools._human_client import decide_approval, pending_approvals
 from agent_tools.contracts.approvals import ApprovalRejected, PendingApproval
 
 
@@ -54,8 +53,8 @@ async def prompt_and_decide(handle: Any, pending: PendingApproval) -> bool:
             f"decide with `agent-tools approve {handle.id} {pending.approval_id} [--deny --reason ...]`."
         ) from exc
     try:
-        await decide_approval(
-            handle, pending.approval_id, approve=approve, digest=pending.digest, reason=reason or None, decided_by="cli"
+        await handle.decide_approval(
+            pending.approval_id, approve=approve, digest=pending.digest, reason=reason or None, decided_by="cli"
         )
     except SessionError as exc:
         typer.secho(str(exc), fg="red", err=True)
@@ -77,7 +76,7 @@ async def _approve(
     client = await AgentToolsClient.connect()
     try:
         handle = client.session(session_id)
-        pending = await pending_approvals(handle)
+        pending = await handle.pending_approvals()
         if approval_id is None:
             if not pending:
                 typer.echo("No approvals are pending.")
@@ -94,8 +93,7 @@ async def _approve(
             typer.echo(describe(found))
             digest = found.digest
         try:
-            accepted = await decide_approval(
-                handle,
+            accepted = await handle.decide_approval(
                 approval_id,
                 approve=not deny,
                 digest=digest,

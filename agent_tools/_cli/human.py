@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import BaseModel
@@ -21,7 +21,6 @@ from temporalio.client import WorkflowUpdateFailedError
 
 from agent_tools._cli.running import run_or_explain
 from agent_tools._errors import AnswerInputClosed
-from agent_tools._human_client import answer_questions, pending_questions
 from agent_tools.contracts.human import (
     OTHER_LABEL,
     AnswerAccepted,
@@ -30,6 +29,9 @@ from agent_tools.contracts.human import (
     QuestionAnswer,
     parse_answer_payload,
 )
+
+if TYPE_CHECKING:
+    from agent_tools._client import SessionHandle
 
 
 class _Question(BaseModel):
@@ -122,7 +124,9 @@ async def collect_answers(questions: Sequence[Any], *, yes: bool = False) -> Ans
     return AnswerQuestions(answers=answers, answered_by="cli")
 
 
-async def prompt_and_answer(handle: Any, questions: Sequence[Any], *, yes: bool = False) -> AnswerAccepted | None:
+async def prompt_and_answer(
+    handle: SessionHandle, questions: Sequence[Any], *, yes: bool = False
+) -> AnswerAccepted | None:
     """Ask at the terminal and send the answers by update; prints why when the session refuses them.
 
     ``questions``: the ``question`` progress event's ``questions`` (dicts) or ``pending_questions`` rows.
@@ -137,7 +141,7 @@ async def prompt_and_answer(handle: Any, questions: Sequence[Any], *, yes: bool 
             f"answer with `agent-tools answer {handle.id}` (at a terminal, or with --json), or use --yes."
         ) from exc
     try:
-        accepted = await answer_questions(handle, request)
+        accepted = await handle.answer_questions(request)
     except WorkflowUpdateFailedError as exc:
         typer.secho(f"The session refused the answers: {exc.cause or exc}", fg="red", err=True)
         return None
@@ -155,7 +159,7 @@ async def _answer(session_id: str, payload: str | None, yes: bool, by_signal: bo
         if payload is not None:
             try:
                 request = parse_answer_payload(payload)
-                accepted = await answer_questions(handle, request, by_signal=by_signal)
+                accepted = await handle.answer_questions(request, by_signal=by_signal)
             except AnswerRejected as exc:
                 typer.secho(f"Bad answers: {exc}", fg="red", err=True)
                 return 2
@@ -167,7 +171,7 @@ async def _answer(session_id: str, payload: str | None, yes: bool, by_signal: bo
             else:
                 typer.echo(json.dumps(accepted.model_dump()))
             return 0
-        pending = await pending_questions(handle)
+        pending = await handle.pending_questions()
         if not pending:
             typer.echo("No questions are pending.")
             return 1
