@@ -110,7 +110,7 @@ async def _continue_twice_while_waiting(client: AgentToolsClient, handle: Sessio
 
 async def scenario_ask_user_mid_wait(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
     """askUser waits while messages arrive; the run continues-as-new twice mid-wait, and the answer that
-    comes afterwards completes the call in the third run (issue 21)."""
+    comes afterwards completes the call in the third run."""
     question = {
         "question": "Which store should we use?",
         "header": "Store",
@@ -145,7 +145,7 @@ async def scenario_ask_user_mid_wait(client: AgentToolsClient, script: Callable[
 
 async def scenario_subagent_mid_wait(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
     """The parent's turn waits on a sync subAgent whose child asks the user; the parent continues-as-new
-    twice mid-wait, and the child's end completes the parent's call in its third run (issue 21)."""
+    twice mid-wait, and the child's end completes the parent's call in its third run."""
     question = {
         "question": "Which store should we use?",
         "header": "Store",
@@ -283,7 +283,7 @@ async def scenario_tool_approval(client: AgentToolsClient, script: Callable[[lis
 
 async def scenario_tool_approval_mid_wait(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
     """A call that needs approval waits while messages arrive; the run continues-as-new twice mid-wait, and the
-    approval that comes afterwards runs the tool in the third run (issue 21 with tool approvals)."""
+    approval that comes afterwards runs the tool in the third run."""
     model = script(
         [
             {

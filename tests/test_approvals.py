@@ -555,7 +555,7 @@ async def _tool_finished(handle: SessionHandle, name: str, timeout: float = 10) 
         return False
 
 
-# ---- continue-as-new while a call waits for its approval (issue 21 x 20.1) ----------------------------
+# ---- continue-as-new while a call waits for its approval ----------------------------
 
 
 def pay_then_echo(script: Script) -> str:

@@ -1,4 +1,4 @@
-"""Budgets over the whole session tree (issue 20.3): a cost and token ceiling that count every model call of
+"""Budgets over the whole session tree: a cost and token ceiling that count every model call of
 a session and of its descendants; once reached, model calls and new sub-agents are refused with a clear
 message, running children are told, the Temporal UI's current details show the spend against the ceiling;
 per-organisation defaults in settings. Pure rules, then sessions on the real dev server with the scripted

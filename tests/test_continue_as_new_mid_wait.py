@@ -1,4 +1,4 @@
-"""Continue-as-new in the middle of a durable wait (issue 21): a turn parked on askUser or wait_for_event
+"""Continue-as-new in the middle of a durable wait: a turn parked on askUser or wait_for_event
 hands its step to a new run, which resumes the wait; the answer or the event that arrives afterwards
 completes the same tool call exactly once, and nothing that arrived meanwhile is lost."""
 
@@ -227,7 +227,7 @@ async def test_long_wait_keeps_every_run_below_a_tenth_of_the_warning_limits(
 
 
 async def test_an_idle_subscriber_adds_no_history(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
-    """What the workflow-streams contrib costs (issue 21.3): a poll is an update that waits inside the
+    """What the workflow-streams contrib costs: a poll is an update that waits inside the
     workflow until there is something new, so a subscriber of an idle session costs one accepted update, not
     an update per poll interval; only polls that return items add events, and those count towards the run's
     continue-as-new budget like everything else."""

@@ -1,4 +1,4 @@
-"""The documents' rules between tools and results (issue 14, items 9-16), on the dev server with the scripted
+"""The documents' rules between tools and results, on the dev server with the scripted
 model unless the rule is pure."""
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ async def test_async_sub_agent_notifies_parent_and_rolls_up_usage(
         assert result.final_message.startswith("parent got: [Sub-agent notification p-async/sub-1]")
         assert "child result 42" in result.final_message
         entries = await handle.transcript()
-        started = json.loads(tool_results(entries)[0])  # one JSON object, the hint inside it (issue 14.9)
+        started = json.loads(tool_results(entries)[0])  # one JSON object, the hint inside it
         assert started == {
             "sub_session_id": "p-async/sub-1",
             "title": "Child A",

@@ -125,7 +125,7 @@ async def test_without_an_endpoint_recall_stays_full_text(store_url: str) -> Non
 
 def test_a_worker_without_semantic_search_does_not_load_numpy(tmp_path: Path) -> None:
     """numpy (12 MiB of a worker's resident memory) is loaded by the first vector handled, not by the worker's
-    imports, its services or a full-text save and recall (issue 18)."""
+    imports, its services or a full-text save and recall."""
     code = (
         "import asyncio, sys\n"
         "import agent_tools._plugin, agent_tools._worker\n"

@@ -1,4 +1,4 @@
-"""Issue 14, item 17: every model-facing tool schema against a fixture written from the three documents
+"""every model-facing tool schema against a fixture written from the three documents
 (``tests/fixtures/tool_contracts.json``): the parameters each document names, which are required, their
 types, defaults, choices and limits. The schemas come from the same pydantic fields the validators enforce,
 so a limit the model is told and the limit it meets cannot drift apart; this test keeps both on the

@@ -1,4 +1,4 @@
-"""Structured results (issue 20.2): the final answer must match a JSON Schema; an invalid one goes back to the
+"""Structured results: the final answer must match a JSON Schema; an invalid one goes back to the
 model with the validation error a bounded number of times; the result carries the parsed object; OpenAI gets
 ``response_format``, Anthropic a forced tool. Pure rules, providers against a real HTTP server, and sessions
 on the real dev server with the scripted model."""

@@ -1,4 +1,4 @@
-"""Which tools an agent is offered (issue 14, items 1-4 and 6), seen where the model sees them: the tool list
+"""Which tools an agent is offered, seen where the model sees them: the tool list
 and the system messages of the request a real session sends to an OpenAI-compatible endpoint on 127.0.0.1,
 on the dev server."""
 

@@ -149,7 +149,7 @@ async def test_fetch_shapes_and_errors(api: tuple[httpx.AsyncClient, FastAPI], s
 
 
 async def test_codai_fields_and_error_set(api: tuple[httpx.AsyncClient, FastAPI], server: WebServer) -> None:
-    """Issue 14, item 18: the search answer has codai's `intent` (and `provider`, `notes`); a content type
+    """the search answer has codai's `intent` (and `provider`, `notes`); a content type
     codai does not read is one of its documented errors (502 upstream_error), with the rate-limit headers,
     as every answer has them, 400s included."""
     http, _ = api

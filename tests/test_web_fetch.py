@@ -531,7 +531,7 @@ async def test_https_is_prepended_when_the_scheme_is_missing(tmp_path: Path) -> 
 
 
 async def test_each_profile_reads_with_its_own_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 14, item 13: RTC's webFetch allows 60 s ("Fetch timeout: 60 seconds"), codai's web_fetch 10 s.
+    """RTC's webFetch allows 60 s ("Fetch timeout: 60 seconds"), codai's web_fetch 10 s.
     The shared client's 30 s read timeout used to cut every read at 30 s; each request now carries its
     profile's limit (read off the real requests the fetcher sends)."""
     import httpx

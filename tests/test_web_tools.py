@@ -137,7 +137,7 @@ async def test_web_search_rtc_shape_and_limits(services: Services, server: WebSe
 
 
 async def test_web_search_rtc_empty_time_range_is_all_time(services: Services, server: WebServer) -> None:
-    """Issue 14, item 14: RTC's time_range "Leave empty for all time": "" is accepted and no time filter is sent."""
+    """RTC's time_range "Leave empty for all time": "" is accepted and no time filter is sent."""
     server.route("/searx/search", json_reply(searxng_results(server.base, 3)))
     out = await call(services, "webSearch", {"query": "all time please", "time_range": ""})
     assert not out.is_error, out.content

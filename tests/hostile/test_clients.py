@@ -68,7 +68,7 @@ async def _pending(handle: SessionHandle) -> None:
         ("nested 300 levels", _deep(300).encode()),
         ("a megabyte of prompt", json.dumps({"request": {"prompt": "x" * 1_000_000}}).encode()),
         ("an absurd depth", b'{"request": {"depth": 100000000000000000000000000000000000000}}'),
-        # A budget below a new run's own start would continue-as-new for ever (issue 21).
+        # A budget below a new run's own start would continue-as-new for ever.
         ("a tiny history budget", b'{"request": {"options": {"continue_as_new_after_events": 1}}}'),
         ("a negative history budget", b'{"request": {"options": {"continue_as_new_after_events": -5}}}'),
     ],

@@ -1,4 +1,4 @@
-"""Every argument the model may send is bounded in the schema it sees (DESIGN §12): strings have a maximum
+"""Every argument the model may send is bounded in the schema it sees: strings have a maximum
 length, numbers a range, lists and maps a maximum size. The same schema is what the boundary enforces."""
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ async def test_no_tool_argument_wedges_a_session(
     conversations.append({"turns": [{"say": "done"}], "repeat_last": True})
     settings.database_url = store_url
     settings.model = script(conversations)
-    # Two distinct callable models: delegate_to_model is offered only then (issue 14.4), and must be hit.
+    # Two distinct callable models: delegate_to_model is offered only then, and must be hit.
     settings.model_tiers = {"small": settings.model, "large": script(conversations)}
     options = {"ask_user_timeout_seconds": 1, "ask_user_default": "first"}
     started = time.monotonic()
