@@ -284,8 +284,7 @@ class ParkedStep(BaseModel):
 class LatestMessageView(BaseModel):
     # Defined before SessionState, which holds one: a model whose annotations name a class defined later is
     # left incomplete by pydantic, and every workflow instance's payload converter then builds its validator
-    # anew (22 ms a session, and 20-25 KiB of every cached one; tests/test_architecture.py checks none is left
-    # so).
+    # anew, a cost per session and per cached one (tests/test_architecture.py checks none is left so).
     message_id: str | None
     role: str | None
     content: str

@@ -34,7 +34,7 @@ class Store:
         self._engine = engine
         # A SQLite file gets a synchronous engine whose transactions run whole in a worker thread:
         # aiosqlite hands every cursor, statement and commit to its thread and back (seven trips for a
-        # model step's write); one trip per transaction measured as a third of the CPU.
+        # model step's write), where one trip per transaction is enough (docs/benchmarks.md).
         self._sync: Engine | None = None
         self._threads: ThreadPoolExecutor | None = None
         if engine is None and _is_sqlite_file(url):
@@ -186,8 +186,8 @@ def _make_engine(url: str) -> AsyncEngine:
             )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    # No pre-ping: it costs a round trip (a transaction begun and rolled back) on every checkout, which
-    # measured as an eighth of a worker's activity CPU. A connection that died is recycled after 30 minutes
+    # No pre-ping: it costs a round trip (a transaction begun and rolled back) on every checkout, a share of
+    # every activity's CPU. A connection that died is recycled after 30 minutes
     # or fails its query once, and Temporal retries that activity.
     return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=False, pool_recycle=1800)
 

@@ -70,7 +70,7 @@ memories = Table(
 
 # PostgreSQL full text: generated tsvector + GIN. Runs once, when create_all creates the table.
 # fastupdate off: with the default pending list, searches after a burst of saves recheck every pending row
-# until (auto)vacuum merges it (measured: 1.3 s instead of 35 ms per query after a bulk load). Saves are rare
+# until (auto)vacuum merges it, many times slower after a bulk load. Saves are rare
 # next to searches, so they pay for the index update instead.
 # (Two statements: asyncpg prepares each statement, so one DDL may hold only one.)
 event.listen(
@@ -87,9 +87,9 @@ event.listen(
 # it is, unparsed), so "this scope AND any of these words" is one GIN search that never reaches other scopes'
 # matches. A query must spell the expression exactly so to use the index. The bare ``search`` column has no
 # index: a condition on it is checked on the rows a plan reads, which is what the newest-first query wants.
-# (btree_gin's GIN over (scope_key, search) was measured too: it also serves scope_key alone, and the planner
-# then read all 100,000 rows of a scope through it to sort them by date, 411 ms, instead of walking
-# ix_memories_scope_updated; and it needs an extension that a database may not offer.)
+# (Not btree_gin's GIN over (scope_key, search): it also serves scope_key alone, and the planner then reads a
+# whole scope through it to sort by date instead of walking ix_memories_scope_updated; and it needs an
+# extension that a database may not offer.)
 SCOPED_SEARCH = "(array_to_tsvector(ARRAY[scope_key::text]) || search)"
 event.listen(
     memories,

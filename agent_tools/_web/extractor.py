@@ -567,8 +567,8 @@ def fallback_container(root: Any) -> Any:
 
 
 def _markdownify(html: str, **options: Any) -> str:
-    # Imported on first use, like trafilatura below: markdownify brings BeautifulSoup (9 MB of a worker's
-    # memory) that a worker which never fetches a page should not carry.
+    # Imported on first use, like trafilatura below: markdownify brings BeautifulSoup, which a worker that
+    # never fetches a page should not carry.
     from markdownify import markdownify
 
     return tidy_markdown(markdownify(html, heading_style="ATX", bullets="-", **options))

@@ -262,7 +262,8 @@ class ResearchActivities(ActivityClass):
         prompt = (
             f"Question:\n{inp.question}\n\nJSON Schema:\n{json.dumps(inp.output_schema)}\n\nSources:\n\n{sources_text}"
         )
-        # Imported here: only structured research answers need it, and it weighs 3 MB in every worker.
+        # Imported here: only structured research answers need it, and a worker that never runs one should not
+        # carry it.
         import jsonschema  # type: ignore[import-untyped]
 
         problem = ""

@@ -136,7 +136,7 @@ LEAN_START_2_IMPLIES = LEAN_START_IMPLIES | {"tool-approvals", "load-event-local
 
 
 # One ExecutionPolicy object per distinct policy in a worker's process: every session of a worker decodes the
-# same policy with its config (seven call policies, about 7 KiB of pydantic objects), and a cached session
+# same policy with its config (seven call policies), and a cached session
 # keeps its config for its life. Policies are frozen models, so a shared one cannot change under a session.
 _SHARED_POLICIES: dict[str, ExecutionPolicy] = {}
 _SHARED_POLICIES_MAX = 64

@@ -71,7 +71,7 @@ def migrate(conn: Connection, create_new: Callable[[Connection], None]) -> str:
     if not tables:
         # A new database: create the tables and record HEAD as ``alembic stamp head`` would (its version
         # table, one row), without loading Alembic. Every fresh deployment, test store and bench run
-        # starts here, and Alembic stays in the worker's memory once loaded (15 MiB).
+        # starts here, and Alembic, once loaded, stays in the worker's memory.
         create_new(conn)
         conn.execute(
             text(
