@@ -15,7 +15,6 @@ from typing import Any
 from agent_tools._errors import ProviderRequestError, ProviderRetryableError
 from agent_tools._messages import Message, ToolCall
 from agent_tools.activities._providers.base import (
-    HttpProvider,
     ModelRequest,
     ModelResponse,
     TextSink,
@@ -24,7 +23,7 @@ from agent_tools.activities._providers.base import (
     parse_arguments,
     token_count,
 )
-from agent_tools.activities._providers.sse import StreamedReply
+from agent_tools.activities._providers.sse import HttpProvider, StreamedReply
 from agent_tools.contracts.output import OUTPUT_TOOL, OutputContract
 
 ANTHROPIC_VERSION = "2023-06-01"

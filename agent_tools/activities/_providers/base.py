@@ -1,5 +1,5 @@
-"""Provider-neutral request/response, the HTTP error mapping, and the streaming transport shared by the
-real providers."""
+"""Provider-neutral request/response, the HTTP error mapping, and the transport the real providers' streams
+(:mod:`.sse`) read."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import httpx
 from pydantic import BaseModel, Field
@@ -16,9 +16,6 @@ from agent_tools._errors import ProviderRequestError, ProviderRetryableError
 from agent_tools._messages import Message
 from agent_tools._retry_after import parse_retry_after
 from agent_tools.contracts.output import OutputContract
-
-if TYPE_CHECKING:
-    from agent_tools.activities._providers.sse import StreamedReply
 
 # Receives each piece of the reply's text as the provider streams it (the llm_step's publisher).
 TextSink = Callable[[str], None]
@@ -95,56 +92,6 @@ class ModelProvider(Protocol):
             ConfigurationError: why ``spec`` cannot be used.
         """
         ...
-
-
-class HttpProvider:
-    """What the HTTP providers share: the worker's client (its own retries off), the endpoint and key,
-    whether to ask for a stream, and reading the reply (server-sent events, or one JSON body)."""
-
-    default_name = "http"
-    # Below ``base_url``: where the request goes.
-    path = ""
-    # What reads the streamed reply's events.
-    reply_type: type[StreamedReply]
-
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        *,
-        base_url: str,
-        api_key: str | None,
-        name: str | None = None,
-        stream: bool = True,
-    ) -> None:
-        self.client = client
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.name = name or self.default_name
-        self.stream = stream
-
-    def headers(self) -> dict[str, str]:
-        raise NotImplementedError
-
-    def payload(self, request: ModelRequest) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def whole(self, body: dict[str, Any]) -> ModelResponse:
-        """The reply of a server that answered with one JSON body instead of a stream."""
-        raise NotImplementedError
-
-    async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
-        from agent_tools.activities._providers.sse import complete_streamed
-
-        return await complete_streamed(
-            self.client,
-            self.name,
-            f"{self.base_url}{self.path}",
-            headers=self.headers(),
-            payload=self.payload(request),
-            reply_type=self.reply_type,
-            whole=self.whole,
-            on_text=on_text,
-        )
 
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")

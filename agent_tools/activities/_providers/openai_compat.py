@@ -14,7 +14,6 @@ from typing import Any
 from agent_tools._errors import ProviderRequestError, ProviderRetryableError
 from agent_tools._messages import Message, ToolCall
 from agent_tools.activities._providers.base import (
-    HttpProvider,
     ModelRequest,
     ModelResponse,
     clean_text,
@@ -22,7 +21,7 @@ from agent_tools.activities._providers.base import (
     parse_arguments,
     token_count,
 )
-from agent_tools.activities._providers.sse import StreamedReply
+from agent_tools.activities._providers.sse import HttpProvider, StreamedReply
 
 # More parallel calls than this in one reply is no model's doing.
 MAX_TOOL_CALLS = 128

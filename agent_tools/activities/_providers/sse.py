@@ -4,7 +4,7 @@ The parser is strict about size and lenient about form, as the SSE specification
 (``: keep-alive``) and unknown fields are skipped, ``\\r\\n``, ``\\n`` and ``\\r`` all end a line, and bytes
 that are not UTF-8 become U+FFFD. What no well-behaved server sends is refused with a provider error: a line
 longer than :data:`MAX_LINE_BYTES` (a 10 MB line would otherwise sit in memory whole) or a stream longer
-than :data:`MAX_STREAM_BYTES`.
+than :data:`MAX_STREAM_BYTES`. :class:`HttpProvider`, the HTTP providers' base, reads its replies here.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from agent_tools._errors import ProviderRequestError, ProviderRetryableError
 from agent_tools._messages import Message, ToolCall
 from agent_tools.activities._providers.base import (
     MAX_BODY_BYTES,
+    ModelRequest,
     ModelResponse,
     ReplyText,
     TextSink,
@@ -169,3 +170,51 @@ async def complete_streamed(
             if reply.done:
                 break
     return reply.response()
+
+
+class HttpProvider:
+    """What the HTTP providers share: the worker's client (its own retries off), the endpoint and key,
+    whether to ask for a stream, and reading the reply (server-sent events, or one JSON body)."""
+
+    default_name = "http"
+    # Below ``base_url``: where the request goes.
+    path = ""
+    # What reads the streamed reply's events.
+    reply_type: type[StreamedReply]
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        base_url: str,
+        api_key: str | None,
+        name: str | None = None,
+        stream: bool = True,
+    ) -> None:
+        self.client = client
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.name = name or self.default_name
+        self.stream = stream
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def whole(self, body: dict[str, Any]) -> ModelResponse:
+        """The reply of a server that answered with one JSON body instead of a stream."""
+        raise NotImplementedError
+
+    async def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        return await complete_streamed(
+            self.client,
+            self.name,
+            f"{self.base_url}{self.path}",
+            headers=self.headers(),
+            payload=self.payload(request),
+            reply_type=self.reply_type,
+            whole=self.whole,
+            on_text=on_text,
+        )
