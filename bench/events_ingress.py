@@ -121,7 +121,7 @@ async def wait_subscribed(client: AgentToolsClient, project: str, count: int, ti
 async def add_other_waits(client: AgentToolsClient, project: str, count: int) -> None:
     """Open waits of the same kind that no event of the phase matches (``{"n": "other-<i>"}``), as the other
     sessions of a busy project hold: rows only, written straight into the store."""
-    from agent_tools._store.db import upsert_rows
+    from agent_tools._store.base import upsert_rows
     from agent_tools._store.event_tables import event_subscriptions, subscription_row
     from agent_tools.contracts.events import Subscription
 

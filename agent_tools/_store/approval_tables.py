@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, DateTime, Index, String, Table, Text, select, update
 
-from agent_tools._store.db import Store, as_utc, upsert_rows
+from agent_tools._store.base import Database, as_utc, upsert_rows
 from agent_tools._store.tables import metadata
 
 tool_approvals = Table(
@@ -84,7 +84,7 @@ def _row(r: Any) -> ApprovalRow:
 
 
 class ApprovalStore:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self.store = store
 
     async def record(self, row: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, Connection, DateTime, Index, Integer, String, Table, delete, or_, select, update
 
 from agent_tools._boundaries import clean_json, clean_text
-from agent_tools._store.db import Store, as_utc, upsert_rows
+from agent_tools._store.base import Database, as_utc, upsert_rows
 from agent_tools._store.tables import metadata
 from agent_tools.contracts.events import (
     EventRecord,
@@ -66,10 +66,10 @@ class StoredEvent:
     created: bool
 
 
-async def store_event(store: Store, record: EventRecord, *, size: int = 0) -> StoredEvent:
+async def store_event(store: Database, record: EventRecord, *, size: int = 0) -> StoredEvent:
     """Insert the event unless its id exists; returns the stored row (the first one on a duplicate).
 
-    One transaction through ``Store.run`` (on a SQLite file, one trip to a worker thread), as are the
+    One transaction through ``Database.run`` (on a SQLite file, one trip to a worker thread), as are the
     reads below: the ingress and the woken sessions' ``load_event`` make them under a burst."""
     row = {
         "event_id": record.event_id,
@@ -92,7 +92,7 @@ async def store_event(store: Store, record: EventRecord, *, size: int = 0) -> St
     return await store.run(write)
 
 
-async def get_event(store: Store, event_id: str) -> EventRecord | None:
+async def get_event(store: Database, event_id: str) -> EventRecord | None:
     def read(conn: Connection) -> EventRecord | None:
         row = conn.execute(select(events).where(events.c.event_id == event_id)).one_or_none()
         return _record(row) if row is not None else None
@@ -100,7 +100,7 @@ async def get_event(store: Store, event_id: str) -> EventRecord | None:
     return await store.run(read)
 
 
-async def count_events(store: Store, *, organisation: str, project: str) -> int:
+async def count_events(store: Database, *, organisation: str, project: str) -> int:
     from sqlalchemy import func
 
     stmt = (
@@ -111,7 +111,7 @@ async def count_events(store: Store, *, organisation: str, project: str) -> int:
     return int(await store.run(lambda conn: conn.execute(stmt).scalar_one()))
 
 
-async def count_open_waits(store: Store, *, organisation: str, project: str) -> int:
+async def count_open_waits(store: Database, *, organisation: str, project: str) -> int:
     """Waits of the project that no event has claimed yet (a delivered one keeps its row, claimed, until an
     hour past its deadline)."""
     from sqlalchemy import func
@@ -129,7 +129,7 @@ def _like_prefix(prefix: str) -> str:
 
 
 async def find_matching(
-    store: Store,
+    store: Database,
     *,
     organisation: str,
     project: str,
@@ -239,7 +239,7 @@ def subscription_row(organisation: str, project: str, sub: Subscription) -> dict
     }
 
 
-async def add_subscription(store: Store, organisation: str, project: str, sub: Subscription) -> bool:
+async def add_subscription(store: Database, organisation: str, project: str, sub: Subscription) -> bool:
     """Keep a wait for the ingress (idempotent: a retried subscribe keeps the first row and its claim), and
     delete the rows long past their deadline. True when the row is new."""
     row = subscription_row(organisation, project, sub)
@@ -272,7 +272,7 @@ def _claim(conn: Connection, ids: Sequence[str], event_id: str, now: datetime, b
     return won
 
 
-async def claim_for_event(store: Store, record: EventRecord, *, now: datetime) -> list[ClaimedDelivery]:
+async def claim_for_event(store: Database, record: EventRecord, *, now: datetime) -> list[ClaimedDelivery]:
     """The live waits of the event's scope that it matches, claimed for it in one transaction.
 
     A wait matches when its kind is a segment prefix of the event's, its match holds on the payload, it has
@@ -330,7 +330,7 @@ async def claim_for_event(store: Store, record: EventRecord, *, now: datetime) -
     return await store.run(claim)
 
 
-async def claim_one(store: Store, subscription_id: str, event_id: str, *, now: datetime) -> str | None:
+async def claim_one(store: Database, subscription_id: str, event_id: str, *, now: datetime) -> str | None:
     """Claim one wait for ``event_id`` unless another event has; returns the event that holds the claim
     (None when the wait has no row)."""
 
@@ -345,7 +345,7 @@ async def claim_one(store: Store, subscription_id: str, event_id: str, *, now: d
     return await store.run(claim)
 
 
-async def claim_batch(store: Store, pairs: Sequence[tuple[str, str]], *, now: datetime) -> set[str]:
+async def claim_batch(store: Database, pairs: Sequence[tuple[str, str]], *, now: datetime) -> set[str]:
     """The router's side: of (subscription id, event id) pairs, the subscriptions it should still signal.
 
     A pair is kept when its wait has no row (subscribed before this table, or its row could not be
@@ -375,7 +375,7 @@ async def claim_batch(store: Store, pairs: Sequence[tuple[str, str]], *, now: da
     return await store.run(claim)
 
 
-async def get_subscription(store: Store, subscription_id: str) -> dict[str, Any] | None:
+async def get_subscription(store: Database, subscription_id: str) -> dict[str, Any] | None:
     stmt = select(event_subscriptions).where(event_subscriptions.c.subscription_id == subscription_id)
     row = await store.run(lambda conn: conn.execute(stmt).one_or_none())
     return dict(row._mapping) if row is not None else None

@@ -13,7 +13,8 @@ from agent_tools._boundaries import clean_json, clean_text
 from agent_tools._errors import AgentToolsError
 from agent_tools._messages import Message, ToolCall, Usage, message_fingerprint
 from agent_tools._session import SessionConfig
-from agent_tools._store.db import Store, upsert_rows
+from agent_tools._store.base import upsert_rows
+from agent_tools._store.db import Store
 from agent_tools._store.tables import artifacts, sessions, transcript, usage
 
 _MESSAGE_UPDATE = ["role", "content", "tool_calls", "tool_call_id", "name", "artifact_ref", "created_at", "attempt"]

@@ -11,7 +11,8 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select
 
-from agent_tools._store.db import Store, upsert_rows
+from agent_tools._store.base import upsert_rows
+from agent_tools._store.db import Store
 from agent_tools._store.web_tables import web_cache
 
 SWEEP_EVERY_S = 60.0

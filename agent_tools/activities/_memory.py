@@ -43,7 +43,8 @@ from agent_tools._activity_io import SessionRef
 from agent_tools._boundaries import clean_text
 from agent_tools._errors import ToolFailure
 from agent_tools._messages import Message
-from agent_tools._store.db import Store, upsert_rows
+from agent_tools._store.base import upsert_rows
+from agent_tools._store.db import Store
 from agent_tools._store.memory_tables import SCOPED_SEARCH, memories
 from agent_tools.activities._context import BuiltinContext, ToolImpl
 from agent_tools.activities._embeddings import Embedder, EmbeddingsUnavailable, VectorIndex
