@@ -15,7 +15,8 @@ from sqlalchemy import func, select, text, update
 from agent_tools._agents import AgentDefinition
 from agent_tools._messages import Message
 from agent_tools._store.memory_tables import memories
-from agent_tools.activities._memory import MemoryEngine, Scope, memory_context
+from agent_tools.activities._memory import MemoryEngine, Scope
+from agent_tools.activities._memory_tools import memory_context
 from agent_tools.activities._services import Services
 from agent_tools.contracts.memory import scoring
 from agent_tools.contracts.memory.format import FENCE_CLOSE

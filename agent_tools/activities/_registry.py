@@ -13,7 +13,7 @@ from typing import Any
 import agent_tools.activities._web_tools as web_tools
 from agent_tools._user_tools import UserTool
 from agent_tools.activities import _history as history
-from agent_tools.activities import _memory as memory
+from agent_tools.activities import _memory_tools as memory
 from agent_tools.activities import _results as results
 from agent_tools.activities import _sandbox as sandbox
 from agent_tools.activities import _skills as skills
