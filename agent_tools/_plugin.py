@@ -218,7 +218,7 @@ class AgentToolsPlugin(SimplePlugin):
             # Open the services (and create or migrate the store) before the first task: clients never
             # create the store, so it must exist once a worker runs; a bad database URL fails here, once.
             services = await self.holder.get()
-            from agent_tools.activities._sandbox import announce
+            from agent_tools.activities._sandbox.tool import announce
 
             # Probe the exec_python sandbox now, so the log says at start whether (and why not) it is offered.
             await announce(services)

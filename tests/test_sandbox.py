@@ -24,8 +24,9 @@ from agent_tools._catalog.spec import ToolLevel
 from agent_tools._session import PrepareInput, SessionRequest, SessionStatus
 from agent_tools._settings import Settings
 from agent_tools.activities._engine import prepare_session
-from agent_tools.activities._sandbox import IMPLEMENTATIONS, SandboxEngine, announce, protected_paths
+from agent_tools.activities._sandbox.engine import SandboxEngine, protected_paths
 from agent_tools.activities._sandbox.isolation import default_library_paths
+from agent_tools.activities._sandbox.tool import IMPLEMENTATIONS, announce
 from agent_tools.activities._services import Services
 from agent_tools.activities._tool_runner import run_tool
 from agent_tools.contracts.sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits, SandboxSettings

@@ -23,9 +23,8 @@ import pytest
 import pytest_asyncio
 
 from agent_tools._settings import Settings
-from agent_tools.activities._sandbox import SandboxEngine, protected_paths
+from agent_tools.activities._sandbox.engine import SandboxEngine, isolation_config, protected_paths
 from agent_tools.activities._sandbox.isolation import BASE_ENV
-from agent_tools.activities._sandbox.tool import isolation_config
 from agent_tools.contracts.sandbox import SandboxLimits
 from tests.support.sandbox import REPO, attempts, processes_with, run, sandbox_engine, world_readable_dir
 

@@ -96,7 +96,7 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
     if "exec_python" in tools:
         # Fail closed: a worker that cannot isolate model-written code offers no code interpreter at all (it
         # said why when it started). A call that still lands on such a worker gets a tool error there.
-        from agent_tools.activities._sandbox import offered
+        from agent_tools.activities._sandbox.tool import offered
 
         if not await offered(services):
             tools = [t for t in tools if t != "exec_python"]

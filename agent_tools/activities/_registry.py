@@ -15,7 +15,6 @@ from agent_tools._user_tools import UserTool
 from agent_tools.activities import _history as history
 from agent_tools.activities import _memory_tools as memory
 from agent_tools.activities import _results as results
-from agent_tools.activities import _sandbox as sandbox
 from agent_tools.activities import _skills as skills
 from agent_tools.activities._approvals import ApprovalActivities
 from agent_tools.activities._context import ToolImpl
@@ -25,6 +24,7 @@ from agent_tools.activities._engine import EngineActivities
 from agent_tools.activities._events import EventActivities
 from agent_tools.activities._planning import PlanningActivities
 from agent_tools.activities._research import ResearchActivities
+from agent_tools.activities._sandbox import tool as sandbox
 from agent_tools.activities._services import ContextHook, ServicesHolder
 from agent_tools.activities._tool_runner import ToolActivities
 

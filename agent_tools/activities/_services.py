@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from agent_tools._web.service import WebService
     from agent_tools.activities._mcp.client import McpConnections
     from agent_tools.activities._memory import MemoryEngine
-    from agent_tools.activities._sandbox.tool import SandboxEngine
+    from agent_tools.activities._sandbox.engine import SandboxEngine
     from agent_tools.contracts.results.readers import LineView
 
 # Extra system text for the model, built per step from the session and the transcript the step sends (the
@@ -77,7 +77,7 @@ class Services:
     def sandbox(self) -> SandboxEngine:
         """``exec_python``'s engine (its sandbox is probed once per process)."""
         if self._sandbox is None:
-            from agent_tools.activities._sandbox.tool import SandboxEngine, protected_paths
+            from agent_tools.activities._sandbox.engine import SandboxEngine, protected_paths
 
             self._sandbox = SandboxEngine(self.settings.sandbox, protected=protected_paths(self.settings))
         return self._sandbox

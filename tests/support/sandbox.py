@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_tools.activities._sandbox import SandboxEngine
+from agent_tools.activities._sandbox.engine import SandboxEngine
 from agent_tools.contracts.sandbox import ExecPythonArgs, ExecPythonResult, SandboxSettings
 
 ROOT = os.geteuid() == 0

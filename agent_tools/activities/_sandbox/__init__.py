@@ -1,12 +1,6 @@
-"""``exec_python``'s engine: the tool (:mod:`.tool`), its bubblewrap sandbox (:mod:`.isolation`) and the
-program that runs inside it (:mod:`.launcher`)."""
+"""``exec_python``: the tool (:mod:`.tool`), the engine that runs a call's code (:mod:`.engine`), its
+bubblewrap sandbox (:mod:`.isolation`) and the program that runs inside it (:mod:`.launcher`).
 
-from agent_tools.activities._sandbox.tool import (
-    IMPLEMENTATIONS,
-    SandboxEngine,
-    announce,
-    offered,
-    protected_paths,
-)
-
-__all__ = ["IMPLEMENTATIONS", "SandboxEngine", "announce", "offered", "protected_paths"]
+It imports none of them: :class:`~agent_tools.activities._services.Services` builds the engine, which imports
+no activity module, while the tool imports the services.
+"""
