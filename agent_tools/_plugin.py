@@ -173,6 +173,7 @@ class AgentToolsPlugin(SimplePlugin):
         """The worker-side services (store, HTTP client, providers), opened on first use."""
         if self._holder is None:
             # Imported here so that `import agent_tools` stays light for clients.
+            from agent_tools.activities._registry import builtin_context_hooks
             from agent_tools.activities._services import ServicesHolder
 
             self._holder = ServicesHolder(
@@ -181,6 +182,7 @@ class AgentToolsPlugin(SimplePlugin):
                 agents=self._agents,
                 providers=self._model_provider,
                 services=self._services,
+                context_hooks=builtin_context_hooks(),
             )
         return self._holder
 

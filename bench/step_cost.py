@@ -48,6 +48,7 @@ async def measure(sessions: int, turns: int) -> dict[str, list[float]]:
     from agent_tools._settings import Settings
     from agent_tools._user_tools import make_user_tool
     from agent_tools.activities._engine import llm_step, prepare_session
+    from agent_tools.activities._registry import builtin_context_hooks
     from agent_tools.activities._services import Services
     from agent_tools.activities._tool_runner import _user_impl, run_tool
     from bench.bare_loop import BareLlmInput, BareToolInput, bare_llm, bare_lookup, lookup
@@ -60,7 +61,7 @@ async def measure(sessions: int, turns: int) -> dict[str, list[float]]:
     catalog = ToolCatalog.builtin()
     catalog.register(tool.spec)
     settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp}/store.sqlite", agents_file=None)
-    services = await Services.open(settings, catalog=catalog)
+    services = await Services.open(settings, catalog=catalog, context_hooks=builtin_context_hooks())
     impl = _user_impl(tool)
     figures: dict[str, list[float]] = {k: [] for k in ("engine_step", "bare_step", "engine_tool", "bare_tool")}
 

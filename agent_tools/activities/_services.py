@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from agent_tools.contracts.results.readers import LineView
 
 # Extra system text for the model, built per step from the session and the transcript the step sends (the
-# Memory Context block is one).
+# Memory Context block is one). The capabilities' hooks come from whoever opens the services (the plugin
+# passes the registry's), so that this module imports no capability module.
 ContextHook = Callable[["Services", SessionRef, list[Message]], Awaitable[str | None]]
 
 
@@ -100,18 +101,17 @@ class Services:
         agents: AgentRegistry | None = None,
         providers: ModelProvider | None = None,
         create_schema: bool = True,
+        context_hooks: Sequence[ContextHook] = (),
     ) -> Services:
         """Open the store (creating or migrating its schema) and the HTTP client.
 
         ``providers`` answers every model call; the default is the registry of ``settings`` over the
-        worker's HTTP client.
+        worker's HTTP client. ``context_hooks`` add system text at each model step (a worker's are
+        :func:`~agent_tools.activities._registry.builtin_context_hooks`); there are none by default.
         """
         # Agents first: a bad agents.toml fails before anything is opened that would then leak.
         agents = agents or AgentRegistry.from_file(settings.agents_file)
         catalog = catalog or ToolCatalog.builtin()
-        # Imported here: the capability modules the registry names import this module.
-        from agent_tools.activities._registry import builtin_context_hooks
-
         store = Store(settings.database_url)
         try:
             if create_schema:
@@ -137,7 +137,7 @@ class Services:
             providers=providers,
             catalog=catalog,
             agents=agents,
-            context_hooks=builtin_context_hooks(),
+            context_hooks=list(context_hooks),
         )
 
     async def close(self) -> None:
@@ -164,11 +164,13 @@ class ServicesHolder:
         agents: AgentRegistry | None = None,
         providers: ModelProvider | None = None,
         services: Services | None = None,
+        context_hooks: Sequence[ContextHook] = (),
     ) -> None:
         self.settings = settings
         self.catalog = catalog
         self.agents = agents
         self.providers = providers
+        self.context_hooks = context_hooks
         self._services = services
         self._owned = services is None
         self._lock = asyncio.Lock()
@@ -178,7 +180,11 @@ class ServicesHolder:
             async with self._lock:
                 if self._services is None:
                     self._services = await Services.open(
-                        self.settings, catalog=self.catalog, agents=self.agents, providers=self.providers
+                        self.settings,
+                        catalog=self.catalog,
+                        agents=self.agents,
+                        providers=self.providers,
+                        context_hooks=self.context_hooks,
                     )
         return self._services
 

@@ -11,7 +11,7 @@ from typing import Any
 from agent_tools._activity_io import SessionRef, ToolCallInput, ToolCallOutput
 from agent_tools._agents import AgentDefinition, AgentRegistry
 from agent_tools._settings import Settings
-from agent_tools.activities._registry import builtin_implementations
+from agent_tools.activities._registry import builtin_context_hooks, builtin_implementations
 from agent_tools.activities._services import Services
 from agent_tools.activities._tool_runner import run_tool
 
@@ -19,7 +19,9 @@ from agent_tools.activities._tool_runner import run_tool
 @asynccontextmanager
 async def open_services(url: str, agents: list[AgentDefinition] | None = None) -> AsyncIterator[Services]:
     settings = Settings(database_url=url, agents_file=None, model=None, openai_api_key=None, anthropic_api_key=None)
-    services = await Services.open(settings, agents=AgentRegistry(agents) if agents else None)
+    services = await Services.open(
+        settings, agents=AgentRegistry(agents) if agents else None, context_hooks=builtin_context_hooks()
+    )
     try:
         yield services
     finally:
