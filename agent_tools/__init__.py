@@ -90,11 +90,11 @@ _LAZY = {
     "AgentDefinition": "agent_tools._agents",
     "AgentRegistry": "agent_tools._agents",
     "Settings": "agent_tools._settings",
-    "WebConfig": "agent_tools.contracts.web.config",
-    "EventSettings": "agent_tools.contracts.events.settings",
-    "MemoryPolicy": "agent_tools.contracts.memory",
-    "SandboxSettings": "agent_tools.contracts.sandbox",
-    "SkillsSettings": "agent_tools.contracts.skills",
+    "WebConfig": "agent_tools.contracts._web.config",
+    "EventSettings": "agent_tools.contracts._events.settings",
+    "MemoryPolicy": "agent_tools.contracts._memory",
+    "SandboxSettings": "agent_tools.contracts._sandbox",
+    "SkillsSettings": "agent_tools.contracts._skills",
     "BudgetSettings": "agent_tools._budget",
     "BudgetLimits": "agent_tools._budget",
     "ExecutionPolicy": "agent_tools._policy",
@@ -136,11 +136,11 @@ if TYPE_CHECKING:
     from agent_tools._worker import build_worker
     from agent_tools.activities._mcp.discovery import mcp_user_tools
     from agent_tools.activities._providers.base import ModelProvider
-    from agent_tools.contracts.events.settings import EventSettings
-    from agent_tools.contracts.memory import MemoryPolicy
-    from agent_tools.contracts.sandbox import SandboxSettings
-    from agent_tools.contracts.skills import SkillsSettings
-    from agent_tools.contracts.web.config import WebConfig
+    from agent_tools.contracts._events.settings import EventSettings
+    from agent_tools.contracts._memory import MemoryPolicy
+    from agent_tools.contracts._sandbox import SandboxSettings
+    from agent_tools.contracts._skills import SkillsSettings
+    from agent_tools.contracts._web.config import WebConfig
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)

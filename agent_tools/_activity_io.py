@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from agent_tools._budget import TreeBudget
 from agent_tools._messages import Message, Usage
-from agent_tools.contracts.output import OutputContract, StructuredAnswer
+from agent_tools.contracts._output import OutputContract, StructuredAnswer
 
 if TYPE_CHECKING:
     # Only for a type hint: capability contract modules import this module and agent_tools._session imports
@@ -135,7 +135,7 @@ class ToolCallInput(BaseModel):
     call_id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    # The approval this call runs under: the activity consumes its grant once (contracts/approvals.py).
+    # The approval this call runs under: the activity consumes its grant once (contracts/_approvals.py).
     approval_id: str | None = None
 
 

@@ -26,7 +26,7 @@ from agent_tools._catalog.spec import ToolLevel
 from agent_tools._errors import ConfigurationError
 from agent_tools._policy import ExecutionPolicy
 from agent_tools._session import SessionOptions
-from agent_tools.contracts.approvals import ApprovalPolicy
+from agent_tools.contracts._approvals import ApprovalPolicy
 
 __all__ = [
     "DEFAULT_AGENT",

@@ -46,15 +46,15 @@ from agent_tools._session import (
 )
 from agent_tools._session_start import root_start
 from agent_tools._settings import Settings
-from agent_tools.contracts.approvals import (
+from agent_tools.contracts._approvals import (
     ApprovalAccepted,
     ApprovalDecision,
     ApprovalRejected,
     ApprovalState,
     PendingApproval,
 )
-from agent_tools.contracts.human import AnswerAccepted, HumanState, PendingQuestion, parse_answer_payload
-from agent_tools.contracts.output import schema_dict, schema_refusal
+from agent_tools.contracts._human import AnswerAccepted, HumanState, PendingQuestion, parse_answer_payload
+from agent_tools.contracts._output import schema_dict, schema_refusal
 
 if TYPE_CHECKING:
     from agent_tools._store.transcripts import TranscriptStore

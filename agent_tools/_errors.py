@@ -9,19 +9,19 @@ Hierarchy::
     │   ├── ProviderRetryableError      429 / 5xx / timeouts: Temporal retries the activity
     │   └── ProviderRequestError        other 4xx, malformed responses: fails at once
     ├── InvalidInput (ValueError)   input refused where it enters; the message says what to change
-    │   ├── UrlRefused                  the SSRF guard refused a URL          (contracts.web.ssrf)
-    │   ├── JsonQueryError              a JSON query (json_query, query_tool_result)   (contracts.query)
-    │   ├── PatternError                a search_tool_result pattern          (contracts.results.readers)
-    │   ├── SignatureError              a webhook signature or timestamp      (contracts.events.signatures)
-    │   ├── SkillError                  a skill file that does not parse      (contracts.skills)
-    │   └── AnswerRejected              answers that fit no pending question  (contracts.human)
+    │   ├── UrlRefused                  the SSRF guard refused a URL          (contracts._web.ssrf)
+    │   ├── JsonQueryError              a JSON query (json_query, query_tool_result)   (contracts._query)
+    │   ├── PatternError                a search_tool_result pattern          (contracts._results.readers)
+    │   ├── SignatureError              a webhook signature or timestamp      (contracts._events.signatures)
+    │   ├── SkillError                  a skill file that does not parse      (contracts._skills)
+    │   └── AnswerRejected              answers that fit no pending question  (contracts._human)
     ├── ToolFailure                 raised by a tool: the model gets an error result (not retried)
     ├── WebError                    a web face's refusal or failure, with the contract's code and status
     ├── WebToolError                the same, as the client raises it       (_web_client)
     ├── FetchError                  a page that could not be fetched        (_web.fetcher)
     ├── EngineError                 one search engine failed                (_web.engines)
     ├── McpUnavailable              an MCP server cannot be reached         (activities._mcp.client)
-    ├── PatternTimeout (TimeoutError)  a pattern ran past its time budget   (contracts.results.readers)
+    ├── PatternTimeout (TimeoutError)  a pattern ran past its time budget   (contracts._results.readers)
     ├── SessionError                a client request a session cannot take
     └── AnswerInputClosed           the terminal closed before a question was answered
 

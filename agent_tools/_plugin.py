@@ -260,7 +260,7 @@ class AgentToolsPlugin(SimplePlugin):
         A server that cannot be reached is logged and skipped: the worker starts without its tools.
         """
         from agent_tools.activities._mcp.discovery import mcp_user_tools
-        from agent_tools.contracts.mcp.config import McpConfig
+        from agent_tools.contracts._mcp.config import McpConfig
 
         settings = settings or Settings()
         mcp_tools = await mcp_user_tools(McpConfig.from_file(settings.mcp_config_file))

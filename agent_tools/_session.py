@@ -17,12 +17,12 @@ from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_C
 from agent_tools._budget import BudgetState
 from agent_tools._messages import Message, Usage
 from agent_tools._policy import ExecutionPolicy
-from agent_tools.contracts.approvals import ApprovalPolicy, ApprovalState, ResolvedApprovals
-from agent_tools.contracts.delegation import DelegationState
-from agent_tools.contracts.events import EventWaitState
-from agent_tools.contracts.human import HumanState
-from agent_tools.contracts.output import MAX_OUTPUT_RETRIES, OutputContract, OutputState
-from agent_tools.contracts.planning import PlanningState
+from agent_tools.contracts._approvals import ApprovalPolicy, ApprovalState, ResolvedApprovals
+from agent_tools.contracts._delegation import DelegationState
+from agent_tools.contracts._events import EventWaitState
+from agent_tools.contracts._human import HumanState
+from agent_tools.contracts._output import MAX_OUTPUT_RETRIES, OutputContract, OutputState
+from agent_tools.contracts._planning import PlanningState
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -231,7 +231,7 @@ class SessionConfig(BaseModel):
     policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
     # What the final answer must be (structured results); None: free text.
     output: OutputContract | None = None
-    # The tools whose calls wait for a person's approval (None: none do); see contracts/approvals.py.
+    # The tools whose calls wait for a person's approval (None: none do); see contracts/_approvals.py.
     approvals: ResolvedApprovals | None = None
 
     def scoped_request(self, agent: str, prompt: str, **fields: Any) -> SessionRequest:

@@ -30,11 +30,11 @@ from pydantic_settings import (
 
 from agent_tools._budget import BudgetSettings
 from agent_tools._policy import ExecutionPolicy
-from agent_tools.contracts.events.settings import EventSettings
-from agent_tools.contracts.memory import MemoryPolicy
-from agent_tools.contracts.sandbox import SandboxSettings
-from agent_tools.contracts.skills import SkillsSettings
-from agent_tools.contracts.web.config import WebConfig
+from agent_tools.contracts._events.settings import EventSettings
+from agent_tools.contracts._memory import MemoryPolicy
+from agent_tools.contracts._sandbox import SandboxSettings
+from agent_tools.contracts._skills import SkillsSettings
+from agent_tools.contracts._web.config import WebConfig
 
 __all__ = [
     "DEFAULT_PRICES",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_tools._errors import AgentToolsError, StoreNotReady, WebError
 from agent_tools._settings import Settings
-from agent_tools.contracts.web.models import (
+from agent_tools.contracts._web.models import (
     RESEARCH_WORKFLOW,
     FetchResponse,
     ResearchJob,
@@ -134,7 +134,7 @@ class ToolsClient:
 async def search_with(web: WebService, args: WebSearchArgs) -> SearchResponse:
     """``args`` searched on ``web``, with the answer's ``intent`` read from the query: the one rendering of
     a search that the client and the HTTP service share."""
-    from agent_tools.contracts.web.render import search_intent, search_response
+    from agent_tools.contracts._web.render import search_intent, search_response
 
     outcome = await web.web_search(args)
     intent = search_intent(args.query, include_domains=args.include_domains, freshness=args.freshness)

@@ -56,7 +56,7 @@ from agent_tools._script import (
 
 if TYPE_CHECKING:
     from agent_tools.activities._providers.base import ModelRequest, ModelResponse, Provider, TextSink, ToolSchema
-    from agent_tools.contracts.output import OutputContract
+    from agent_tools.contracts._output import OutputContract
 
 __all__ = [
     "SCRIPT_FINISHED",

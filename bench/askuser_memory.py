@@ -385,7 +385,7 @@ async def answer_once(handle: Any) -> None:
     from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
     from temporalio.service import RPCError
 
-    from agent_tools.contracts.human import AnswerAccepted, parse_answer_payload
+    from agent_tools.contracts._human import AnswerAccepted, parse_answer_payload
 
     request = parse_answer_payload({QUESTION: "dayjs"})
     update_id = f"bench-answer-{uuid.uuid4().hex}"

@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from agent_tools._web.extractor import extract_html  # noqa: E402
-from agent_tools.contracts.web.text import markdown_to_text  # noqa: E402
+from agent_tools.contracts._web.text import markdown_to_text  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "extraction"
 _TOKEN = re.compile(r"\w+", re.UNICODE)

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from agent_tools._store.db import Store  # noqa: E402
 from agent_tools._web.extractor import extract_html  # noqa: E402
 from agent_tools._web.service import WebService  # noqa: E402
-from agent_tools.contracts.web.config import WebConfig  # noqa: E402
+from agent_tools.contracts._web.config import WebConfig  # noqa: E402
 from bench.extraction_score import (  # noqa: E402
     TRAFILATURA_OPTIONS,
     Case,

@@ -25,7 +25,7 @@ from agent_tools._settings import Settings
 from agent_tools._store.approval_tables import ApprovalStore
 from agent_tools._store.db import Store
 from agent_tools.activities._approvals import record_approval, run_approved
-from agent_tools.contracts.approvals import RecordApprovalInput, argument_digest
+from agent_tools.contracts._approvals import RecordApprovalInput, argument_digest
 from tests.support.fixture_types import Script
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from agent_tools._settings import Settings
 from agent_tools._store.approval_tables import ApprovalStore
 from agent_tools._store.db import Store
 from agent_tools._user_tools import tool
-from agent_tools.contracts.approvals import (
+from agent_tools.contracts._approvals import (
     ApprovalPolicy,
     ApprovalRejected,
     PendingApproval,
@@ -474,7 +474,7 @@ async def test_a_carried_wait_is_taken_over_by_the_re_entered_call(
 ) -> None:
     """What continue-as-new while waiting needs from approvals: the re-entered call takes over the carried
     approval (no second one), a decision it got before the new run is consumed, one sent to the new run too."""
-    from agent_tools.contracts.approvals import RecordedDecision
+    from agent_tools.contracts._approvals import RecordedDecision
 
     settings.model = script([pay(), {"say": "got: {{last_tool}}"}])
     async with worker_for(tools=[send_payment, balance]) as client:
@@ -507,7 +507,7 @@ async def test_an_mcp_tool_matched_by_pattern_waits_while_the_others_run(
     settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
     from agent_tools.activities._mcp import mcp_user_tools
-    from agent_tools.contracts.mcp import McpConfig
+    from agent_tools.contracts._mcp import McpConfig
     from tests.support.mcp import fixture_server
 
     discovered = await mcp_user_tools(McpConfig(servers=[fixture_server()]))

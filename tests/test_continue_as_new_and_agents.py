@@ -42,7 +42,7 @@ async def test_continue_as_new_keeps_transcript_todos_and_usage(
             await asyncio.sleep(0.05)
         status = await handle.status()
         assert status.turns == 3 and status.usage.calls == 4
-        from agent_tools.contracts.planning import TodoItem
+        from agent_tools.contracts._planning import TodoItem
 
         todos = await handle.query("todos", list[TodoItem])
         assert [t.content for t in todos] == ["keep me"]

@@ -193,7 +193,7 @@ async def test_send_message_reaches_only_async_sub_agents(
 
 
 def test_message_target_rules() -> None:
-    from agent_tools.contracts.delegation import ChildRecord, message_target_refusal
+    from agent_tools.contracts._delegation import ChildRecord, message_target_refusal
 
     def rec(face: Any, mode: Any) -> ChildRecord:
         return ChildRecord(session_id="c", face=face, agent="a", title="t", mode=mode, created_at="", updated_at="")

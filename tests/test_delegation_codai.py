@@ -14,7 +14,7 @@ from agent_tools._catalog.registry import ToolCatalog
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Price, Settings
 from agent_tools.activities._delegation import plan_spawn
-from agent_tools.contracts.delegation import Caller, PlanSpawnInput
+from agent_tools.contracts._delegation import Caller, PlanSpawnInput
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.sessions import collect_progress, tool_results
 

@@ -13,7 +13,7 @@ from agent_tools._agents import AgentDefinition
 from agent_tools._client import SessionHandle
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
-from agent_tools.contracts.delegation import HandoffRecord
+from agent_tools.contracts._delegation import HandoffRecord
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import children, collect_progress, tool_results, turns

@@ -13,7 +13,7 @@ from agent_tools._catalog.spec import ToolLevel
 from agent_tools._messages import Message, ToolCall
 from agent_tools._settings import Settings
 from agent_tools.activities._delegation import allowed_models, conversation_for_handoff, resolve_model, tier_model
-from agent_tools.contracts.delegation import (
+from agent_tools.contracts._delegation import (
     COST_CEILING_USD,
     INVOKE_WAIT_SECONDS,
     MAX_CHAIN_DEPTH,

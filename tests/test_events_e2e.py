@@ -24,13 +24,13 @@ from agent_tools._store.event_tables import (
     count_events,
     event_subscriptions,
 )
-from agent_tools.contracts.events import (
+from agent_tools.contracts._events import (
     SIGNAL_EVENT_ARRIVED,
     SIGNAL_SUBSCRIBE,
     Subscription,
     router_workflow_id,
 )
-from agent_tools.contracts.events.signatures import sign_standard_webhook
+from agent_tools.contracts._events.signatures import sign_standard_webhook
 from tests.support.events import (
     HMAC_SECRET,
     TOKEN,

@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_tools._settings import Settings
 from agent_tools._store.event_tables import count_events
-from agent_tools.contracts.events.signatures import sign_github, sign_standard_webhook
+from agent_tools.contracts._events.signatures import sign_github, sign_standard_webhook
 from tests.support.events import GH_SECRET, HMAC_SECRET, TOKEN, github_headers, ingress, router_state
 from tests.support.fixture_types import WorkerFor
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_tools._catalog.registry import ToolCatalog
-from agent_tools.contracts.events import (
+from agent_tools.contracts._events import (
     EventWaitState,
     Subscription,
     WaitForEventArgs,
@@ -21,7 +21,7 @@ from agent_tools.contracts.events import (
     router_workflow_id,
     subscription_matches,
 )
-from agent_tools.contracts.events.signatures import (
+from agent_tools.contracts._events.signatures import (
     SignatureError,
     sign_github,
     sign_standard_webhook,

@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from agent_tools._client import SessionHandle
 from agent_tools._session import SessionResult, SessionStatus
 from agent_tools._settings import Settings
-from agent_tools.contracts.human import PendingQuestion
+from agent_tools.contracts._human import PendingQuestion
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import current_details

@@ -30,7 +30,7 @@ from agent_tools.activities._mcp import McpConnections, McpUnavailable, mcp_user
 from agent_tools.activities._mcp.client import render_result
 from agent_tools.activities._mcp.discovery import user_tool_for
 from agent_tools.activities._tool_runner import _user_impl
-from agent_tools.contracts.mcp import McpConfig, McpServerConfig, catalog_tool_name
+from agent_tools.contracts._mcp import McpConfig, McpServerConfig, catalog_tool_name
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.mcp import SERVER, fixture_server
 

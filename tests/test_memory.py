@@ -18,8 +18,8 @@ from agent_tools._store.memory_tables import memories
 from agent_tools.activities._memory import MemoryEngine, Scope
 from agent_tools.activities._memory_tools import memory_context
 from agent_tools.activities._services import Services
-from agent_tools.contracts.memory import scoring
-from agent_tools.contracts.memory.format import FENCE_CLOSE
+from agent_tools.contracts._memory import scoring
+from agent_tools.contracts._memory.format import FENCE_CLOSE
 from tests.support.memory import call, open_services, ref
 
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent_tools.contracts.memory import scoring
-from agent_tools.contracts.memory.format import MemoryLine, human_age, render_context_block, render_recall
+from agent_tools.contracts._memory import scoring
+from agent_tools.contracts._memory.format import MemoryLine, human_age, render_context_block, render_recall
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 from agent_tools._client import SessionHandle
 from agent_tools._session import SessionResult, SessionStatus
 from agent_tools._settings import Settings
-from agent_tools.contracts.planning import Goal, Loop, TodoItem
+from agent_tools.contracts._planning import Goal, Loop, TodoItem
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.sessions import call, loops

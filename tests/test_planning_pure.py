@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from agent_tools._catalog.registry import builtin_specs
 from agent_tools._messages import Message, ToolCall
-from agent_tools.contracts.human import (
+from agent_tools.contracts._human import (
     AnswerQuestions,
     AnswerRejected,
     AskUserArgs,
@@ -23,7 +23,7 @@ from agent_tools.contracts.human import (
     render_pending,
     resolve_answers,
 )
-from agent_tools.contracts.planning import (
+from agent_tools.contracts._planning import (
     MAX_LOOP_TURNS,
     MIN_LOOP_INTERVAL_SECONDS,
     CreateGoalArgs,

@@ -15,7 +15,7 @@ from agent_tools._catalog.spec import ToolSpec
 from agent_tools.activities._context import BuiltinContext
 from agent_tools.activities._services import Services
 from agent_tools.activities._tool_runner import run_tool
-from agent_tools.contracts.results import readers
+from agent_tools.contracts._results import readers
 from tests.support.memory import call, open_services, ref
 
 TEXT = "\n".join(f"row {i}: " + ("lorem ipsum " * 8) + f"value={i * 7}" for i in range(5000))

@@ -29,7 +29,7 @@ from agent_tools.activities._sandbox.isolation import default_library_paths
 from agent_tools.activities._sandbox.tool import IMPLEMENTATIONS, announce
 from agent_tools.activities._services import Services
 from agent_tools.activities._tool_runner import run_tool
-from agent_tools.contracts.sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits, SandboxSettings
+from agent_tools.contracts._sandbox import MAX_CODE_CHARS, MAX_INPUT_FILE_CHARS, TOOLS, SandboxLimits, SandboxSettings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.sandbox import REPO, REQUIRE_SANDBOX, ROOT, run, sandbox_engine, world_readable_dir
 

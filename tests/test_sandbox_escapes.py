@@ -25,7 +25,7 @@ import pytest_asyncio
 from agent_tools._settings import Settings
 from agent_tools.activities._sandbox.engine import SandboxEngine, isolation_config, protected_paths
 from agent_tools.activities._sandbox.isolation import BASE_ENV
-from agent_tools.contracts.sandbox import SandboxLimits
+from agent_tools.contracts._sandbox import SandboxLimits
 from tests.support.sandbox import REPO, attempts, processes_with, run, sandbox_engine, world_readable_dir
 
 PG_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"

@@ -28,15 +28,15 @@ from agent_tools._session import (
     Trigger,
 )
 from agent_tools._session_start import SessionStart, child_start, handoff_start, root_start
-from agent_tools.contracts.delegation import (
+from agent_tools.contracts._delegation import (
     ACT_LATEST_MESSAGE,
     ChildRecord,
     LatestMessageOutput,
     SubAgentMessage,
     SubSessionArgs,
 )
-from agent_tools.contracts.human import AnswerQuestions, AnswerRejected, AskUserArgs
-from agent_tools.contracts.planning import (
+from agent_tools.contracts._human import AnswerQuestions, AnswerRejected, AskUserArgs
+from agent_tools.contracts._planning import (
     ACTIVITY_JUDGE_GOAL,
     CompleteGoalArgs,
     CreateGoalArgs,

@@ -15,7 +15,7 @@ from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
 from agent_tools.activities._context import BuiltinContext
 from agent_tools.activities._skills import load_skills, use_skill
-from agent_tools.contracts.skills import TOOLS, SkillError, SkillsSettings, UseSkillArgs, parse_skill, render_skill
+from agent_tools.contracts._skills import TOOLS, SkillError, SkillsSettings, UseSkillArgs, parse_skill, render_skill
 from tests.support.fixture_types import Script, WorkerFor
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"

@@ -25,7 +25,7 @@ from agent_tools._settings import ProviderEndpoint, Settings
 from agent_tools.activities._providers.anthropic import AnthropicProvider
 from agent_tools.activities._providers.base import ModelRequest, ToolSchema
 from agent_tools.activities._providers.openai_compat import OpenAIProvider
-from agent_tools.contracts.output import (
+from agent_tools.contracts._output import (
     OUTPUT_TOOL,
     OutputState,
     StructuredAnswer,

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from agent_tools._service.app import create_app
 from agent_tools._service.tools_routes import RateLimiter
 from agent_tools._settings import Settings
-from agent_tools.contracts.web.config import WebConfig
+from agent_tools.contracts._web.config import WebConfig
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.web import (
     Reply,
@@ -170,7 +170,7 @@ async def test_codai_fields_and_error_set(api: tuple[httpx.AsyncClient, FastAPI]
 
 
 def test_search_intent_reads_the_query() -> None:
-    from agent_tools.contracts.web.render import search_intent
+    from agent_tools.contracts._web.render import search_intent
 
     assert search_intent("TypeError: undefined is not a function") == "code"
     assert search_intent("latest news on the tram strike") == "news"

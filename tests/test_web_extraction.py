@@ -19,7 +19,7 @@ from agent_tools._web.extractor import (
     iso_date,
     metadata,
 )
-from agent_tools.contracts.web.text import markdown_to_text
+from agent_tools.contracts._web.text import markdown_to_text
 from bench.extraction_score import (
     Case,
     evaluate,

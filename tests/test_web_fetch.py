@@ -10,8 +10,8 @@ import pytest
 from agent_tools._errors import WebError
 from agent_tools._web.fetcher import FetchLimits
 from agent_tools._web.service import accepted_type
-from agent_tools.contracts.web.models import HttpFetchArgs, WebFetchArgs
-from agent_tools.contracts.web.text import markdown_to_text, word_f1
+from agent_tools.contracts._web.models import HttpFetchArgs, WebFetchArgs
+from agent_tools.contracts._web.text import markdown_to_text, word_f1
 from tests.support.web import PAGES, Reply, WebServer, close_web, json_reply, make_web
 
 
@@ -299,7 +299,7 @@ async def test_charsets_from_header_or_meta(tmp_path: Path) -> None:
 
 
 def test_truncation_closes_an_open_code_fence() -> None:
-    from agent_tools.contracts.web.text import truncate
+    from agent_tools.contracts._web.text import truncate
 
     md = "Intro paragraph.\n\n```python\n" + "\n".join(f"line_{i} = {i}" for i in range(200)) + "\n```\n\nAfter."
     cut, truncated = truncate(md, 300)
@@ -408,7 +408,7 @@ def test_highlighted_code_keeps_its_text_and_language(code_html: str, fenced: st
 
 
 def test_focus_window_ranks_paragraphs_and_respects_the_budget() -> None:
-    from agent_tools.contracts.web.text import focus_window
+    from agent_tools.contracts._web.text import focus_window
 
     md = "\n\n".join(
         ["# Guide", "## Install", "Run pip install to get the package."]

@@ -1,5 +1,5 @@
 """One JSON query language for json_query and query_tool_result: JMESPath, plus the jq/JSONPath habits the
-contracts' examples show (agent_tools.contracts.query)."""
+contracts' examples show (agent_tools.contracts._query)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent_tools.activities._query import bounded_query
-from agent_tools.contracts.query import JsonQueryError, normalize, parse_document, run_query
+from agent_tools.contracts._query import JsonQueryError, normalize, parse_document, run_query
 
 DOC: dict[str, Any] = {
     "store": {

@@ -11,8 +11,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agent_tools._settings import Settings
-from agent_tools.contracts.web.config import WebConfig
-from agent_tools.contracts.web.models import ResearchCandidate, ResearchSearchOutput
+from agent_tools.contracts._web.config import WebConfig
+from agent_tools.contracts._web.models import ResearchCandidate, ResearchSearchOutput
 from agent_tools.workflows._registry import all_workflows
 from agent_tools.workflows._research import pick_sources
 from tests.support.fixture_types import Script, WorkerFor
@@ -112,7 +112,7 @@ async def test_no_sources_fails_cleanly(
 def test_request_limits() -> None:
     from pydantic import ValidationError
 
-    from agent_tools.contracts.web.models import ResearchRequest
+    from agent_tools.contracts._web.models import ResearchRequest
 
     for bad in (
         {"question": "x" * 2001},

@@ -13,9 +13,9 @@ import pytest
 
 from agent_tools._errors import WebError
 from agent_tools._web.service import snippet_on_page
-from agent_tools.contracts.web.models import EngineFailure, SearchHit, WebSearchArgs
-from agent_tools.contracts.web.render import render_search
-from agent_tools.contracts.web.urls import domain_rule_matches, normalize_url, unwrap_redirect
+from agent_tools.contracts._web.models import EngineFailure, SearchHit, WebSearchArgs
+from agent_tools.contracts._web.render import render_search
+from agent_tools.contracts._web.urls import domain_rule_matches, normalize_url, unwrap_redirect
 from tests.support.web import (
     ALL,
     BING_CAPTCHA,
@@ -507,7 +507,7 @@ def test_ddgs_region_from_the_query_market() -> None:
 async def test_ddgs_engines_send_their_requests_to_the_configured_endpoint(tmp_path: Path) -> None:
     """DuckDuckGo and Bing run on ddgs: its request (form or query, region, time filter) reaches the
     configured URL, and its parser reads the page; the redirect links come back unwrapped."""
-    from agent_tools.contracts.web.models import WebSearchArgs
+    from agent_tools.contracts._web.models import WebSearchArgs
 
     with WebServer() as server:
         b = server.base

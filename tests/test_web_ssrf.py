@@ -10,8 +10,8 @@ import pytest
 
 from agent_tools._errors import WebError
 from agent_tools._settings import Settings
-from agent_tools.contracts.web.models import WebFetchArgs
-from agent_tools.contracts.web.ssrf import UrlRefused, address_problem, check_addresses, check_url, ensure_scheme
+from agent_tools.contracts._web.models import WebFetchArgs
+from agent_tools.contracts._web.ssrf import UrlRefused, address_problem, check_addresses, check_url, ensure_scheme
 from tests.support.web import Reply, WebServer, close_web, make_certs, make_web
 
 REFUSED = [

@@ -17,7 +17,7 @@ from agent_tools._settings import Settings
 from agent_tools.activities._services import Services
 from agent_tools.activities._tool_runner import run_tool
 from agent_tools.activities._web_tools import IMPLEMENTATIONS
-from agent_tools.contracts.web.config import WebConfig
+from agent_tools.contracts._web.config import WebConfig
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.web import Reply, WebServer, json_reply, searxng_results
 

@@ -13,16 +13,34 @@ from agent_tools._catalog.profiles import PROFILES
 from agent_tools._catalog.spec import ToolLevel, ToolSpec
 from agent_tools._errors import ConfigurationError
 from agent_tools.contracts import (
-    delegation,
-    events,
-    history,
-    human,
-    memory,
-    planning,
-    results,
-    sandbox,
-    skills,
-    web,
+    _delegation as delegation,
+)
+from agent_tools.contracts import (
+    _events as events,
+)
+from agent_tools.contracts import (
+    _history as history,
+)
+from agent_tools.contracts import (
+    _human as human,
+)
+from agent_tools.contracts import (
+    _memory as memory,
+)
+from agent_tools.contracts import (
+    _planning as planning,
+)
+from agent_tools.contracts import (
+    _results as results,
+)
+from agent_tools.contracts import (
+    _sandbox as sandbox,
+)
+from agent_tools.contracts import (
+    _skills as skills,
+)
+from agent_tools.contracts import (
+    _web as web,
 )
 
 # Every capability's contracts, in the order the catalog lists them. A capability joins by being imported here.

@@ -18,7 +18,7 @@ import typer
 
 from agent_tools._cli.running import run_or_explain
 from agent_tools._errors import AnswerInputClosed, SessionError
-from agent_tools.contracts.approvals import ApprovalRejected, PendingApproval
+from agent_tools.contracts._approvals import ApprovalRejected, PendingApproval
 
 
 def describe(p: PendingApproval) -> str:

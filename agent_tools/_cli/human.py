@@ -21,7 +21,7 @@ from temporalio.client import WorkflowUpdateFailedError
 
 from agent_tools._cli.running import run_or_explain
 from agent_tools._errors import AnswerInputClosed
-from agent_tools.contracts.human import (
+from agent_tools.contracts._human import (
     OTHER_LABEL,
     AnswerAccepted,
     AnswerQuestions,

@@ -383,7 +383,7 @@ def _read_schema(path: Path | None) -> dict[str, Any] | None:
     """The JSON Schema of ``--schema``; a file that is not one stops the command before anything starts."""
     if path is None:
         return None
-    from agent_tools.contracts.output import schema_refusal
+    from agent_tools.contracts._output import schema_refusal
 
     try:
         schema = json.loads(path.read_text(encoding="utf-8"))

@@ -23,8 +23,8 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print the /v1/tools/search response body"),
 ) -> None:
     """Search the web with the configured engines (failover, cache) and print [S1].. lines."""
-    from agent_tools.contracts.web.models import SearchHit
-    from agent_tools.contracts.web.render import render_search
+    from agent_tools.contracts._web.models import SearchHit
+    from agent_tools.contracts._web.render import render_search
 
     request: dict[str, Any] = {"query": query, "max_results": max_results, "include_domains": include or None}
     if freshness:

@@ -37,7 +37,7 @@ from agent_tools._boundaries import MAX_JSON_DEPTH, clean_json, clean_text, desc
 from agent_tools._errors import InvalidInput
 from agent_tools._service.auth import bearer_token
 from agent_tools._settings import Settings
-from agent_tools.contracts.events import (
+from agent_tools.contracts._events import (
     KIND_PATTERN,
     SIGNAL_EVENT,
     EventDelivery,
@@ -48,8 +48,8 @@ from agent_tools.contracts.events import (
     github_kind,
     valid_kind,
 )
-from agent_tools.contracts.events.settings import EventSettings, EventSource
-from agent_tools.contracts.events.signatures import SignatureError, verify_github, verify_standard_webhook
+from agent_tools.contracts._events.settings import EventSettings, EventSource
+from agent_tools.contracts._events.signatures import SignatureError, verify_github, verify_standard_webhook
 
 
 class EventIn(BaseModel):

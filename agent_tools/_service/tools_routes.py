@@ -1,7 +1,7 @@
 """Standalone web endpoints: ``POST /v1/tools/search``, ``POST /v1/tools/fetch``, ``POST /v1/research``,
 ``GET /v1/research/{id}``.
 
-Bearer keys come from ``api_keys`` (see :mod:`agent_tools.contracts.web.config`) or ``state.api_keys``; with no key
+Bearer keys come from ``api_keys`` (see :mod:`agent_tools.contracts._web.config`) or ``state.api_keys``; with no key
 configured every call is refused (401), so a fresh deployment is never an open proxy. Each key has
 per-minute and per-hour request limits (``X-RateLimit-*`` headers on every answer, ``429
 rate_limit_exceeded`` past them). Errors use one envelope::
@@ -34,7 +34,7 @@ from agent_tools._errors import AgentToolsError, WebError
 from agent_tools._service.auth import bearer_token
 from agent_tools._settings import Settings
 from agent_tools._web_client import ResearchClient, search_with
-from agent_tools.contracts.web import models as web_models
+from agent_tools.contracts._web import models as web_models
 
 ERROR_TYPES = {
     400: "invalid_request_error",

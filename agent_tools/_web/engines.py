@@ -25,9 +25,9 @@ import httpx
 
 from agent_tools._errors import AgentToolsError
 from agent_tools._retry_after import parse_retry_after
-from agent_tools.contracts.web.config import WebConfig
-from agent_tools.contracts.web.models import EngineFailure, SearchHit
-from agent_tools.contracts.web.urls import normalize_url, unwrap_redirect
+from agent_tools.contracts._web.config import WebConfig
+from agent_tools.contracts._web.models import EngineFailure, SearchHit
+from agent_tools.contracts._web.urls import normalize_url, unwrap_redirect
 
 
 class EngineError(AgentToolsError):

@@ -26,8 +26,8 @@ from urllib.parse import urljoin
 import lxml.html  # type: ignore[import-untyped]
 from lxml import etree  # type: ignore[import-untyped]
 
-from agent_tools.contracts.web.models import Extracted
-from agent_tools.contracts.web.text import tidy_markdown, words
+from agent_tools.contracts._web.models import Extracted
+from agent_tools.contracts._web.text import tidy_markdown, words
 
 _BOILERPLATE_TAGS = (
     "script",
@@ -449,7 +449,7 @@ def _restore_headings(md: str, doc: Any) -> str:
     block after it on the page is a block the extractor kept, in document order, inside the heading's own
     container, and the heading is not a linked headline nor inside navigation, an aside or a
     related-content, newsletter, author or video block."""
-    from agent_tools.contracts.web.text import markdown_to_text
+    from agent_tools.contracts._web.text import markdown_to_text
 
     blocks = md.split("\n\n")
     present = {_norm(markdown_to_text(b)) for b in blocks if _is_heading_block(b)}

@@ -23,8 +23,8 @@ from urllib.parse import urljoin
 import httpx
 
 from agent_tools._errors import AgentToolsError
-from agent_tools.contracts.web.ssrf import CheckedUrl, UrlRefused, check_addresses, check_url
-from agent_tools.contracts.web.urls import same_site
+from agent_tools.contracts._web.ssrf import CheckedUrl, UrlRefused, check_addresses, check_url
+from agent_tools.contracts._web.urls import same_site
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 

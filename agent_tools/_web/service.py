@@ -33,8 +33,8 @@ from agent_tools._web.engines import (
 )
 from agent_tools._web.fetcher import FetchError, FetchLimits, GuardedFetcher, Resolver, media_type
 from agent_tools._web.market import infer_market
-from agent_tools.contracts.web.config import WebConfig
-from agent_tools.contracts.web.models import (
+from agent_tools.contracts._web.config import WebConfig
+from agent_tools.contracts._web.models import (
     FetchResponse,
     HttpFetchArgs,
     HttpFetchResult,
@@ -44,9 +44,9 @@ from agent_tools.contracts.web.models import (
     WebFetchArgs,
     WebSearchArgs,
 )
-from agent_tools.contracts.web.ssrf import UrlRefused, check_url, ensure_scheme
-from agent_tools.contracts.web.text import focus_window, markdown_to_text, truncate, words
-from agent_tools.contracts.web.urls import normalize_url, passes_domain_filters, rule_host
+from agent_tools.contracts._web.ssrf import UrlRefused, check_url, ensure_scheme
+from agent_tools.contracts._web.text import focus_window, markdown_to_text, truncate, words
+from agent_tools.contracts._web.urls import normalize_url, passes_domain_filters, rule_host
 
 FetchProfile = Literal["codai", "rtc"]
 

@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from agent_tools._activity_io import ToolCallInput, ToolCallOutput
 from agent_tools._store.approval_tables import ApprovalStore
 from agent_tools.activities._services import ActivityClass, Services
-from agent_tools.contracts.approvals import (
+from agent_tools.contracts._approvals import (
     ACTIVITY_RECORD_APPROVAL,
     INTERRUPTED_MESSAGE,
     RecordApprovalInput,

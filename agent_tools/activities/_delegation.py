@@ -36,7 +36,7 @@ from agent_tools.activities._context import BuiltinContext, ToolImpl
 from agent_tools.activities._heartbeat import with_heartbeat
 from agent_tools.activities._model_calls import UsageAccount, complete
 from agent_tools.activities._services import ActivityClass, Services
-from agent_tools.contracts.delegation import (
+from agent_tools.contracts._delegation import (
     ACT_AWAIT_SESSION,
     ACT_CHECK_AGENT,
     ACT_HANDOFF_HISTORY,

@@ -2,7 +2,7 @@
 
 **Client.** :class:`Embedder` speaks OpenAI's ``POST {base_url}/embeddings`` wire format (OpenAI, vLLM, Ollama,
 llama.cpp, LiteLLM all serve it). What comes back is outside input: the body is read up to a size bound and
-every vector is checked and normalised by :func:`agent_tools.contracts.memory.scoring.encode_vector` before it
+every vector is checked and normalised by :func:`agent_tools.contracts._memory.scoring.encode_vector` before it
 can reach the store. Any failure is an :class:`EmbeddingsUnavailable`; the memory engine then saves without
 a vector and searches by full text only, so an endpoint that is down never costs a memory or a recall.
 
@@ -31,7 +31,7 @@ from sqlalchemy import Connection, select
 
 from agent_tools._errors import ProviderError
 from agent_tools._store.memory_tables import memories
-from agent_tools.contracts.memory import MAX_EMBEDDING_DIMENSIONS, EmbeddingsEndpoint, scoring
+from agent_tools.contracts._memory import MAX_EMBEDDING_DIMENSIONS, EmbeddingsEndpoint, scoring
 
 if TYPE_CHECKING:
     # numpy is imported where a vector is first handled, not with this module: a worker loads this module

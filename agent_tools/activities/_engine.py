@@ -27,8 +27,8 @@ from agent_tools.activities._offer import unavailable_tools
 from agent_tools.activities._providers.base import ToolSchema
 from agent_tools.activities._services import ActivityClass, Services
 from agent_tools.activities._text_publisher import TextPublisher, stream_publisher
-from agent_tools.contracts.approvals import resolve_approvals
-from agent_tools.contracts.output import OutputContract, check_answer, contract_of, schema_refusal
+from agent_tools.contracts._approvals import resolve_approvals
+from agent_tools.contracts._output import OutputContract, check_answer, contract_of, schema_refusal
 
 
 def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], options: SessionOptions) -> ExecutionPolicy:

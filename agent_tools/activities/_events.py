@@ -28,7 +28,7 @@ from agent_tools._store.db import Store
 from agent_tools._store.event_tables import add_subscription, claim_batch, claim_one, find_matching, get_event
 from agent_tools.activities._services import ActivityClass, Services
 from agent_tools.activities._tool_runner import save_if_large
-from agent_tools.contracts.events import (
+from agent_tools.contracts._events import (
     ACTIVITY_DELIVER_EVENTS,
     ACTIVITY_LOAD_EVENT,
     ACTIVITY_SUBSCRIBE,
@@ -46,7 +46,7 @@ from agent_tools.contracts.events import (
     received_result,
     router_workflow_id,
 )
-from agent_tools.contracts.events.settings import EventSettings
+from agent_tools.contracts._events.settings import EventSettings
 
 
 async def subscribe(services: Services, inp: SubscribeInput, *, client: Any, task_queue: str) -> SubscribeOutput:

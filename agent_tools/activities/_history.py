@@ -8,13 +8,13 @@ from sqlalchemy import and_, func, select
 
 from agent_tools._store.tables import transcript
 from agent_tools.activities._context import BuiltinContext, ToolImpl
-from agent_tools.contracts.history import (
+from agent_tools.contracts._history import (
     SNIPPET_CHARS,
     HistoryHit,
     SearchConversationHistoryArgs,
     SearchConversationHistoryResult,
 )
-from agent_tools.contracts.memory.format import aware
+from agent_tools.contracts._memory.format import aware
 
 
 def snippet(content: str, needles: list[str], width: int = SNIPPET_CHARS) -> str:

@@ -48,13 +48,13 @@ from agent_tools._store.base import upsert_rows
 from agent_tools._store.db import Store
 from agent_tools._store.memory_tables import SCOPED_SEARCH, memories
 from agent_tools.activities._embeddings import Embedder, EmbeddingsUnavailable, VectorIndex
-from agent_tools.contracts.memory import (
+from agent_tools.contracts._memory import (
     MemoryItem,
     MemoryPolicy,
     Tier,
     scoring,
 )
-from agent_tools.contracts.memory.format import (
+from agent_tools.contracts._memory.format import (
     MemoryLine,
     aware,
     human_age,
@@ -578,7 +578,7 @@ class MemoryEngine:
     def _candidates(
         self, conn: Connection, scope: Scope, terms: list[str], tier: str | None, now: datetime
     ) -> list[Any]:
-        """Full-text candidates, see :mod:`agent_tools.contracts.memory.scoring` and docs/design-notes.md.
+        """Full-text candidates, see :mod:`agent_tools.contracts._memory.scoring` and docs/design-notes.md.
 
         Ranking every match of a word that most memories contain costs tens of milliseconds at 100,000
         memories and adds almost nothing (its IDF is near zero). So each term's document frequency in the

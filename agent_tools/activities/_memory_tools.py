@@ -9,7 +9,7 @@ from agent_tools._messages import Message
 from agent_tools.activities._context import BuiltinContext, ToolImpl
 from agent_tools.activities._memory import Memory, MemoryEngine, Scope, memory_id_for, utc_now
 from agent_tools.activities._services import ContextHook, Services
-from agent_tools.contracts.memory import (
+from agent_tools.contracts._memory import (
     DeleteMemoryArgs,
     DeleteMemoryResult,
     ListMemoriesArgs,
@@ -26,7 +26,7 @@ from agent_tools.contracts.memory import (
     Tier,
     UpdateMemoryArgs,
 )
-from agent_tools.contracts.memory.format import DATA_NOTE, human_age, render_context_block, render_recall
+from agent_tools.contracts._memory.format import DATA_NOTE, human_age, render_context_block, render_recall
 
 
 def memory_enabled(services: Services, ref: SessionRef) -> bool:

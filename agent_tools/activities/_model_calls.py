@@ -22,7 +22,7 @@ from agent_tools._messages import Message, Usage
 from agent_tools.activities._heartbeat import with_heartbeat
 from agent_tools.activities._providers.base import ModelRequest, ModelResponse, TextSink, ToolSchema
 from agent_tools.activities._services import Services
-from agent_tools.contracts.output import OutputContract
+from agent_tools.contracts._output import OutputContract
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from temporalio import activity
 from agent_tools._errors import ConfigurationError, ProviderRequestError
 from agent_tools.activities._model_calls import UsageAccount, complete, non_retryable
 from agent_tools.activities._services import ActivityClass, Services
-from agent_tools.contracts.planning import (
+from agent_tools.contracts._planning import (
     ACTIVITY_JUDGE_GOAL,
     GoalVerdict,
     JudgeGoalInput,

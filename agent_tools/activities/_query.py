@@ -1,5 +1,5 @@
 """JSON queries (codai's json_query, FYAI's query_tool_result) as activities run them: off the event loop, with
-a time limit. The language is in :mod:`agent_tools.contracts.query`."""
+a time limit. The language is in :mod:`agent_tools.contracts._query`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from agent_tools.contracts.query import QUERY_TIMEOUT_SECONDS, JsonQueryError, compile_query, run_query
+from agent_tools.contracts._query import QUERY_TIMEOUT_SECONDS, JsonQueryError, compile_query, run_query
 
 
 async def bounded_query(document: Callable[[], Any], expression: str) -> Any:

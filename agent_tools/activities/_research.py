@@ -17,7 +17,7 @@ from agent_tools._errors import ConfigurationError, ProviderRequestError, WebErr
 from agent_tools._messages import Message, Usage
 from agent_tools.activities._model_calls import UsageAccount, complete, non_retryable
 from agent_tools.activities._services import ActivityClass, Services
-from agent_tools.contracts.web.models import (
+from agent_tools.contracts._web.models import (
     ResearchCandidate,
     ResearchPlan,
     ResearchPlanInput,
@@ -29,8 +29,8 @@ from agent_tools.contracts.web.models import (
     ResearchWriteOutput,
     WebSearchArgs,
 )
-from agent_tools.contracts.web.render import fence_untrusted
-from agent_tools.contracts.web.text import focus_window
+from agent_tools.contracts._web.render import fence_untrusted
+from agent_tools.contracts._web.text import focus_window
 
 PLAN_SYSTEM = (
     "You plan web searches for a research question. Answer with a JSON array of 2 to {n} short, distinct "

@@ -14,8 +14,8 @@ from typing import Any
 from agent_tools._errors import ToolFailure
 from agent_tools.activities._context import BuiltinContext, ToolImpl
 from agent_tools.activities._query import bounded_query
-from agent_tools.contracts.query import JsonQueryError
-from agent_tools.contracts.results import (
+from agent_tools.contracts._query import JsonQueryError
+from agent_tools.contracts._results import (
     QueryToolResultArgs,
     ReadArtifactArgs,
     ReadArtifactResult,

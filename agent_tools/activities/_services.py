@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agent_tools.activities._mcp.client import McpConnections
     from agent_tools.activities._memory import MemoryEngine
     from agent_tools.activities._sandbox.engine import SandboxEngine
-    from agent_tools.contracts.results.readers import LineView
+    from agent_tools.contracts._results.readers import LineView
 
 # Extra system text for the model, built per step from the session and the transcript the step sends (the
 # Memory Context block is one). The capabilities' hooks come from whoever opens the services (the plugin

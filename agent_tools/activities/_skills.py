@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agent_tools._errors import ToolFailure
 from agent_tools.activities._context import BuiltinContext, ToolImpl
-from agent_tools.contracts.skills import Skill, SkillError, UseSkillArgs, parse_skill, render_catalog, render_skill
+from agent_tools.contracts._skills import Skill, SkillError, UseSkillArgs, parse_skill, render_catalog, render_skill
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from agent_tools._messages import Message, Usage
 from agent_tools.activities._context import BuiltinContext, ToolImpl
 from agent_tools.activities._model_calls import UsageAccount, complete
 from agent_tools.activities._query import bounded_query
-from agent_tools.contracts.query import JsonQueryError, parse_document
-from agent_tools.contracts.web.models import (
+from agent_tools.contracts._query import JsonQueryError, parse_document
+from agent_tools.contracts._web.models import (
     HttpFetchArgs,
     JsonQueryArgs,
     Page,
@@ -24,7 +24,7 @@ from agent_tools.contracts.web.models import (
     WebSearchRtcArgs,
     WebSearchRtcResult,
 )
-from agent_tools.contracts.web.render import error_line, fence_untrusted, render_fetch, render_search
+from agent_tools.contracts._web.render import error_line, fence_untrusted, render_fetch, render_search
 
 EXTRACT_SYSTEM = (
     "You extract information from a web page for another assistant. Answer the request using only the page "

@@ -37,43 +37,43 @@ __all__ = [
 
 _LAZY = {
     # Tool approvals
-    "ApprovalPolicy": "agent_tools.contracts.approvals",
-    "PendingApproval": "agent_tools.contracts.approvals",
-    "ApprovalDecision": "agent_tools.contracts.approvals",
-    "ApprovalAccepted": "agent_tools.contracts.approvals",
-    "ApprovalState": "agent_tools.contracts.approvals",
+    "ApprovalPolicy": "agent_tools.contracts._approvals",
+    "PendingApproval": "agent_tools.contracts._approvals",
+    "ApprovalDecision": "agent_tools.contracts._approvals",
+    "ApprovalAccepted": "agent_tools.contracts._approvals",
+    "ApprovalState": "agent_tools.contracts._approvals",
     # Questions to a person (askUser)
-    "PendingQuestion": "agent_tools.contracts.human",
-    "AskOption": "agent_tools.contracts.human",
-    "AnswerAccepted": "agent_tools.contracts.human",
-    "HumanState": "agent_tools.contracts.human",
+    "PendingQuestion": "agent_tools.contracts._human",
+    "AskOption": "agent_tools.contracts._human",
+    "AnswerAccepted": "agent_tools.contracts._human",
+    "HumanState": "agent_tools.contracts._human",
     # Structured results
-    "OutputContract": "agent_tools.contracts.output",
-    "schema_refusal": "agent_tools.contracts.output",
+    "OutputContract": "agent_tools.contracts._output",
+    "schema_refusal": "agent_tools.contracts._output",
     # MCP servers
-    "McpConfig": "agent_tools.contracts.mcp.config",
-    "McpServerConfig": "agent_tools.contracts.mcp.config",
+    "McpConfig": "agent_tools.contracts._mcp.config",
+    "McpServerConfig": "agent_tools.contracts._mcp.config",
     # Web tools (ToolsClient, ResearchClient and the HTTP service)
-    "WebSearchArgs": "agent_tools.contracts.web.models",
-    "WebFetchArgs": "agent_tools.contracts.web.models",
-    "SearchResponse": "agent_tools.contracts.web.models",
-    "FetchResponse": "agent_tools.contracts.web.models",
-    "ResearchRequest": "agent_tools.contracts.web.models",
-    "ResearchJob": "agent_tools.contracts.web.models",
+    "WebSearchArgs": "agent_tools.contracts._web.models",
+    "WebFetchArgs": "agent_tools.contracts._web.models",
+    "SearchResponse": "agent_tools.contracts._web.models",
+    "FetchResponse": "agent_tools.contracts._web.models",
+    "ResearchRequest": "agent_tools.contracts._web.models",
+    "ResearchJob": "agent_tools.contracts._web.models",
 }
 
 if TYPE_CHECKING:
-    from agent_tools.contracts.approvals import (
+    from agent_tools.contracts._approvals import (
         ApprovalAccepted,
         ApprovalDecision,
         ApprovalPolicy,
         ApprovalState,
         PendingApproval,
     )
-    from agent_tools.contracts.human import AnswerAccepted, AskOption, HumanState, PendingQuestion
-    from agent_tools.contracts.mcp.config import McpConfig, McpServerConfig
-    from agent_tools.contracts.output import OutputContract, schema_refusal
-    from agent_tools.contracts.web.models import (
+    from agent_tools.contracts._human import AnswerAccepted, AskOption, HumanState, PendingQuestion
+    from agent_tools.contracts._mcp.config import McpConfig, McpServerConfig
+    from agent_tools.contracts._output import OutputContract, schema_refusal
+    from agent_tools.contracts._web.models import (
         FetchResponse,
         ResearchJob,
         ResearchRequest,

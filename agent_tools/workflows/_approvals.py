@@ -36,7 +36,7 @@ from agent_tools._session_names import (
     SIGNAL_DECIDE_APPROVAL,
     UPDATE_DECIDE_APPROVAL,
 )
-from agent_tools.contracts.approvals import (
+from agent_tools.contracts._approvals import (
     ACTIVITY_RECORD_APPROVAL,
     MAX_DECIDED_KEPT,
     MAX_REJECTED_DECISIONS_KEPT,

@@ -35,8 +35,8 @@ from agent_tools._session import (
 )
 from agent_tools._session_names import QUERY_HANDOFF, QUERY_SUBAGENTS, SIGNAL_STOP
 from agent_tools._session_start import child_start, handoff_start
-from agent_tools.contracts import delegation as contract
-from agent_tools.contracts.delegation import (
+from agent_tools.contracts import _delegation as contract
+from agent_tools.contracts._delegation import (
     ASYNC_RUNNING_NOTE,
     COST_CEILING_USD,
     INVOKE_RUNNING_NOTE,

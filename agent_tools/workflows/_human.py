@@ -30,7 +30,7 @@ from agent_tools._session_names import (
     SIGNAL_ANSWER_QUESTIONS,
     UPDATE_ANSWER_QUESTIONS,
 )
-from agent_tools.contracts.human import (
+from agent_tools.contracts._human import (
     MAX_ANSWERED_KEPT,
     MAX_REJECTED_KEPT,
     REJECTED_PREVIEW_BYTES,

@@ -21,7 +21,7 @@ from agent_tools._activity_io import ToolCallOutput
 from agent_tools._messages import ToolCall
 from agent_tools._session import Trigger
 from agent_tools._session_names import QUERY_GOALS, QUERY_LOOPS, QUERY_PLANNING_STATE, QUERY_TODOS
-from agent_tools.contracts.planning import (
+from agent_tools.contracts._planning import (
     ACTIVITY_JUDGE_GOAL,
     DEFAULT_LOOP_FLOOR_SECONDS,
     LEGACY_LOOP_FLOOR_SECONDS,

@@ -13,7 +13,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from agent_tools._messages import Usage
-from agent_tools.contracts.web.models import (
+from agent_tools.contracts._web.models import (
     ResearchCandidate,
     ResearchJob,
     ResearchPlan,
@@ -27,7 +27,7 @@ from agent_tools.contracts.web.models import (
     ResearchWriteInput,
     ResearchWriteOutput,
 )
-from agent_tools.contracts.web.urls import normalize_url
+from agent_tools.contracts._web.urls import normalize_url
 
 RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1), backoff_coefficient=2.0)
 READ_RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1))

@@ -77,7 +77,7 @@ from agent_tools._session_names import (
 )
 from agent_tools._session_start import SessionStart
 from agent_tools._stream_state import dump_stream_state, load_stream_state
-from agent_tools.contracts.output import next_output_step
+from agent_tools.contracts._output import next_output_step
 from agent_tools.workflows._approvals import PATCH_APPROVAL_PARKED, ApprovalsPart
 from agent_tools.workflows._base import (
     LEAN_START_2_IMPLIES,

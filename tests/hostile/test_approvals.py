@@ -19,7 +19,7 @@ from agent_tools._settings import Settings
 from agent_tools._store.approval_tables import ApprovalStore
 from agent_tools._store.db import Store
 from agent_tools._user_tools import tool
-from agent_tools.contracts.approvals import MAX_REJECTED_DECISIONS_KEPT, ApprovalState, PendingApproval
+from agent_tools.contracts._approvals import MAX_REJECTED_DECISIONS_KEPT, ApprovalState, PendingApproval
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.hostile import signal_settled, task_failures
 from tests.support.polling import eventually

@@ -18,7 +18,7 @@ from agent_tools._client import AgentToolsClient, SessionHandle
 from agent_tools._errors import SessionError
 from agent_tools._session import WORKFLOW_NAME, SessionStatus
 from agent_tools._settings import Settings
-from agent_tools.contracts.human import MAX_OTHER_CHARS, MAX_REJECTED_KEPT, HumanState
+from agent_tools.contracts._human import MAX_OTHER_CHARS, MAX_REJECTED_KEPT, HumanState
 from tests.support.fixture_types import WorkerFor
 from tests.support.hostile import signal_settled, task_failures
 from tests.support.polling import eventually

@@ -23,13 +23,13 @@ from agent_tools._store.db import Store
 from agent_tools._store.event_tables import (
     count_open_waits,
 )
-from agent_tools.contracts.events import (
+from agent_tools.contracts._events import (
     ACTIVITY_LOAD_EVENT,
     RouterView,
     router_workflow_id,
 )
-from agent_tools.contracts.events.settings import EventSettings, EventSource
-from agent_tools.contracts.events.signatures import sign_github
+from agent_tools.contracts._events.settings import EventSettings, EventSource
+from agent_tools.contracts._events.signatures import sign_github
 from tests.support.fixture_types import Script
 from tests.support.polling import eventually
 

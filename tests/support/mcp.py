@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent_tools.contracts.mcp import McpServerConfig
+from agent_tools.contracts._mcp import McpServerConfig
 
 SERVER = Path(__file__).parents[1] / "fixtures" / "mcp_server.py"
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agent_tools.activities._sandbox.engine import SandboxEngine
-from agent_tools.contracts.sandbox import ExecPythonArgs, ExecPythonResult, SandboxSettings
+from agent_tools.contracts._sandbox import ExecPythonArgs, ExecPythonResult, SandboxSettings
 
 ROOT = os.geteuid() == 0
 # .ci/run sets it: there the sandbox must work, and its tests must not skip.

@@ -10,8 +10,8 @@ from temporalio.client import Client
 from agent_tools._activity_io import ProgressEvent
 from agent_tools._client import SessionHandle
 from agent_tools._session import SessionStatus
-from agent_tools.contracts.delegation import ChildRecord
-from agent_tools.contracts.planning import Loop
+from agent_tools.contracts._delegation import ChildRecord
+from agent_tools.contracts._planning import Loop
 
 
 async def runs(temporal: Client, session_id: str) -> list[str]:

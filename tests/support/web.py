@@ -148,7 +148,7 @@ async def make_web(
     (``resolver``, ``clock``, ``profiles``)."""
     from agent_tools._store.db import Store
     from agent_tools._web.service import WebService
-    from agent_tools.contracts.web.config import WebConfig
+    from agent_tools.contracts._web.config import WebConfig
 
     service_keys = {"resolver", "clock", "profiles", "verify"}
     config_kwargs = {k: v for k, v in kwargs.items() if k not in service_keys}

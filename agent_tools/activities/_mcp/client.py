@@ -20,7 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from agent_tools._errors import AgentToolsError, ConfigurationError
-from agent_tools.contracts.mcp.config import McpServerConfig
+from agent_tools.contracts._mcp.config import McpServerConfig
 
 if TYPE_CHECKING:
     from mcp import Client

@@ -29,8 +29,8 @@ from agent_tools.activities._mcp.client import (
     make_client,
     render_result,
 )
-from agent_tools.contracts.mcp.config import McpConfig, McpServerConfig
-from agent_tools.contracts.mcp.naming import catalog_tool_name
+from agent_tools.contracts._mcp.config import McpConfig, McpServerConfig
+from agent_tools.contracts._mcp.naming import catalog_tool_name
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from agent_tools.activities._providers.base import (
     token_count,
 )
 from agent_tools.activities._providers.sse import HttpProvider, StreamedReply
-from agent_tools.contracts.output import OUTPUT_TOOL, OutputContract
+from agent_tools.contracts._output import OUTPUT_TOOL, OutputContract
 
 ANTHROPIC_VERSION = "2023-06-01"
 MAX_BLOCKS = 256

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from agent_tools._errors import ProviderRequestError, ProviderRetryableError
 from agent_tools._messages import Message
 from agent_tools._retry_after import parse_retry_after
-from agent_tools.contracts.output import OutputContract
+from agent_tools.contracts._output import OutputContract
 
 # Receives each piece of the reply's text as the provider streams it (the llm_step's publisher).
 TextSink = Callable[[str], None]

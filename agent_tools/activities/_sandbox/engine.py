@@ -28,7 +28,7 @@ from agent_tools.activities._sandbox.isolation import (
     failure_detail,
 )
 from agent_tools.activities._sandbox.runner import Outcome
-from agent_tools.contracts.sandbox import (
+from agent_tools.contracts._sandbox import (
     ExecError,
     ExecPythonArgs,
     ExecPythonResult,

@@ -50,7 +50,7 @@ from typing import Any
 from agent_tools.activities._sandbox import launcher
 from agent_tools.activities._sandbox.launcher import Job
 from agent_tools.activities._sandbox.runner import Command, Outcome, run_launcher
-from agent_tools.contracts.sandbox import SandboxLimits
+from agent_tools.contracts._sandbox import SandboxLimits
 
 # Where things are inside the sandbox.
 WORKSPACE = "/tmp"

@@ -21,7 +21,7 @@ from agent_tools._activity_io import ToolCallOutput
 from agent_tools.activities._context import BuiltinContext, ToolImpl
 from agent_tools.activities._sandbox.engine import TOOL_NAME, UNSAFE_SETTING
 from agent_tools.activities._services import Services
-from agent_tools.contracts.sandbox import ExecPythonArgs
+from agent_tools.contracts._sandbox import ExecPythonArgs
 
 log = logging.getLogger(__name__)
 

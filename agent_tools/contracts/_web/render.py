@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from agent_tools.contracts.web.models import (
+from agent_tools.contracts._web.models import (
     EngineFailure,
     FetchResponse,
     SearchHit,

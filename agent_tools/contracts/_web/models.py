@@ -1,6 +1,6 @@
 """Arguments and results of every web face, plus the engine-neutral search hit and fetched page.
 
-The same models are the tool contracts (:mod:`agent_tools.contracts.web`), the HTTP endpoints' request and
+The same models are the tool contracts (:mod:`agent_tools.contracts._web`), the HTTP endpoints' request and
 response bodies (:mod:`agent_tools._service.tools_routes`) and the client's return values, so the three can
 never drift apart.
 """
@@ -314,7 +314,7 @@ class HttpFetchResult(BaseModel):
 
 
 class JsonQueryArgs(BaseModel):
-    """``json_query``: query a JSON document (JMESPath: :mod:`agent_tools.contracts.query`, docs/web.md)."""
+    """``json_query``: query a JSON document (JMESPath: :mod:`agent_tools.contracts._query`, docs/web.md)."""
 
     document: Any = Field(description="The JSON document: any JSON value, or a string holding JSON text")
     query: str = Field(

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_tools._boundaries import describe_validation_error
 from agent_tools._catalog.spec import ToolLevel, ToolSpec
-from agent_tools.contracts.web import models
+from agent_tools.contracts._web import models
 
 
 def _codai_invalid(tool: str, error: ValidationError) -> str:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agent_tools.contracts.events import DEFAULT_ROUTER_PREFIX
+from agent_tools.contracts._events import DEFAULT_ROUTER_PREFIX
 
 
 class EventSource(BaseModel):

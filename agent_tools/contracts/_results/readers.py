@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_tools._errors import AgentToolsError, InvalidInput
-from agent_tools.contracts.query import JsonQueryError, describe, normalize
+from agent_tools.contracts._query import JsonQueryError, describe, normalize
 
 WRAP_CHARS = 2_000
 # A page stops early when it would exceed this many characters (the next offset says where to go on).
