@@ -1,6 +1,6 @@
 """Delegation contracts: one child-session engine behind every face.
 
-Faces (contracts in ``shared/seeds``):
+Faces (one per platform whose tool contracts we implement):
 
 * RTC: ``subAgent`` (async|sync), ``listSubAgent``, ``getSubAgentMessage``, ``stopSubAgent``,
   ``sendMessageToSubAgent``.
