@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import Client
+from temporalio.client import Client, ClientConfig
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DataConverter, DefaultPayloadConverter
 from temporalio.plugin import SimplePlugin
@@ -151,12 +151,14 @@ class AgentToolsPlugin(SimplePlugin):
         self._holder: ServicesHolder | None = None
         self._attributes_checked: set[tuple[str, str]] = set()
         interceptors: list[Any] = []
+        self._tracing_interceptor: object | None = None
         if settings.tracing:
             from agent_tools import _tracing as tracing
 
             # On the client, so workers built on it get it too: the trace context then rides on every
             # workflow start, activity, child workflow and signal (agent_tools._tracing).
-            interceptors.append(tracing.interceptor())
+            self._tracing_interceptor = tracing.interceptor()
+            interceptors.append(self._tracing_interceptor)
         super().__init__(
             "durable-agent-tools",
             data_converter=compose_data_converter,
@@ -200,10 +202,29 @@ class AgentToolsPlugin(SimplePlugin):
         """Whether a worker on ``task_queue`` serves agent sessions (and so gets our registrations)."""
         return task_queue in self.task_queues
 
+    def configure_client(self, config: ClientConfig) -> ClientConfig:
+        config = super().configure_client(config)
+        config["interceptors"] = self._without_second_tracer(config.get("interceptors") or [])
+        return config
+
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         if not self.serves(config.get("task_queue")):
             return config
-        return super().configure_worker(config)
+        config = super().configure_worker(config)
+        config["interceptors"] = self._without_second_tracer(config.get("interceptors") or [])
+        return config
+
+    def _without_second_tracer(self, interceptors: Sequence[Any]) -> list[Any]:
+        """The host's OpenTelemetry interceptor wins over ours: two would each attach the context they carry,
+        and the inner one would take spans out from under the outer one's (``RunActivity``, say)."""
+        ours = self._tracing_interceptor
+        if ours is None:
+            return list(interceptors)
+        from agent_tools import _tracing as tracing
+
+        if any(tracing.is_tracing_interceptor(i) and i is not ours for i in interceptors):
+            return [i for i in interceptors if i is not ours]
+        return list(interceptors)
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         if not self.serves(worker.task_queue):

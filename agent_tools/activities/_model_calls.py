@@ -21,6 +21,7 @@ from agent_tools._errors import ConfigurationError, ProviderRequestError, Provid
 from agent_tools._messages import Message, Usage
 from agent_tools.activities._heartbeat import with_heartbeat
 from agent_tools.activities._providers.base import ModelRequest, ModelResponse, TextSink, ToolSchema
+from agent_tools.activities._providers.sse import HttpProvider
 from agent_tools.activities._services import Services
 from agent_tools.contracts._output import OutputContract
 
@@ -93,7 +94,7 @@ async def complete(
     request = ModelRequest(
         model=model_name, messages=messages, tools=list(tools), max_tokens=max_tokens, meta=meta or {}, output=output
     )
-    # GenAI semantic conventions: one "chat" span per call, the usage and cost on it once known.
+    # GenAI semantic conventions: one CLIENT "chat" span per call, the usage and cost on it once known.
     with tracing.span(
         f"chat {model_name}",
         {
@@ -101,8 +102,9 @@ async def complete(
             "gen_ai.provider.name": spec.partition(":")[0],
             "gen_ai.request.model": model_name,
             "gen_ai.request.max_tokens": max_tokens,
-            "agent_tools._model_spec": spec,
+            **tracing.server_of(provider.base_url if isinstance(provider, HttpProvider) else None),
         },
+        kind="client",
     ):
         try:
             response = await with_heartbeat(provider.complete(request, on_text))

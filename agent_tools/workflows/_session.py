@@ -235,7 +235,8 @@ class AgentSession:
                     "gen_ai.operation.name": "invoke_agent",
                     "gen_ai.agent.name": c.agent,
                     "gen_ai.conversation.id": c.session_id,
-                    "gen_ai.request.model": c.model,
+                    "gen_ai.provider.name": c.model.partition(":")[0],
+                    "gen_ai.request.model": c.model.partition(":")[2] or c.model,
                     "agent_tools.root_id": c.root_id,
                     "agent_tools.parent_id": c.parent_id,
                     "agent_tools.depth": c.depth,
@@ -601,9 +602,15 @@ class AgentSession:
                 "tool_finished", tool=call.name, call_id=call.id, is_error=True, preview=preview(refused.content, 200)
             )
             return refused
+        builtin = BUILTIN_SPECS.get(call.name)
         with tracing.span(
             f"execute_tool {call.name}",
-            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id},
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": call.name,
+                "gen_ai.tool.call.id": call.id,
+                "gen_ai.tool.type": tracing.tool_type(builtin.capability if builtin else None),
+            },
         ):
             return await self._run_tool(call, approval_id)
 
