@@ -44,7 +44,7 @@ from agent_tools._session import (
     StatusView,
     StopRequest,
 )
-from agent_tools._session_start import root_start
+from agent_tools._session_start import SessionStart, root_start
 from agent_tools._settings import Settings
 from agent_tools.contracts._approvals import (
     ApprovalAccepted,
@@ -70,6 +70,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+# Starts retried after registering missing search attributes (the first retry follows the registration).
+_ATTRIBUTE_RETRIES = 10
 
 
 def new_session_id() -> str:
@@ -558,24 +561,45 @@ class AgentToolsClient:
             raise SessionError(f"session ids are at most {ID_CHARS} characters of text, got {sid[:80]!r}")
         start = root_start(request, sid, search_attributes=self.settings.search_attributes)
         try:
-            await self.temporal.start_workflow(
-                start.workflow,
-                SessionInput(request=request),
-                id=start.id,
-                task_queue=self.settings.task_queue,
-                search_attributes=start.search_attributes,
-                # The Temporal UI's list and the top of the session's page name it by these.
-                static_summary=start.summary,
-                static_details=start.details,
-                task_timeout=timedelta(seconds=self.settings.policy.workflow_task_timeout_seconds),
-                id_reuse_policy=start.id_reuse_policy,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            )
+            await self._start_workflow(start, request)
         except WorkflowAlreadyStartedError as exc:
             raise SessionError(
                 f"a session with id {sid!r} exists already (running or closed); start with another id"
             ) from exc
         return SessionHandle(self, sid)
+
+    async def _start_workflow(self, start: SessionStart, request: SessionRequest) -> None:
+        """Start the root's workflow. A namespace no worker has prepared yet lacks the session search
+        attributes: they are registered from here where the server allows it, else the error says how."""
+        for attempt in range(_ATTRIBUTE_RETRIES + 1):
+            try:
+                await self.temporal.start_workflow(
+                    start.workflow,
+                    SessionInput(request=request),
+                    id=start.id,
+                    task_queue=self.settings.task_queue,
+                    search_attributes=start.search_attributes,
+                    # The Temporal UI's list and the top of the session's page name it by these.
+                    static_summary=start.summary,
+                    static_details=start.details,
+                    task_timeout=timedelta(seconds=self.settings.policy.workflow_task_timeout_seconds),
+                    id_reuse_policy=start.id_reuse_policy,
+                    id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                )
+                return
+            except RPCError as exc:
+                if not sa.is_missing_attribute_error(exc):
+                    raise
+                if attempt == _ATTRIBUTE_RETRIES:
+                    raise SessionError(
+                        f"namespace {self.temporal.namespace!r} still lacks the session search attributes after "
+                        "registering them; start a worker (agent-tools worker) once, or create them with: "
+                        f"{sa.create_commands(self.temporal.namespace)}"
+                    ) from None
+                if attempt == 0:
+                    await sa.ensure_registered(self.temporal)  # raises with the commands where it cannot
+                else:
+                    await asyncio.sleep(0.5)  # a server may take a moment to see attributes just added
 
     async def run(self, prompt: str, **fields: Any) -> SessionResult:
         """Start a session (``fields`` as :meth:`start_session` takes them) and wait for its result."""

@@ -79,6 +79,12 @@ def create_commands(namespace: str, keys: Sequence[SearchAttributeKey[Any]] = AL
     )
 
 
+def is_missing_attribute_error(exc: BaseException) -> bool:
+    """Whether a start or an upsert failed because the namespace lacks one of its search attributes."""
+    message = getattr(exc, "message", "") or str(exc)
+    return "no mapping defined for search attribute" in message
+
+
 async def ensure_registered(client: Client) -> list[str]:
     """Register the session search attributes the client's namespace lacks; returns the names added.
 

@@ -30,6 +30,7 @@ from agent_tools._policy import ExecutionPolicy
 from agent_tools._session import SessionOptions, SessionStatus
 from agent_tools._settings import Settings
 from agent_tools._web_client import WebToolError
+from agent_tools._worker import build_worker
 from agent_tools.testing import write_script
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
@@ -95,6 +96,38 @@ async def test_agent_tools_worker_on_a_bare_dev_server(tmp_path: Path) -> None:
         if worker is not None:
             worker.send_signal(signal.SIGTERM)
             worker.wait(timeout=60)
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.slow
+async def test_a_client_starts_a_session_before_any_worker_on_a_bare_dev_server(tmp_path: Path) -> None:
+    """A plain `temporal server start-dev`, a session started before any worker ran: the client registers
+    the search attributes itself instead of failing with the server's error, and a worker started later
+    runs the session."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [temporal_cli_path(), "server", "start-dev", "--headless", "--port", str(port), "--log-level", "error"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await _wait_for_port(port)
+        settings = Settings(
+            temporal_address=f"127.0.0.1:{port}",
+            database_url=f"sqlite+aiosqlite:///{tmp_path}/store.sqlite",
+            agents_file=None,
+            model=write_script(tmp_path / "script.json", [{"say": "early bird"}]),
+        )
+        client = await AgentToolsClient.connect(settings)
+        handle = await client.start_session("hello")
+        plugin = AgentToolsPlugin(settings)
+        temporal = await Client.connect(settings.temporal_address, plugins=[plugin])
+        async with build_worker(temporal, plugin):
+            result = await asyncio.wait_for(handle.result(), 60)
+        assert (result.status, result.final_message) == (SessionStatus.completed, "early bird")
+        await client.close()
+    finally:
         server.terminate()
         server.wait(timeout=30)
 

@@ -8,17 +8,19 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from agent_tools._activity_io import ProgressEvent
-from agent_tools._cli.console import LiveConsole
 from agent_tools._cli.running import log_file, other_terminals, run_or_explain
-from agent_tools._client import AgentToolsClient, SessionHandle
+from agent_tools._client import AgentToolsClient, SessionHandle, TranscriptEntry
 from agent_tools._model_spec import split_spec
 from agent_tools._session import TERMINAL_STATUSES
 from agent_tools._settings import Settings
+
+if TYPE_CHECKING:
+    from agent_tools._activity_io import ProgressEvent
+    from agent_tools._cli.console import LiveConsole
 
 DEMO_PROMPT = (
     "Plan a three-day trip to Lisbon for two people who love food and history, and tell me what to book first."
@@ -146,7 +148,11 @@ async def follow(
 
     Returns the console, which knows what it showed.
     """
-    view = view or LiveConsole(handle.id)
+    if view is None:
+        # Imported here: the live console (rich, the tool catalog) is for the commands that follow a session.
+        from agent_tools._cli.console import LiveConsole
+
+        view = LiveConsole(handle.id)
     terminal = _Terminal(handle, view, yes)
     view.start()
     try:
@@ -315,12 +321,15 @@ def _register_looks(app: typer.Typer) -> None:
         async def go() -> None:
             client = await AgentToolsClient.connect()
             handle = client.session(session_id)
-            status = await handle.status()
+            # The status (a query) and the transcript (the store) at once: neither waits for the other.
+            status, entries = await asyncio.gather(
+                handle.status(), handle.transcript(limit=10_000) if transcript else _no_entries()
+            )
             typer.echo(status.model_dump_json(indent=2))
             if status.status not in TERMINAL_STATUSES:
                 await _show_waiting(handle)
             if transcript:
-                for e in await handle.transcript(limit=10_000):
+                for e in entries:
                     calls = " ".join(f"{c['name']}({json.dumps(c['arguments'])[:80]})" for c in e.tool_calls)
                     typer.echo(
                         f"[{e.seq}] {e.role}{' ' + e.name if e.name else ''}: {e.content[:2000]} {calls}".rstrip()
@@ -345,6 +354,10 @@ def _register_looks(app: typer.Typer) -> None:
             typer.secho(f"session ended: {status.status.value}", bold=True)
 
         run_or_explain(go())
+
+
+async def _no_entries() -> list[TranscriptEntry]:
+    return []
 
 
 async def _show_waiting(handle: SessionHandle) -> None:

@@ -1,0 +1,80 @@
+"""How fast the command line answers: ``agent-tools --help`` and ``agent-tools show ID``, medians of
+repeated runs, each a new process.
+
+    python bench/cli_startup.py               # 15 runs of each, interleaved
+    python bench/cli_startup.py --runs 30
+
+It starts a dev server and a worker, runs one scripted session for ``show`` to print, then times the two
+commands in turn (interleaved, so that the machine's load falls on both alike). Goals: ``--help`` at most
+0.3 s and ``show`` at most 0.6 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CLI = str(Path(sys.executable).with_name("agent-tools"))
+
+
+def timed(args: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run([CLI, *args], env=env, check=True, capture_output=True, timeout=120)
+    return time.perf_counter() - start
+
+
+def spread(values: list[float]) -> str:
+    q = statistics.quantiles(values, n=4)
+    return f"median {statistics.median(values):.3f} s (quartiles {q[0]:.3f}-{q[2]:.3f}, n={len(values)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--port", type=int, default=7399)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {
+            **os.environ,
+            "AGENT_TOOLS_TEMPORAL_ADDRESS": f"127.0.0.1:{args.port}",
+            "AGENT_TOOLS_DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite",
+        }
+        temporal = str(Path(sys.executable).with_name("temporal"))
+        server = subprocess.Popen(
+            [temporal, "server", "start-dev", "--headless", "--port", str(args.port),
+             "--http-port", str(args.port + 1), "--metrics-port", str(args.port + 2), "--log-level", "error"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        worker = None
+        try:
+            time.sleep(3)
+            worker = subprocess.Popen([CLI, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            run = subprocess.run(
+                [CLI, "run", "--yes", "plan a trip"], env=env, capture_output=True, text=True, check=False, timeout=300
+            )
+            found = re.search(r"workflows/(session-[0-9a-f-]+)", run.stdout + run.stderr)
+            assert found, (run.stdout + run.stderr)[-3000:]
+            session = found.group(1)
+            helps: list[float] = []
+            shows: list[float] = []
+            for _ in range(args.runs):
+                helps.append(timed(["--help"], env))
+                shows.append(timed(["show", session], env))
+            print(f"agent-tools --help      {spread(helps)}   goal <= 0.3 s")
+            print(f"agent-tools show ID     {spread(shows)}   goal <= 0.6 s")
+        finally:
+            for proc in (worker, server):
+                if proc is not None:
+                    proc.terminate()
+                    proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
