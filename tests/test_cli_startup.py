@@ -7,8 +7,8 @@ import json
 import subprocess
 import sys
 
-import click
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from agent_tools._cli import COMMANDS, app, module_commands
@@ -21,7 +21,7 @@ def _first_paragraph(text: str | None) -> str:
 @pytest.mark.parametrize("module", sorted({e.module for e in COMMANDS.values()}))
 def test_the_table_matches_what_each_module_registers(module: str) -> None:
     group = module_commands(module)
-    ctx = click.Context(group)
+    ctx = typer.Context(group)
     registered = set(group.list_commands(ctx))
     listed = {name for name, e in COMMANDS.items() if e.module == module}
     assert registered == listed

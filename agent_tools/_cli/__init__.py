@@ -11,10 +11,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-import click
 import typer
 import typer.main
-from typer.core import TyperGroup
+from typer import _click as click  # the click Typer vendors: its commands and contexts are of these types
+from typer.core import TyperCommand, TyperGroup
 
 from agent_tools._process_exit import run_and_exit
 
@@ -47,10 +47,10 @@ COMMANDS: dict[str, CommandEntry] = {
     "web": CommandEntry("web", "Web search, page fetching and deep research."),
 }  # fmt: skip
 
-_loaded: dict[str, click.Group] = {}
+_loaded: dict[str, TyperGroup] = {}
 
 
-def module_commands(module: str) -> click.Group:
+def module_commands(module: str) -> TyperGroup:
     """The click commands that ``agent_tools._cli.<module>`` registers, as one group (imported once)."""
     group = _loaded.get(module)
     if group is None:
@@ -80,7 +80,7 @@ class LazyCommands(TyperGroup):
             return None
         if self._listing:
             # The overview needs a name and a line, not the command: nothing is imported for it.
-            return click.Command(cmd_name, help=entry.help, short_help=entry.help)
+            return TyperCommand(cmd_name, help=entry.help, short_help=entry.help)
         return module_commands(entry.module).get_command(ctx, cmd_name)
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
