@@ -142,6 +142,10 @@ class ToolCatalog:
             names = [n for n in names if not (self._specs[n].automatic and self._specs[n].capability == "results")]
         return names
 
+    def host_tools(self) -> list[str]:
+        """The ``@tool`` functions the host registered on the plugin (MCP servers' tools follow MCP_PROFILES)."""
+        return [n for n, s in self._specs.items() if s.capability == "user"]
+
     def carries_client_tools(self, request_tools: Iterable[str] | None) -> bool:
         """Whether a session request brings tools of its own: a request tool list naming one of the host's
         tools (``@tool`` functions, capability ``user``), not only built-ins. codai: "if you send `tools`,

@@ -242,9 +242,13 @@ def _register_starts(app: typer.Typer) -> None:
         schema: Path | None = typer.Option(
             None, "--schema", help="A JSON Schema file: the final answer must match it; printed as JSON"
         ),
+        tool: list[str] | None = typer.Option(
+            None, "--tool", help="Offer this tool (repeatable): the session gets exactly the tools named"
+        ),
     ) -> None:
         """Start a session, stream its progress, answer its questions at the terminal, print the answer."""
-        _command(_Run(prompt, agent, model, chat, embedded, yes, keep_open, (port, ui_port), _read_schema(schema)))
+        ports = (port, ui_port)
+        _command(_Run(prompt, agent, model, chat, embedded, yes, keep_open, ports, _read_schema(schema), tool))
 
     @app.command()
     def chat(
@@ -255,9 +259,12 @@ def _register_starts(app: typer.Typer) -> None:
         yes: bool = typer.Option(False, "--yes", "-y", help="Answer every question with its first option"),
         port: int = typer.Option(7233, help="With --embedded: Temporal frontend port"),
         ui_port: int = typer.Option(8233, help="With --embedded: Temporal UI port"),
+        tool: list[str] | None = typer.Option(
+            None, "--tool", help="Offer this tool (repeatable): the session gets exactly the tools named"
+        ),
     ) -> None:
         """A conversation: the session stays open, each line you type is its next message (`run --chat`)."""
-        _command(_Run(prompt, agent, model, chat=True, embedded=embedded, yes=yes, ports=(port, ui_port)))
+        _command(_Run(prompt, agent, model, chat=True, embedded=embedded, yes=yes, ports=(port, ui_port), tools=tool))
 
     @app.command()
     def demo(
@@ -390,6 +397,7 @@ class _Run:
     keep_open: bool = False
     ports: tuple[int, int] = (7233, 8233)
     output_schema: dict[str, Any] | None = None
+    tools: list[str] | None = None
 
 
 def _read_schema(path: Path | None) -> dict[str, Any] | None:
@@ -422,6 +430,8 @@ async def _run(run: _Run) -> int:
         fields["model"] = model
     if run.output_schema is not None:
         fields["output_schema"] = run.output_schema
+    if run.tools:
+        fields["tools"] = list(dict.fromkeys(run.tools))
     spec = model or settings.model
     if spec:
         # A malformed spec fails here, before a session or a server starts. Whether the provider exists and

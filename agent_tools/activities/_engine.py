@@ -77,7 +77,9 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
     try:
         tools = services.catalog.offer(
             profile=None if req.tools is not None else agent.profile,
-            tools=req.tools if req.tools is not None else agent.tools,
+            # The host's @tool functions come to every agent; a request's list is the whole offer, and an
+            # agent narrows the host's tools with exclude_tools.
+            tools=req.tools if req.tools is not None else [*agent.tools, *services.catalog.host_tools()],
             exclude=[*req.exclude_tools, *(agent.exclude_tools if req.tools is None else [])],
             level=agent.tool_level,
             disabled=s.disabled_for(req.organisation),
