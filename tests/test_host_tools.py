@@ -93,6 +93,7 @@ async def test_run_with_tool_offers_exactly_the_tools_named(
             CliRunner().invoke, app, ["run", "go", "--tool", "exchange_rate", "--tool", "todoWrite"], env=env
         )
     assert out.exit_code == 0, out.output
+    assert "1 model call, " in out.output  # one call, in the singular
     offered = [t["function"]["name"] for t in llm.requests[-1]["body"].get("tools", [])]
     assert offered[:2] == ["exchange_rate", "todoWrite"], offered
     assert "webSearch" not in offered and "askUser" not in offered

@@ -206,7 +206,7 @@ async def run_and_follow(
     usage = result.usage + result.tree_usage
     typer.echo("")
     typer.secho(
-        f"session ended: {result.status.value}  ·  {usage.calls} model calls, "
+        f"session ended: {result.status.value}  ·  {usage.calls} model call{'' if usage.calls == 1 else 's'}, "
         f"{usage.input_tokens}+{usage.output_tokens} tokens, ${usage.cost_usd:.4f}",
         bold=True,
     )
