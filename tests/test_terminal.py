@@ -190,3 +190,31 @@ def test_no_key_names_the_demo_model_and_a_malformed_spec_fails_at_once(tmp_path
     for spec in ("nosuch:model-x", f"scripted:{tmp_path}/missing.yaml"):
         out = CliRunner().invoke(app, ["run", "hi", "--model", spec], env=env)
         assert out.exit_code == 1 and "cannot reach Temporal" in out.output, out.output
+
+
+async def test_a_question_answered_elsewhere_leaves_the_prompt_and_the_run_goes_on(
+    settings: Settings, script: Script, temporal_env: WorkflowEnvironment, worker_for: WorkerFor, terminal: Terminal
+) -> None:
+    """`run` waits at the prompt; the answer comes from another client: the prompt says who answered what,
+    the run follows the session to its end, and a key typed afterwards is no traceback."""
+    from agent_tools.contracts._human import AnswerQuestions, QuestionAnswer
+
+    settings.model = script(SUBAGENT_QUESTION)
+    async with worker_for() as client:
+        terminal.start(["run", "plan"], cli_env(temporal_env, settings))
+        asked = await terminal.wait_for(lambda s: "Choose (a number 1-3)" in s, timeout=40)
+        child = f"{session_of(asked)}/sub-1"  # the sub-agent asked
+        await client.session(child).answer_questions(
+            AnswerQuestions(
+                answers=[QuestionAnswer(question="How much may the trip cost?", selected=["Any"])],
+                answered_by="the ops console",
+            )
+        )
+        moved = await terminal.wait_for(lambda s: "Answered elsewhere" in s, timeout=20)
+        assert "Answered elsewhere (by the ops console): How much may the trip cost? -> Any" in moved
+        done = await terminal.wait_for(lambda s: "EXIT=" in s, timeout=40)
+        terminal.keys("1", "Enter")
+        after = await terminal.wait_for(lambda s: "EXIT=" in s)
+    assert "EXIT=0" in done, done
+    assert '"How much may the trip cost?"="Any"' in done
+    assert "Traceback" not in after

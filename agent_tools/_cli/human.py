@@ -11,21 +11,27 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import BaseModel
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError
 
 from agent_tools._cli.running import run_or_explain
 from agent_tools._errors import AnswerInputClosed
+from agent_tools._session import TERMINAL_STATUSES, SessionStatus
 from agent_tools.contracts._human import (
     OTHER_LABEL,
     AnswerAccepted,
+    AnsweredAsk,
     AnswerQuestions,
     AnswerRejected,
+    PendingQuestion,
     QuestionAnswer,
     parse_answer_payload,
 )
@@ -92,9 +98,57 @@ def read_line(prompt: str) -> str:
     return input(prompt)
 
 
-async def _ask(prompt: str) -> str:
-    # input() blocks; a thread keeps the event loop (progress stream, heartbeats) running meanwhile.
-    return await asyncio.to_thread(read_line, prompt)
+# The one line read in flight. input() blocks in a thread that cannot be stopped, so a prompt given up (its
+# question answered elsewhere) leaves its read running; the next prompt takes that read over instead of
+# starting a second reader that would race it for the next line typed.
+_reads: dict[str, asyncio.Future[str]] = {}
+
+
+async def ask_line(prompt: str) -> str:
+    """One line from the terminal after ``prompt``, without blocking the event loop (progress streams and
+    heartbeats go on); a caller cancelled meanwhile leaves the line to the next caller."""
+    read = _reads.get("line")
+    if read is None or read.done() or read.get_loop() is not asyncio.get_running_loop():
+        read = _read_in_daemon_thread(prompt)
+        _reads["line"] = read
+    else:
+        typer.echo(prompt, nl=False)  # the read in flight showed an older prompt
+    try:
+        return await asyncio.shield(read)
+    finally:
+        if read.done() and _reads.get("line") is read:
+            del _reads["line"]
+
+
+def _read_in_daemon_thread(prompt: str) -> asyncio.Future[str]:
+    # A daemon thread, not the loop's executor: asyncio.run() waits for its executor's threads at the end,
+    # and a read given up would keep the command from exiting until a line is typed.
+    loop = asyncio.get_running_loop()
+    read: asyncio.Future[str] = loop.create_future()
+
+    def settle(line: str | None, error: BaseException | None) -> None:
+        if read.done():
+            return
+        if error is not None:
+            read.set_exception(error)
+        else:
+            read.set_result(line or "")
+
+    def run() -> None:
+        try:
+            line = read_line(prompt)
+        except BaseException as exc:  # EOFError, KeyboardInterrupt: the awaiting caller decides
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(settle, None, exc)
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, line, None)
+
+    threading.Thread(target=run, name="agent-tools-stdin", daemon=True).start()
+    return read
+
+
+_ask = ask_line
 
 
 async def collect_answers(questions: Sequence[Any], *, yes: bool = False) -> AnswerQuestions:
@@ -132,8 +186,13 @@ async def prompt_and_answer(
     ``questions``: the ``question`` progress event's ``questions`` (dicts) or ``pending_questions`` rows.
     Returns None when the session refused the answers (they were already answered elsewhere, for example).
     """
+    asked = {q.ask_id for q in questions if isinstance(q, PendingQuestion)}
     try:
-        request = await collect_answers(questions, yes=yes)
+        request = await _unless_answered_elsewhere(handle, asked, collect_answers(questions, yes=yes))
+    except _AnsweredElsewhere as elsewhere:
+        typer.echo("")  # end the prompt's line
+        typer.secho(str(elsewhere), fg="yellow")
+        return None
     except EOFError as exc:
         typer.echo("")  # end the prompt's line
         raise AnswerInputClosed(
@@ -145,9 +204,78 @@ async def prompt_and_answer(
     except WorkflowUpdateFailedError as exc:
         typer.secho(f"The session refused the answers: {exc.cause or exc}", fg="red", err=True)
         return None
+    except RPCError as exc:
+        # The session ended while the answer was typed (answered elsewhere, stopped, timed out).
+        typer.secho(f"The answers were not sent: {exc.message}", fg="red", err=True)
+        return None
     if accepted is not None and accepted.remaining:
         typer.echo(f"{accepted.remaining} question(s) still pending.")
     return accepted
+
+
+class _AnsweredElsewhere(Exception):
+    """The questions being asked here were answered by someone else: the message says who and what."""
+
+
+# How often a prompt checks whether its questions were answered elsewhere (another terminal, the UI, the API).
+_ELSEWHERE_POLL_SECONDS = 0.5
+
+
+async def _unless_answered_elsewhere(
+    handle: SessionHandle, asked: set[str], dialogue: Coroutine[Any, Any, AnswerQuestions]
+) -> AnswerQuestions:
+    """The dialogue's answers, unless every ask in ``asked`` stops pending first (then _AnsweredElsewhere)."""
+    typing = asyncio.ensure_future(dialogue)
+    if not asked:
+        return await typing
+    watching = asyncio.ensure_future(_wait_until_answered(handle, asked))
+    try:
+        await asyncio.wait({typing, watching}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (typing, watching):
+            if not task.done():
+                task.cancel()
+    if typing.done() and not typing.cancelled():
+        return typing.result()
+    raise _AnsweredElsewhere(watching.result())
+
+
+async def _wait_until_answered(handle: SessionHandle, asked: set[str]) -> str:
+    """Poll the session until none of ``asked`` is pending; returns what to tell the person."""
+    while True:
+        await asyncio.sleep(_ELSEWHERE_POLL_SECONDS)
+        try:
+            state = await handle.human_state()
+        except Exception:  # the session ended, or the server is away for a moment: say so or try again
+            status = await _status_or_none(handle)
+            if status is not None and status in TERMINAL_STATUSES:
+                return f"The session ended ({status.value}) while the question waited here; nothing was sent."
+            continue
+        if any(ask.ask_id in asked for ask in state.pending):
+            continue
+        return _answered_line([a for a in state.answered if a.ask_id in asked])
+
+
+async def _status_or_none(handle: SessionHandle) -> SessionStatus | None:
+    try:
+        return (await handle.status()).status
+    except Exception:
+        return None
+
+
+def _answered_line(answered: Sequence[AnsweredAsk]) -> str:
+    """ "Answered elsewhere (by ui): Which library? -> date-fns" for what someone else answered."""
+    answers = [a for ask in answered for a in ask.answers]
+    if not answers:
+        return "These questions were answered elsewhere."
+    if any(ask.timed_out for ask in answered):
+        who = "its timeout"
+    else:
+        who = ", ".join(dict.fromkeys(a.answered_by or f"an {a.via}" for a in answers))
+    picked = "; ".join(
+        f"{a.question} -> {', '.join([*a.selected, *([a.other] if a.other else [])]) or '(no choice)'}" for a in answers
+    )
+    return f"Answered elsewhere (by {who}): {picked}"[:2000]
 
 
 async def _answer(session_id: str, payload: str | None, yes: bool, by_signal: bool) -> int:

@@ -119,14 +119,14 @@ class _Terminal:
 
     async def converse(self) -> None:
         """Read the next message whenever the root is idle, until ``/exit`` or the end of input."""
-        from agent_tools._cli.human import read_line
+        from agent_tools._cli.human import ask_line
 
         while True:
             await self.idle.wait()
             async with self.stdin:
                 with self.view.paused():
                     try:
-                        text = (await asyncio.to_thread(read_line, "you> ")).strip()
+                        text = (await ask_line("you> ")).strip()
                     except EOFError:
                         text = "/exit"
             if text in ("/exit", "/quit"):
