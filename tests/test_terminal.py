@@ -149,6 +149,8 @@ async def test_chat_reads_the_next_message_and_send_works_on_it(
         sent = await asyncio.to_thread(CliRunner().invoke, app, ["send", session_id, "from elsewhere"], env=env)
         assert sent.exit_code == 0, sent.output
         await terminal.wait_for(lambda s: "third: from elsewhere" in s, timeout=40)  # shown in the chat too
+        # ... and then a new prompt, under that turn's answer, not the old one above it.
+        await terminal.wait_for(lambda s: s.split("third: from elsewhere", 1)[-1].count("you>") == 1, timeout=20)
         terminal.keys("/exit", "Enter")
         done = await terminal.wait_for(lambda s: "EXIT=" in s, timeout=30)
         status = await client.session(session_id).status()

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import sys
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,7 @@ class _Terminal:
         self.client = handle._client
         self.stdin = asyncio.Lock()  # one reader of standard input at a time: a question or the chat prompt
         self.idle = asyncio.Event()
+        self.busy = asyncio.Event()  # the root runs a turn (started here or from elsewhere)
         self.noticed = False
 
     async def consume(self) -> None:
@@ -113,9 +115,23 @@ class _Terminal:
 
     def _root_status(self, status: Any) -> None:
         if status == "idle":
+            self.busy.clear()
             self.idle.set()
         elif status == "running":
             self.idle.clear()
+            self.busy.set()
+
+    async def _unless_busy(self, reading: Coroutine[Any, Any, str]) -> str | None:
+        """The line typed, or None when the root starts a turn first (the line then goes to the next prompt)."""
+        typed = asyncio.ensure_future(reading)
+        started = asyncio.ensure_future(self.busy.wait())
+        try:
+            await asyncio.wait({typed, started}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (typed, started):
+                if not task.done():
+                    task.cancel()
+        return typed.result() if typed.done() and not typed.cancelled() else None
 
     async def converse(self) -> None:
         """Read the next message whenever the root is idle, until ``/exit`` or the end of input."""
@@ -126,9 +142,14 @@ class _Terminal:
             async with self.stdin:
                 with self.view.paused():
                     try:
-                        text = (await ask_line("you> ")).strip()
+                        line = await self._unless_busy(ask_line("you> "))
                     except EOFError:
-                        text = "/exit"
+                        line = "/exit"
+            if line is None:
+                # A turn started elsewhere (`agent-tools send`, the API): show it, then prompt again.
+                self.idle.clear()
+                continue
+            text = line.strip()
             if text in ("/exit", "/quit"):
                 return
             if text:
