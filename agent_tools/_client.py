@@ -90,6 +90,7 @@ class SessionSummary:
     depth: int | None
     status: str
     start_time: datetime | None
+    title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -663,6 +664,7 @@ class AgentToolsClient:
                     depth=attrs.get(sa.DEPTH),
                     status=wf.status.name if wf.status else "UNKNOWN",
                     start_time=wf.start_time,
+                    title=attrs.get(sa.SESSION_TITLE),
                 )
             )
         return out

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 
 from agent_tools import _search_attributes as sa
-from agent_tools._progress_text import session_details, session_summary
+from agent_tools._progress_text import session_details, session_summary, shorten
 from agent_tools._session import WORKFLOW_NAME, SessionRequest
 
-__all__ = ["SessionStart", "child_start", "handoff_start", "root_start"]
+__all__ = ["SessionStart", "child_start", "child_summary", "handoff_start", "root_start"]
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,20 @@ def child_start(request: SessionRequest, session_id: str, *, search_attributes: 
     title = request.title or ""
     return SessionStart(
         id=session_id,
-        summary=f"{request.agent}: {title}"[:200],
+        summary=child_summary(request),
         details=_details(request, f"{request.organisation}/{request.project}"),
         search_attributes=_attributes(request, session_id, title) if search_attributes else None,
     )
+
+
+def child_summary(request: SessionRequest) -> str:
+    """What the parent's Relationships tab and the list show of a child: its role, agent, title and task,
+    ``sub-agent · assistant: Budget check · Ask what the trip may cost.`` (the summary is not replayed)."""
+    head = f"{request.role or 'sub-agent'} · {request.agent}"
+    parts = [f"{head}: {request.title}" if request.title else head]
+    if request.prompt and request.prompt != request.title:
+        parts.append(request.prompt)
+    return shorten(" · ".join(parts), 200)
 
 
 def handoff_start(session_id: str, *, agent: str, from_agent: str) -> SessionStart:

@@ -359,7 +359,12 @@ def test_a_root_and_a_child_start_from_one_description() -> None:
     config = _port().config
     request = config.child_request("helper", "Look it up", title="lookup")
     child = child_start(request, "s-1/sub-1", search_attributes=True)
-    assert child.summary == "helper: lookup"
+    # The parent's Relationships tab reads each child's role, agent, title and task.
+    assert child.summary == "sub-agent · helper: lookup · Look it up"
+    explorer = config.child_request("explorer", "Find the config\nloader", title="", role="explore")
+    assert child_start(explorer, "s-1/sub-3", search_attributes=False).summary == (
+        "explore · explorer · Find the config loader"
+    )
     attrs = child.search_attributes
     assert attrs is not None
     assert (attrs.get(sa.SESSION_PARENT_ID), attrs.get(sa.SESSION_ROOT_ID), attrs.get(sa.DEPTH)) == ("s-1", "s-1", 1)

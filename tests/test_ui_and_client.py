@@ -51,7 +51,7 @@ async def test_chat_session_messages_status_details_and_stop(
         assert "**Chat**" in details and "[~] reply" in details
 
         listed = await client.list_sessions(agent="assistant")
-        assert handle.id in [s.session_id for s in listed]
+        assert [s.title for s in listed if s.session_id == handle.id] == ["Chat"]  # the list names it
 
         await handle.stop("done here")
         result = await handle.result()

@@ -336,8 +336,10 @@ def _register_looks(app: typer.Typer) -> None:
             client = await AgentToolsClient.connect()
             for s in await client.list_sessions(agent=agent, root_id=root, state=state, limit=limit):
                 indent = "  " * (s.depth or 0)
+                title = f"  {s.title}" if s.title else ""
                 typer.echo(
-                    f"{indent}{s.session_id}  {s.agent}  {s.state}  {s.status}  {s.start_time:%Y-%m-%d %H:%M:%S}"
+                    f"{indent}{s.session_id}  {s.agent}  {s.state}  {s.status}  "
+                    f"{s.start_time:%Y-%m-%d %H:%M:%S}{title}"
                 )
 
         run_or_explain(go())
@@ -349,10 +351,15 @@ def _register_looks(app: typer.Typer) -> None:
         async def go() -> None:
             client = await AgentToolsClient.connect()
             handle = client.session(session_id)
-            # The status (a query) and the transcript (the store) at once: neither waits for the other.
-            status, entries = await asyncio.gather(
-                handle.status(), handle.transcript(limit=10_000) if transcript else _no_entries()
-            )
+            # The transcript (the store) is read while the status (a query) is asked; a missing session is
+            # the status's error to report, whatever the store says.
+            reading = asyncio.ensure_future(handle.transcript(limit=10_000) if transcript else _no_entries())
+            try:
+                status = await handle.status()
+            except BaseException:
+                reading.cancel()
+                raise
+            entries = await reading
             typer.echo(status.model_dump_json(indent=2))
             if status.status not in TERMINAL_STATUSES:
                 await _show_waiting(handle)
