@@ -28,6 +28,19 @@ DEMO_PROMPT = (
 )
 
 
+def _embedded_commands(settings: Settings) -> tuple[str, str]:
+    """``agent-tools dev`` with the embedded run's ports, and the prefix other commands need to reach it
+    (empty on the default ports)."""
+    port = settings.temporal_address.rpartition(":")[2]
+    ui_port = settings.temporal_ui_url.rstrip("/").rpartition(":")[2]
+    if (port, ui_port) == ("7233", "8233"):
+        return "agent-tools dev", ""
+    return (
+        f"agent-tools dev --port {port} --ui-port {ui_port}",
+        f"AGENT_TOOLS_TEMPORAL_ADDRESS={settings.temporal_address} ",
+    )
+
+
 SCRIPTED_NOTICE = (
     "No model is configured, so this runs the scripted demo model: its answers are the bundled demo "
     "script's, whatever the prompt. For a real model set OPENAI_API_KEY or ANTHROPIC_API_KEY, or "
@@ -35,12 +48,14 @@ SCRIPTED_NOTICE = (
 )
 
 
-def _how_to_follow(session_id: str, *, embedded: bool) -> str:
-    if embedded:
+def _how_to_follow(session_id: str, *, embedded: Settings | None) -> str:
+    """What to run to reach the session again; after an embedded run, on that run's ports."""
+    if embedded is not None:
+        dev, reach = _embedded_commands(embedded)
         return (
             f"Stopped following. Session {session_id} is kept in .agent-tools/temporal.db and goes on when the "
-            f"server runs again: `agent-tools dev`, then `agent-tools watch {session_id}` to follow it or "
-            f"`agent-tools stop {session_id}` to stop it."
+            f"server runs again: `{dev}`, then `{reach}agent-tools watch {session_id}` to follow it or "
+            f"`{reach}agent-tools stop {session_id}` to stop it."
         )
     return (
         f"Stopped following. Session {session_id} goes on: `agent-tools watch {session_id}` follows it, "
@@ -208,7 +223,8 @@ async def run_and_follow(
     try:
         view = await follow(handle, yes=yes, chat=chat)
     except asyncio.CancelledError:
-        typer.secho("\n" + _how_to_follow(handle.id, embedded=embedded), fg="yellow")
+        ours = client.settings if embedded else None
+        typer.secho("\n" + _how_to_follow(handle.id, embedded=ours), fg="yellow")
         raise
     if chat:
         status = await handle.status()
@@ -383,7 +399,7 @@ def _register_looks(app: typer.Typer) -> None:
             try:
                 await follow(handle, yes=yes)
             except asyncio.CancelledError:
-                typer.secho("\n" + _how_to_follow(session_id, embedded=False), fg="yellow")
+                typer.secho("\n" + _how_to_follow(session_id, embedded=None), fg="yellow")
                 raise
             status = await handle.status()
             typer.secho(f"session ended: {status.status.value}", bold=True)
