@@ -21,10 +21,11 @@ from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+API = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 
 
-def _snippet(containing: str) -> str:
-    blocks: list[str] = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+def _snippet(containing: str, page: Path = README) -> str:
+    blocks: list[str] = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
     (found,) = [b for b in blocks if containing in b]
     return found
 
@@ -51,6 +52,7 @@ async def test_the_client_snippet_answers_the_demo_question_and_ends(
     for key in ("AGENT_TOOLS_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     code = _snippet("AgentToolsClient.connect()")
+    assert _snippet("AgentToolsClient.connect()", API) == code  # the API page's example is this one
     async with worker_for():
         found = await asyncio.wait_for(_run_snippet(code, {}), timeout=120)
     result = found["result"]
