@@ -4,6 +4,8 @@ on the dev server."""
 
 from __future__ import annotations
 
+import logging
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +17,7 @@ from agent_tools._catalog.profiles import FYAI_ASSIGNED, PROFILES
 from agent_tools._settings import DEFAULT_PRICES, ProviderEndpoint, Settings, WebConfig
 from tests.support.fake_llm import FakeLLMServer, fake_llm_server, openai_reply
 from tests.support.fixture_types import WorkerFor
+from tests.support.web import WebServer
 
 READERS = ["read_tool_result", "search_tool_result", "query_tool_result"]
 
@@ -141,10 +144,44 @@ async def test_web_tools_only_when_the_server_has_search_and_fetch(
     assert not {"webSearch", "web_search", "web_fetch"} & set(names)
 
     llm.requests.clear()
-    settings.web = WebConfig(search_engines=["searxng"], searxng_url="http://127.0.0.1:9/", fetch_enabled=False)
-    names = _names(await _first_request(llm, settings, worker_for, agent))
+    with WebServer() as engine:
+        settings.web = WebConfig(search_engines=["searxng"], searxng_url=engine.url("/searx"), fetch_enabled=False)
+        names = _names(await _first_request(llm, settings, worker_for, agent))
     assert "webSearch" in names and "web_search" in names
     assert not {"webFetch", "web_fetch"} & set(names)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_web_tools_only_while_a_configured_engine_answers(
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RTC registers webSearch only where search is configured; a configured engine the worker cannot
+    reach (an offline deployment's DuckDuckGo) does not count: the worker's probe finds it down, the four
+    web faces are not offered, and the log says why. A real engine on 127.0.0.1 answering: all four."""
+    agent = AgentDefinition(name="surfer", profile="all")
+    web_faces = {"webSearch", "webFetch", "web_search", "web_fetch"}
+    with WebServer() as engine:
+        settings.web = WebConfig(search_engines=["searxng"], searxng_url=engine.url("/searx"))
+        names = _names(await _first_request(llm, settings, worker_for, agent))
+        assert engine.hits("/searx/") >= 1  # the probe asked the engine itself
+    assert web_faces <= set(names)
+
+    llm.requests.clear()
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    settings.web = WebConfig(search_engines=["searxng", "bing"], searxng_url=dead, bing_url=f"{dead}/search")
+    with caplog.at_level(logging.WARNING, logger="agent_tools._web.probe"):
+        names = _names(await _first_request(llm, settings, worker_for, agent))
+    assert not web_faces & set(names)
+    assert "http_fetch" in names and "todoWrite" in names
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "agent_tools._web.probe"]
+    assert "webSearch, web_search, web_fetch, webFetch are not offered" in warning
+    assert "searxng: connection failed" in warning and "bing: connection failed" in warning
 
 
 def test_automatic_chip_is_listed() -> None:

@@ -59,6 +59,12 @@ def spill_threshold(agent: AgentDefinition, req: SessionRequest, settings: Setti
     return (agent.spill_threshold_chars if team else None) or settings.spill_threshold_chars
 
 
+async def _engine_reachable(services: Services) -> bool:
+    """Whether the worker's last probe (made now if it has none, or an old one) found a search engine."""
+    probe = services.search_probe
+    return probe.configured and (await probe.current()).any
+
+
 async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutput:
     """Resolve a request against agents, catalog and settings; open the transcript."""
     req = inp.request
@@ -82,7 +88,7 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
             level=agent.tool_level,
             disabled=s.disabled_for(req.organisation),
             memory=agent.memory and req.options.memory is not False,
-            unavailable=unavailable_tools(s, model)
+            unavailable=unavailable_tools(s, model, engine_reachable=await _engine_reachable(services))
             | ({"spawn_agent"} if services.catalog.carries_client_tools(req.tools) else set()),
         )
     except ConfigurationError as exc:
