@@ -12,7 +12,7 @@ import re
 from datetime import datetime, timedelta
 from typing import ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, NOTE_CHARS, limit
 from agent_tools._budget import TreeBudget
@@ -66,13 +66,29 @@ class TodoWriteArgs(BaseModel):
         default_factory=list, description="Todo item list (complete replacement)", **limit(items=LIST_ITEMS)
     )
 
-    @model_validator(mode="after")
-    def _one_in_progress(self) -> TodoWriteArgs:
-        # One task in progress at a time keeps the status bar honest: the list is a plan, not a wish list.
-        active = [t.content for t in self.todos if t.status == "in_progress"]
-        if len(active) > 1:
-            raise ValueError(f"at most one todo may be in_progress at a time, got {len(active)}: {active}")
-        return self
+
+PATCH_SEVERAL_IN_PROGRESS = "todo-several-in-progress"
+"""Histories begun before it refused a list with two in_progress items; they replay with that refusal."""
+
+
+def several_in_progress_refusal(todos: list[TodoItem]) -> str | None:
+    """The refusal histories begun before ``PATCH_SEVERAL_IN_PROGRESS`` gave a list with two active items."""
+    active = [t.content for t in todos if t.status == "in_progress"]
+    if len(active) > 1:
+        return f"at most one todo may be in_progress at a time, got {len(active)}: {active}"
+    return None
+
+
+def in_progress_hint(todos: list[TodoItem]) -> str:
+    """A hint (never a refusal: RTC sets no limit) when several items are in progress at once."""
+    active = [t.content for t in todos if t.status == "in_progress"]
+    if len(active) < 2:
+        return ""
+    names = ", ".join(repr(a[:60]) for a in active[:5]) + (", ..." if len(active) > 5 else "")
+    return (
+        f"\nNote: {len(active)} items are in_progress ({names}); the status bar is clearest with one at a "
+        "time, so mark the others pending or completed when you are not working on them."
+    )
 
 
 def render_todos(todos: list[TodoItem]) -> str:
@@ -369,8 +385,8 @@ TOOLS: list[ToolSpec] = [
         name="todoWrite",
         description=(
             "Manage your task list. Full replacement: pass the complete list every time. Keep tasks at a "
-            "verifiable granularity, mark progress promptly, at most one task in_progress, and remove tasks "
-            "you no longer need instead of cancelling them."
+            "verifiable granularity, mark completed tasks completed and in-progress ones in_progress promptly, "
+            "and remove tasks you no longer need instead of cancelling them."
         ),
         args_model=TodoWriteArgs,
         capability="planning",

@@ -26,6 +26,7 @@ from agent_tools.contracts._planning import (
     DEFAULT_LOOP_FLOOR_SECONDS,
     LEGACY_LOOP_FLOOR_SECONDS,
     PATCH_LOOP_FLOOR,
+    PATCH_SEVERAL_IN_PROGRESS,
     CompleteGoalArgs,
     CompleteLoopArgs,
     CreateGoalArgs,
@@ -41,6 +42,7 @@ from agent_tools.contracts._planning import (
     TodoItem,
     TodoWriteArgs,
     TrackedItem,
+    in_progress_hint,
     loop_expiry,
     loop_interval_refusal,
     next_after,
@@ -48,6 +50,7 @@ from agent_tools.contracts._planning import (
     render_goals,
     render_loops,
     render_todos,
+    several_in_progress_refusal,
 )
 from agent_tools.workflows._base import MODEL_NON_RETRYABLE, call_options, failure_detail, tool_error
 from agent_tools.workflows._native import NativeHandler
@@ -82,12 +85,18 @@ class PlanningPart(CapabilityPart):
     # ---- todoWrite ----------------------------------------------------------------------------------
 
     async def _tool_todo_write(self, args: TodoWriteArgs, call: ToolCall) -> ToolCallOutput:
+        refusal = several_in_progress_refusal(args.todos)
+        # Asked only for a list with several active items, so every other history replays without a marker.
+        if refusal is not None and not self.port.patched(PATCH_SEVERAL_IN_PROGRESS):
+            return tool_error(f"Invalid arguments for todoWrite: (arguments): Value error, {refusal}")
         self.state.planning.todos = list(args.todos)
         self.port.publish("todos", todos=[t.model_dump() for t in args.todos])
         self.port.refresh_details()
         done = sum(1 for t in args.todos if t.status == "completed")
         return ToolCallOutput(
-            content=f"Todo list updated: {len(args.todos)} items, {done} completed.\n" + render_todos(args.todos)
+            content=f"Todo list updated: {len(args.todos)} items, {done} completed.\n"
+            + render_todos(args.todos)
+            + in_progress_hint(args.todos)
         )
 
     # ---- goals --------------------------------------------------------------------------------------
