@@ -218,3 +218,28 @@ async def test_spawn_agent_stays_out_when_the_request_brings_its_own_tools(
     profile, builtin_list, own_tools = (_names(r["body"]) for r in llm.requests)
     assert "spawn_agent" in profile and "spawn_agent" in builtin_list
     assert "lookup" in own_tools and "spawn_agent" not in own_tools
+
+
+async def test_create_loop_states_the_interval_floor_the_session_enforces(
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
+) -> None:
+    """The createLoop schema the model is sent names the shortest interval the session accepts: 5 s by
+    default, the session's `loop_min_interval_seconds` where set (2.5 s reads as 3: the field is whole
+    seconds). The caps RTC does not set are named too: goals and loops' turns, todos' items."""
+    agent = AgentDefinition(name="planner", profile="rtc")
+
+    def schema(body: dict[str, Any], tool: str) -> dict[str, Any]:
+        found: list[dict[str, Any]] = [
+            t["function"]["parameters"] for t in body["tools"] if t["function"]["name"] == tool
+        ]
+        assert len(found) == 1
+        return found[0]
+
+    body = await _first_request(llm, settings, worker_for, agent)
+    assert schema(body, "createLoop")["properties"]["interval_seconds"]["minimum"] == 5
+    assert schema(body, "createGoal")["properties"]["max_turns"]["maximum"] == 200
+    assert schema(body, "todoWrite")["properties"]["todos"]["maxItems"] == 100
+    for floor, stated in ((30, 30), (2.5, 3)):
+        llm.requests.clear()
+        body = await _first_request(llm, settings, worker_for, agent, options={"loop_min_interval_seconds": floor})
+        assert schema(body, "createLoop")["properties"]["interval_seconds"]["minimum"] == stated

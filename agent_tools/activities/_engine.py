@@ -29,6 +29,7 @@ from agent_tools.activities._services import ActivityClass, Services
 from agent_tools.activities._text_publisher import TextPublisher, stream_publisher
 from agent_tools.contracts._approvals import resolve_approvals
 from agent_tools.contracts._output import OutputContract, check_answer, contract_of, schema_refusal
+from agent_tools.contracts._planning import session_schema
 
 
 def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], options: SessionOptions) -> ExecutionPolicy:
@@ -199,7 +200,12 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
                 inp.model,
                 messages,
                 tools=[
-                    ToolSchema(name=s.name, description=s.description, parameters=s.parameters_schema()) for s in specs
+                    ToolSchema(
+                        name=s.name,
+                        description=s.description,
+                        parameters=session_schema(s.parameters_schema(), inp.schema_minimums.get(s.name, {})),
+                    )
+                    for s in specs
                 ],
                 max_tokens=inp.max_tokens,
                 meta={

@@ -8,9 +8,10 @@ timers; the goal judge activity (``agent_tools/activities/_planning.py``) builds
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import datetime, timedelta
-from typing import ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -63,7 +64,9 @@ class TodoWriteArgs(BaseModel):
     """Full replacement: each call passes the complete list."""
 
     todos: list[TodoItem] = Field(
-        default_factory=list, description="Todo item list (complete replacement)", **limit(items=LIST_ITEMS)
+        default_factory=list,
+        description=f"Todo item list (complete replacement; at most {LIST_ITEMS} items)",
+        **limit(items=LIST_ITEMS),
     )
 
 
@@ -107,7 +110,10 @@ def render_todos(todos: list[TodoItem]) -> str:
 class CreateGoalArgs(BaseModel):
     condition: str = Field(min_length=1, max_length=4000, description="Description of the goal completion condition")
     max_turns: int = Field(
-        default=DEFAULT_GOAL_TURNS, ge=1, le=MAX_GOAL_TURNS, description="Maximum turn limit (default 50)"
+        default=DEFAULT_GOAL_TURNS,
+        ge=1,
+        le=MAX_GOAL_TURNS,
+        description=f"Maximum turn limit (default {DEFAULT_GOAL_TURNS}, at most {MAX_GOAL_TURNS})",
     )
 
 
@@ -244,6 +250,22 @@ def parse_verdict(text: str) -> GoalVerdict:
 # ---- loops -------------------------------------------------------------------------------------------
 
 
+def loop_schema_floor(floor: float) -> int:
+    """The smallest whole ``interval_seconds`` that ``floor`` allows (what createLoop's schema states)."""
+    return max(MIN_LOOP_INTERVAL_SECONDS, math.ceil(floor))
+
+
+def session_schema(schema: dict[str, Any], minimums: dict[str, int]) -> dict[str, Any]:
+    """``schema`` with the session's own minimums on its top-level fields (a raised floor, never lowered)."""
+    if not minimums:
+        return schema
+    props = dict(schema.get("properties", {}))
+    for name, minimum in minimums.items():
+        if isinstance(props.get(name), dict):
+            props[name] = {**props[name], "minimum": max(minimum, props[name].get("minimum", minimum))}
+    return {**schema, "properties": props}
+
+
 def loop_interval_refusal(interval_seconds: int, floor: float) -> str | None:
     """Why a loop of ``interval_seconds`` may not be created under ``floor``, or None."""
     if interval_seconds < floor:
@@ -259,10 +281,13 @@ class CreateLoopArgs(BaseModel):
     interval_seconds: int = Field(
         ge=MIN_LOOP_INTERVAL_SECONDS,
         le=MAX_LOOP_INTERVAL_SECONDS,
-        description="Execution interval (seconds)",
+        description="Execution interval (seconds; at most 30 days, and at least the minimum stated here)",
     )
     max_turns: int = Field(
-        default=DEFAULT_LOOP_TURNS, ge=1, le=MAX_LOOP_TURNS, description="Maximum executions (default 10)"
+        default=DEFAULT_LOOP_TURNS,
+        ge=1,
+        le=MAX_LOOP_TURNS,
+        description=f"Maximum executions (default {DEFAULT_LOOP_TURNS}, at most {MAX_LOOP_TURNS})",
     )
 
 

@@ -45,6 +45,7 @@ from agent_tools.contracts._planning import (
     in_progress_hint,
     loop_expiry,
     loop_interval_refusal,
+    loop_schema_floor,
     next_after,
     parse_time,
     render_goals,
@@ -81,6 +82,13 @@ class PlanningPart(CapabilityPart):
             "pauseLoop": self._tool_pause_loop,
             "resumeLoop": self._tool_resume_loop,
         }
+
+    def schema_minimums(self) -> dict[str, dict[str, int]]:
+        """createLoop's interval minimum as this session enforces it (the schema's static one is the lowest
+        any session may configure), so the model is told the floor it meets."""
+        if "createLoop" not in self.config.tools:
+            return {}
+        return {"createLoop": {"interval_seconds": loop_schema_floor(self._loop_floor())}}
 
     # ---- todoWrite ----------------------------------------------------------------------------------
 
@@ -261,10 +269,12 @@ class PlanningPart(CapabilityPart):
 
     # ---- loops --------------------------------------------------------------------------------------
 
+    def _loop_floor(self) -> float:
+        return self.config.options.loop_min_interval_seconds or DEFAULT_LOOP_FLOOR_SECONDS
+
     async def _tool_create_loop(self, args: CreateLoopArgs, call: ToolCall) -> ToolCallOutput:
         # Histories begun before the floor was configurable replay with the 60 s they ran with.
-        configured = self.config.options.loop_min_interval_seconds or DEFAULT_LOOP_FLOOR_SECONDS
-        floor = configured if self.port.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
+        floor = self._loop_floor() if self.port.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
         refusal = loop_interval_refusal(args.interval_seconds, floor)
         if refusal is not None:
             return tool_error(refusal)

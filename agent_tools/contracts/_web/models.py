@@ -18,6 +18,10 @@ from agent_tools._messages import Usage
 TimeRange = Literal["day", "week", "month", "year"]
 
 
+DATE_PATTERN = r"^(\d{4}-\d{2}-\d{2})?$"
+"""A date as the schema states it (empty: no date); ``_check_date`` then checks it is a real day."""
+
+
 def _check_date(value: str | None) -> str | None:
     if value is None or value == "":
         return None
@@ -187,8 +191,12 @@ class WebSearchArgs(BaseModel):
         default=None, description="Up to 10 hosts never returned", **limit(items=10)
     )
     freshness: TimeRange | None = Field(default=None, description="Only pages published within the window")
-    published_after: str | None = Field(default=None, description="YYYY-MM-DD, on or after", **limit(chars=10))
-    published_before: str | None = Field(default=None, description="YYYY-MM-DD, before", **limit(chars=10))
+    published_after: str | None = Field(
+        default=None, description="YYYY-MM-DD, on or after", pattern=DATE_PATTERN, **limit(chars=10)
+    )
+    published_before: str | None = Field(
+        default=None, description="YYYY-MM-DD, before", pattern=DATE_PATTERN, **limit(chars=10)
+    )
     depth: Literal["fast", "deep"] = Field(default="fast", description="deep: more engines and query rewrites")
     content_chars: int = Field(default=0, ge=0, le=2000, description="Verified excerpt length per result")
     country: str | None = Field(
