@@ -471,6 +471,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="listLoops",
+        read_only=True,
         description="List all loop tasks in the current session.",
         args_model=ListLoopsArgs,
         capability="planning",
