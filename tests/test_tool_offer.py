@@ -243,3 +243,34 @@ async def test_create_loop_states_the_interval_floor_the_session_enforces(
         llm.requests.clear()
         body = await _first_request(llm, settings, worker_for, agent, options={"loop_min_interval_seconds": floor})
         assert schema(body, "createLoop")["properties"]["interval_seconds"]["minimum"] == stated
+
+
+async def test_a_request_tool_list_keeps_the_agents_own_dialect(
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
+) -> None:
+    """A request that names its tools replaces the agent's list, not its platform: the faces that come
+    without being named (memory with Memory on, a reader for saved results) are the agent's profile's.
+    A codai agent keeps memory_* and read_artifact, not FYAI's remember/recall/read_tool_result; an RTC
+    agent keeps RTC's memory tools (and FYAI's readers, RTC having none); an agent without a profile is
+    built as FYAI builds one."""
+    coder = AgentDefinition(name="coder", profile="codai", memory=True)
+    names = set(_names(await _first_request(llm, settings, worker_for, coder, tools=["json_query", "todoWrite"])))
+    assert {"json_query", "todoWrite", "memory_recall", "memory_remember", "read_artifact"} <= names
+    assert not {"remember", "recall", *READERS} & names
+    assert not {"http_fetch", "spawn_agent"} & names  # the request's list replaced the profile's tools
+
+    llm.requests.clear()
+    rtc = AgentDefinition(name="planner", profile="rtc", memory=True)
+    names = set(_names(await _first_request(llm, settings, worker_for, rtc, tools=["todoWrite"])))
+    assert {"todoWrite", "saveMemory", "searchMemory", *READERS} <= names
+    assert not {"remember", "recall", "memory_recall", "askUser"} & names
+
+    llm.requests.clear()
+    plain = AgentDefinition(name="plain", profile=None, memory=True)
+    names = set(_names(await _first_request(llm, settings, worker_for, plain, tools=["todoWrite"])))
+    assert names == {"todoWrite", "remember", "recall", *READERS}
+
+    llm.requests.clear()
+    forgetful = AgentDefinition(name="forgetful", profile="codai", memory=False)
+    names = set(_names(await _first_request(llm, settings, worker_for, forgetful, tools=["json_query"])))
+    assert names == {"json_query", "read_artifact"}

@@ -89,6 +89,7 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
             level=agent.tool_level,
             disabled=s.disabled_for(req.organisation),
             memory=agent.memory and req.options.memory is not False,
+            home_profile=agent.profile if req.tools is not None else None,
             unavailable=unavailable_tools(s, model, engine_reachable=await _engine_reachable(services))
             | ({"spawn_agent"} if services.catalog.carries_client_tools(req.tools) else set()),
         )
