@@ -306,6 +306,51 @@ async def test_one_to_one_chats_use_the_default_threshold_and_teams_their_own(
     assert lead.final_message is not None and _saved(lead.final_message)  # 1,500 > the team's 300
 
 
+async def test_a_sub_agent_uses_its_teams_threshold(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
+    """FYAI: a result is saved above "the team's Tool Summary Max Characters". A sub-agent is in its
+    orchestrator's team: it uses the team's setting (the root's, 300 here), not one its own agent carries
+    (5,000), and a team without a setting uses the default (2,000)."""
+    from agent_tools._agents import AgentDefinition
+
+    def agents(team_threshold: int | None) -> list[AgentDefinition]:
+        return [
+            AgentDefinition(
+                name="lead",
+                profile=None,
+                tools=["invoke_sub_agent"],
+                spill_threshold_chars=team_threshold,
+                subagents=["helper"],
+            ),
+            AgentDefinition(name="helper", profile=None, tools=["long_text"], spill_threshold_chars=5000),
+        ]
+
+    settings.model = script(
+        [
+            {
+                "match": {"agent": "lead"},
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {"name": "invoke_sub_agent", "arguments": {"agent_name": "helper", "task_input": "go"}}
+                        ]
+                    },
+                    {"say": "{{tool_results}}"},
+                ],
+            },
+            {
+                "match": {"agent": "helper"},
+                "turns": [{"tool_calls": [{"name": "long_text"}]}, {"say": "{{tool_results}}"}],
+            },
+        ]
+    )
+    for team, saved in ((300, True), (None, False)):
+        async with worker_for(tools=[long_text], agents=agents(team)) as client:
+            lead = await (await client.start_session("b", agent="lead")).result()
+        answer = json.loads(lead.final_message or "{}")
+        assert answer.get("status") == "completed", answer
+        assert _saved(answer["output"]) is saved, (team, answer["output"][:200])
+
+
 async def test_a_ref_from_an_earlier_turn_says_call_again_and_no_reader_no_names(
     settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:

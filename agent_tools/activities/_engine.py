@@ -55,9 +55,12 @@ def spill_threshold(agent: AgentDefinition, req: SessionRequest, settings: Setti
     """FYAI: results are saved above "the team's Tool Summary Max Characters"; "one-to-one chats have no
     team, so they always use the default". A team here is a delegation tree: a sub-agent's session
     (depth > 0) or the root session of an orchestrator (an agent granted sub-agents). Its setting is the
-    agent's ``spill_threshold_chars``; every other session uses the deployment's (2,000 by default)."""
-    team = req.depth > 0 or bool(agent.subagents)
-    return (agent.spill_threshold_chars if team else None) or settings.spill_threshold_chars
+    tree root's agent's ``spill_threshold_chars``, which a sub-agent inherits
+    (``options.delegation_spill_threshold_chars``), whatever its own agent sets; no setting, and every other
+    session, uses the deployment's (2,000 by default)."""
+    if req.depth > 0:
+        return req.options.delegation_spill_threshold_chars or settings.spill_threshold_chars
+    return (agent.spill_threshold_chars if agent.subagents else None) or settings.spill_threshold_chars
 
 
 async def _engine_reachable(services: Services) -> bool:
@@ -121,6 +124,9 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         .merged(agent.options)
         .merged(req.options)
     )
+    if req.depth == 0:
+        # A tree's root sets its team's threshold for its sub-agents (a hand-off's specialist starts its own).
+        options = options.model_copy(update={"delegation_spill_threshold_chars": agent.spill_threshold_chars})
     try:
         # A spec no call could use fails the session here, before its first step, with the reason.
         services.providers.check(model)
