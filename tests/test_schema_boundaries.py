@@ -179,3 +179,19 @@ def test_the_validator_enforces_what_the_schema_says(tool: str, case: Case) -> N
     else:
         with pytest.raises(ValidationError):
             spec.validate_arguments(arguments)
+
+
+@pytest.mark.parametrize(
+    ("tool", "field", "value"),
+    [
+        ("web_search", "published_after", "20260101"),  # ISO's basic form: not the YYYY-MM-DD the schema states
+        ("web_search", "published_before", "2026-13-01"),
+        ("web_search", "lang", "english"),
+        ("web_search", "country", "g1"),
+    ],
+)
+def test_a_value_the_stated_pattern_refuses_is_refused(tool: str, field: str, value: str) -> None:
+    spec = SPECS[tool]
+    assert "pattern" in _resolve(spec.parameters_schema(), spec.parameters_schema()["properties"][field])
+    with pytest.raises(ValidationError):
+        spec.validate_arguments({**EXAMPLES[tool], field: value})
