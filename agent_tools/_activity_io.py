@@ -118,6 +118,9 @@ class LlmStepInput(BaseModel):
     step: int | None = None
     # Structured results: the provider is asked for this schema and a final answer is checked against it.
     output: OutputContract | None = None
+    # Lower bounds this session enforces above its tools' static schemas (tool -> field -> minimum), stated in
+    # the schemas the model is sent: createLoop's interval floor is a session option.
+    schema_minimums: dict[str, dict[str, int]] = Field(default_factory=dict)
 
 
 class LlmStepOutput(BaseModel):

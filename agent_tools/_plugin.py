@@ -245,6 +245,8 @@ class AgentToolsPlugin(SimplePlugin):
 
             # Probe the exec_python sandbox now, so the log says at start whether (and why not) it is offered.
             await announce(services)
+            # The search engines too, now and then every web.probe_interval_s (the search tools follow it).
+            services.start_probing()
         try:
             yield
         finally:

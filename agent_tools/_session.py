@@ -131,6 +131,13 @@ class SessionOptions(BaseModel):
     delegation_invoke_wait_seconds: float | None = Field(
         default=None, description="How long one invoke_sub_agent call waits", **limit(minimum=0.01, maximum=3600)
     )
+    delegation_spill_threshold_chars: int | None = Field(
+        default=None,
+        description=(
+            "The team's Tool Summary Max Characters: the tree root's agent's setting, which its sub-agents use"
+        ),
+        **limit(minimum=200, maximum=100_000_000),
+    )
     handed_off_from: str | None = Field(
         default=None, description="Set on a session a hand-off started", **limit(chars=ID_CHARS)
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 PREVIEW_CHARS = 600
@@ -33,6 +34,29 @@ def _shape(data: Any, max_keys: int) -> str:
         inner = _shape(data[0], max_keys) if isinstance(data[0], dict | list) else next(iter(kinds))
         return f"array of {len(data)} items; first: {inner}"
     return type(data).__name__
+
+
+# An image as a data URL, inside any text: a plain string, a JSON value, JSON text whose slashes are escaped.
+_DATA_IMAGE = re.compile(
+    r"data:image(?:/|\\/)([A-Za-z0-9.+-]{1,40})((?:;[A-Za-z0-9._=-]{1,60}){0,5});base64,((?:[A-Za-z0-9+=]|/|\\/)+)"
+)
+
+
+def describe_data_images(text: str) -> str:
+    """Each ``data:image/...;base64,...`` URL in ``text`` replaced by the line an image's bytes get.
+
+    FYAI: "Images and binary results are never saved" as artifacts. An image in a data URL is an image,
+    whatever holds it; its base64 is no text the model or a reader could use. The rest of the text stays.
+    """
+    if "base64," not in text:
+        return text
+
+    def line(match: re.Match[str]) -> str:
+        payload = match.group(3).replace("\\/", "/")
+        size = len(payload) * 3 // 4 - (len(payload) - len(payload.rstrip("=")))
+        return f"[image (image/{match.group(1)}), {size:,} bytes: not shown to the model]"
+
+    return _DATA_IMAGE.sub(line, text)
 
 
 def should_spill(content: str, threshold: int, *, exempt: bool) -> bool:

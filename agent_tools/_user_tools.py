@@ -103,6 +103,7 @@ def tool(
     level: ToolLevel = ToolLevel.none,
     spill_exempt: bool = False,
     requires_approval: bool = False,
+    read_only: bool = False,
 ) -> Callable[[UserFunction], UserTool]: ...
 
 
@@ -114,6 +115,7 @@ def tool(
     level: ToolLevel = ToolLevel.none,
     spill_exempt: bool = False,
     requires_approval: bool = False,
+    read_only: bool = False,
 ) -> UserTool | Callable[[UserFunction], UserTool]:
     """Decorator (with or without arguments) turning an async function into a :class:`UserTool`.
 
@@ -124,6 +126,7 @@ def tool(
         level: The tool level an agent needs to be offered it.
         spill_exempt: Never save the result as an artifact, however large.
         requires_approval: Every call waits for a person's approval first (docs/approvals.md).
+        read_only: The tool only reads (changes nothing anywhere): codai's ``explore`` sub-agents get it.
     """
 
     def wrap(f: UserFunction) -> UserTool:
@@ -134,6 +137,7 @@ def tool(
             level=level,
             spill_exempt=spill_exempt,
             requires_approval=requires_approval,
+            read_only=read_only,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -147,6 +151,7 @@ def make_user_tool(
     level: ToolLevel = ToolLevel.none,
     spill_exempt: bool = False,
     requires_approval: bool = False,
+    read_only: bool = False,
 ) -> UserTool:
     if not inspect.iscoroutinefunction(fn):
         raise ConfigurationError(f"tool {fn.__name__!r} must be an async function")
@@ -178,5 +183,6 @@ def make_user_tool(
         spill_exempt=spill_exempt,
         summary_arg=first_str,
         requires_approval=requires_approval,
+        read_only=read_only,
     )
     return UserTool(spec=spec, function=fn, wants_context=wants_context)

@@ -20,6 +20,7 @@ from agent_tools._client import AgentToolsClient
 from agent_tools._devserver import start_dev_server, start_time_skipping
 from agent_tools._settings import Settings
 from agent_tools._store.db import Store
+from agent_tools.contracts._web.config import WebConfig
 from agent_tools.testing import write_script
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.temporal import running_worker
@@ -199,8 +200,10 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    """SQLite in the test's tmp dir, a fresh task queue, no agents file, no real model."""
+    """SQLite in the test's tmp dir, a fresh task queue, no agents file, no real model, no search engine (the
+    zero-setup ones are on the internet, which a worker probes at start; a test that searches sets its own)."""
     return Settings(
+        web=WebConfig(search_engines=[]),
         database_url=f"sqlite+aiosqlite:///{tmp_path}/store.sqlite",
         task_queue=f"tq-{uuid.uuid4().hex[:12]}",
         agents_file=None,

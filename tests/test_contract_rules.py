@@ -4,8 +4,11 @@ model unless the rule is pure."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from typing import Any
+
+from sqlalchemy import text
 
 from agent_tools._catalog import ToolCatalog
 from agent_tools._session import SessionStatus
@@ -233,6 +236,58 @@ async def test_binary_results_are_described_never_saved_nor_a_bytes_repr(
     assert result.final_message == "[image (image/png), 10,248 bytes: not shown to the model]"
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+PNG_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()
+
+
+@tool(description="An image as a data URL")
+async def png_data_url() -> str:
+    return PNG_URL
+
+
+@tool(description="A result holding an image as a data URL")
+async def chart(title: str = "sales") -> dict[str, Any]:
+    return {"title": title, "chart": PNG_URL, "points": [1, 2, 3]}
+
+
+@tool(description="An API's JSON text with an image in it (its slashes escaped)")
+async def escaped_json() -> str:
+    return '{"preview": "' + PNG_URL.replace("/", "\\/") + '", "ok": true}'
+
+
+async def test_image_data_urls_are_images_never_saved(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    """FYAI: "Images and binary results are never saved this way". A `data:image/...;base64,...` URL (13 KB
+    of text here, far over the 2,000-character threshold) is an image whatever holds it: a plain string,
+    a value inside a dict, an API's JSON text with escaped slashes. Each is described, nothing is saved."""
+    described = "[image (image/png), 10,248 bytes: not shown to the model]"
+    names = ["png_data_url", "chart", "escaped_json"]
+    settings.model = script([{"tool_calls": [{"name": n} for n in names]}, {"say": "{{tool_results}}"}])
+    async with worker_for(tools=[png_data_url, chart, escaped_json]) as client:
+        handle = await client.start_session("img", tools=names)
+        result = await handle.result()
+        store = (await client.transcripts()).store
+        async with store.engine.connect() as conn:
+            saved = (await conn.execute(text("SELECT count(*) FROM artifacts"))).scalar_one()
+    answer = result.final_message or ""
+    assert "Tool result saved" not in answer and "base64" not in answer, answer[:300]
+    assert answer.count(described) == 3, answer[:600]
+    assert '"title": "sales"' in answer and '"points": [1, 2, 3]' in answer and '"ok": true' in answer
+    assert saved == 0
+
+
+def test_data_url_images_are_described_in_place() -> None:
+    from agent_tools._spill import describe_data_images
+
+    svg = "data:image/svg+xml;charset=utf-8;base64," + base64.b64encode(b"<svg/>").decode()
+    assert (
+        describe_data_images(f"see {svg} here") == "see [image (image/svg+xml), 6 bytes: not shown to the model] here"
+    )
+    plain = "data:text/plain;base64,aGVsbG8= and no image"
+    assert describe_data_images(plain) == plain
+
+
 async def test_one_to_one_chats_use_the_default_threshold_and_teams_their_own(
     settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
@@ -249,6 +304,51 @@ async def test_one_to_one_chats_use_the_default_threshold_and_teams_their_own(
         lead = await (await client.start_session("b", agent="lead")).result()
     assert solo.final_message is not None and not _saved(solo.final_message)  # 1,500 < 2,000: inline
     assert lead.final_message is not None and _saved(lead.final_message)  # 1,500 > the team's 300
+
+
+async def test_a_sub_agent_uses_its_teams_threshold(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
+    """FYAI: a result is saved above "the team's Tool Summary Max Characters". A sub-agent is in its
+    orchestrator's team: it uses the team's setting (the root's, 300 here), not one its own agent carries
+    (5,000), and a team without a setting uses the default (2,000)."""
+    from agent_tools._agents import AgentDefinition
+
+    def agents(team_threshold: int | None) -> list[AgentDefinition]:
+        return [
+            AgentDefinition(
+                name="lead",
+                profile=None,
+                tools=["invoke_sub_agent"],
+                spill_threshold_chars=team_threshold,
+                subagents=["helper"],
+            ),
+            AgentDefinition(name="helper", profile=None, tools=["long_text"], spill_threshold_chars=5000),
+        ]
+
+    settings.model = script(
+        [
+            {
+                "match": {"agent": "lead"},
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {"name": "invoke_sub_agent", "arguments": {"agent_name": "helper", "task_input": "go"}}
+                        ]
+                    },
+                    {"say": "{{tool_results}}"},
+                ],
+            },
+            {
+                "match": {"agent": "helper"},
+                "turns": [{"tool_calls": [{"name": "long_text"}]}, {"say": "{{tool_results}}"}],
+            },
+        ]
+    )
+    for team, saved in ((300, True), (None, False)):
+        async with worker_for(tools=[long_text], agents=agents(team)) as client:
+            lead = await (await client.start_session("b", agent="lead")).result()
+        answer = json.loads(lead.final_message or "{}")
+        assert answer.get("status") == "completed", answer
+        assert _saved(answer["output"]) is saved, (team, answer["output"][:200])
 
 
 async def test_a_ref_from_an_earlier_turn_says_call_again_and_no_reader_no_names(

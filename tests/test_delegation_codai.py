@@ -4,12 +4,14 @@ and delegate_to_model, on a real dev server with scripted parents and children."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from types import SimpleNamespace
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
+from agent_tools._catalog.profiles import PROFILES
 from agent_tools._catalog.registry import ToolCatalog
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Price, Settings
@@ -200,11 +202,44 @@ async def test_plan_spawn_caps_tools_at_the_roles_level() -> None:
     services: Any = SimpleNamespace(catalog=catalog, settings=SimpleNamespace(model_tiers={"small": "scripted:s"}))
     caller = Caller(session_id="s", root_id="s", agent="a", project="default", model="scripted:parent")
     parent_tools = ["spawn_agent", "todoWrite", "subAgent"]
-    explore = await plan_spawn(services, PlanSpawnInput(session=caller, role="explore", parent_tools=parent_tools))
-    assert explore.model == "scripted:s" and "spawn_agent" not in explore.tools and "todoWrite" in explore.tools
+    summarize = await plan_spawn(services, PlanSpawnInput(session=caller, role="summarize", parent_tools=parent_tools))
+    assert summarize.model == "scripted:s" and summarize.tools == ["todoWrite", "subAgent"]
     code = await plan_spawn(services, PlanSpawnInput(session=caller, role="code", parent_tools=parent_tools))
     # No "large" tier configured: the child runs on the parent's model.
     assert code.model == "scripted:parent" and code.tools == ["todoWrite", "subAgent"]
+
+
+async def test_an_explore_child_gets_read_only_tools_only() -> None:
+    """codai: explore is "read-only facts". Its child keeps the parent's readers (web, JSON, saved results,
+    memory_recall, skills, a host tool declared read-only) and loses every tool that writes, calls a model
+    or does what nobody declared: memory_remember, delegate_to_model, MCP tools, host tools, planning."""
+    from agent_tools._user_tools import tool
+
+    @tool(description="Look a ticket up", read_only=True)
+    async def lookup(ticket: str) -> str:
+        return ticket
+
+    @tool(description="Close a ticket")
+    async def close_ticket(ticket: str) -> str:
+        return ticket
+
+    catalog = ToolCatalog.builtin()
+    mcp = dataclasses.replace(close_ticket.spec, name="mcp_files_write", capability="mcp")
+    for spec in (lookup.spec, close_ticket.spec, mcp):
+        catalog.register(spec)
+    services: Any = SimpleNamespace(catalog=catalog, settings=SimpleNamespace(model_tiers={}))
+    caller = Caller(session_id="s", root_id="s", agent="a", project="default", model="scripted:parent")
+    parent_tools = [
+        *PROFILES["codai"], "read_tool_result", "todoWrite", "createGoal", "saveMemory", "searchMemory",
+        "lookup", "close_ticket", "mcp_files_write",
+    ]  # fmt: skip
+    explore = await plan_spawn(services, PlanSpawnInput(session=caller, role="explore", parent_tools=parent_tools))
+    assert explore.tools == [
+        "http_fetch", "json_query", "read_artifact", "memory_recall", "use_skill", "web_search", "web_fetch",
+        "read_tool_result", "searchMemory", "lookup",
+    ]  # fmt: skip
+    research = await plan_spawn(services, PlanSpawnInput(session=caller, role="research", parent_tools=parent_tools))
+    assert {"memory_remember", "delegate_to_model", "mcp_files_write", "close_ticket"} <= set(research.tools)
 
 
 async def test_delegate_to_model(settings: Settings, script: Script, worker_for: WorkerFor) -> None:

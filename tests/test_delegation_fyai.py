@@ -266,6 +266,45 @@ async def test_hand_off_continues_in_a_new_session_with_the_history(
         await new.stop()
 
 
+async def test_two_hand_offs_in_one_step_start_one_session(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    """FYAI: "A conversation can be handed off only once", also when the model asks twice in one step (its
+    calls run in parallel): one specialist session starts, the other call is refused."""
+    agents = [
+        AgentDefinition(name="front", subagents=["billing", "support"], profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="billing", profile="fyai", tools=ASSIGNED),
+        AgentDefinition(name="support", profile="fyai", tools=ASSIGNED),
+    ]
+    hand = [
+        {"name": "hand_off_to_agent", "arguments": {"agent_name": name, "message": "help"}}
+        for name in ("billing", "support")
+    ]
+    settings.model = script(
+        [
+            {"match": {"agent": "front"}, "turns": [{"tool_calls": hand}]},
+            {"turns": [{"say": "specialist here"}], "repeat_last": True},
+        ]
+    )
+    async with worker_for(agents=agents) as client:
+        handle = await client.start_session("help me", agent="front", session_id="p-twice")
+        progress = asyncio.create_task(collect_progress(handle))
+        result = await handle.result()
+        events = await asyncio.wait_for(progress, 10)
+        assert result.status == SessionStatus.handed_off and result.handed_off_to is not None
+        finished = [e.data for e in events if e.kind == "tool_finished"]
+        assert sorted(e["is_error"] for e in finished) == [False, True], finished
+        [refused] = [e["preview"] for e in finished if e["is_error"]]
+        assert "already been handed off once" in refused
+        [accepted] = [e["preview"] for e in finished if not e["is_error"]]
+        assert result.handed_off_to in accepted
+        # The refused call's target never got a session: only the accepted one exists.
+        specialist = client.session(result.handed_off_to)
+        assert (await specialist.result()).final_message == "specialist here"
+        chosen = (await specialist.status()).agent
+        assert chosen in ("billing", "support") and f"agent_name: {chosen};" in accepted
+
+
 async def test_hand_off_refusals(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
     agents = [
         AgentDefinition(

@@ -19,6 +19,7 @@ from agent_tools.contracts._events import PATCH_INLINE_EVENT, PATCH_LOAD_EVENT_L
 from agent_tools.contracts._planning import PATCH_LOOP_FLOOR
 from agent_tools.workflows._approvals import PATCH_APPROVAL_PARKED, PATCH_APPROVALS
 from agent_tools.workflows._base import (
+    ASKED_ITSELF,
     LEAN_START_2_IMPLIES,
     LEAN_START_IMPLIES,
     PATCH_BOUNDED_INPUTS,
@@ -87,7 +88,8 @@ def test_every_patch_a_session_asks_is_one_the_newest_marker_stands_for() -> Non
         if hasattr(module, name)
     }
     assert set(values) == asked, asked - set(values)
-    assert set(values.values()) - {PATCH_LEAN_START, PATCH_LEAN_START_2} == LEAN_START_2_IMPLIES
+    assert set(values.values()) - {PATCH_LEAN_START, PATCH_LEAN_START_2} - ASKED_ITSELF == LEAN_START_2_IMPLIES
+    assert ASKED_ITSELF <= set(values.values()) and not ASKED_ITSELF & LEAN_START_2_IMPLIES
 
 
 def _patches(events: list[HistoryEvent]) -> list[str]:

@@ -4,6 +4,8 @@ on the dev server."""
 
 from __future__ import annotations
 
+import logging
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +17,7 @@ from agent_tools._catalog.profiles import FYAI_ASSIGNED, PROFILES
 from agent_tools._settings import DEFAULT_PRICES, ProviderEndpoint, Settings, WebConfig
 from tests.support.fake_llm import FakeLLMServer, fake_llm_server, openai_reply
 from tests.support.fixture_types import WorkerFor
+from tests.support.web import WebServer
 
 READERS = ["read_tool_result", "search_tool_result", "query_tool_result"]
 
@@ -141,10 +144,44 @@ async def test_web_tools_only_when_the_server_has_search_and_fetch(
     assert not {"webSearch", "web_search", "web_fetch"} & set(names)
 
     llm.requests.clear()
-    settings.web = WebConfig(search_engines=["searxng"], searxng_url="http://127.0.0.1:9/", fetch_enabled=False)
-    names = _names(await _first_request(llm, settings, worker_for, agent))
+    with WebServer() as engine:
+        settings.web = WebConfig(search_engines=["searxng"], searxng_url=engine.url("/searx"), fetch_enabled=False)
+        names = _names(await _first_request(llm, settings, worker_for, agent))
     assert "webSearch" in names and "web_search" in names
     assert not {"webFetch", "web_fetch"} & set(names)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_web_tools_only_while_a_configured_engine_answers(
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RTC registers webSearch only where search is configured; a configured engine the worker cannot
+    reach (an offline deployment's DuckDuckGo) does not count: the worker's probe finds it down, the four
+    web faces are not offered, and the log says why. A real engine on 127.0.0.1 answering: all four."""
+    agent = AgentDefinition(name="surfer", profile="all")
+    web_faces = {"webSearch", "webFetch", "web_search", "web_fetch"}
+    with WebServer() as engine:
+        settings.web = WebConfig(search_engines=["searxng"], searxng_url=engine.url("/searx"))
+        names = _names(await _first_request(llm, settings, worker_for, agent))
+        assert engine.hits("/searx/") >= 1  # the probe asked the engine itself
+    assert web_faces <= set(names)
+
+    llm.requests.clear()
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    settings.web = WebConfig(search_engines=["searxng", "bing"], searxng_url=dead, bing_url=f"{dead}/search")
+    with caplog.at_level(logging.WARNING, logger="agent_tools._web.probe"):
+        names = _names(await _first_request(llm, settings, worker_for, agent))
+    assert not web_faces & set(names)
+    assert "http_fetch" in names and "todoWrite" in names
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "agent_tools._web.probe"]
+    assert "webSearch, web_search, web_fetch, webFetch are not offered" in warning
+    assert "searxng: connection failed" in warning and "bing: connection failed" in warning
 
 
 def test_automatic_chip_is_listed() -> None:
@@ -181,3 +218,59 @@ async def test_spawn_agent_stays_out_when_the_request_brings_its_own_tools(
     profile, builtin_list, own_tools = (_names(r["body"]) for r in llm.requests)
     assert "spawn_agent" in profile and "spawn_agent" in builtin_list
     assert "lookup" in own_tools and "spawn_agent" not in own_tools
+
+
+async def test_create_loop_states_the_interval_floor_the_session_enforces(
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
+) -> None:
+    """The createLoop schema the model is sent names the shortest interval the session accepts: 5 s by
+    default, the session's `loop_min_interval_seconds` where set (2.5 s reads as 3: the field is whole
+    seconds). The caps RTC does not set are named too: goals and loops' turns, todos' items."""
+    agent = AgentDefinition(name="planner", profile="rtc")
+
+    def schema(body: dict[str, Any], tool: str) -> dict[str, Any]:
+        found: list[dict[str, Any]] = [
+            t["function"]["parameters"] for t in body["tools"] if t["function"]["name"] == tool
+        ]
+        assert len(found) == 1
+        return found[0]
+
+    body = await _first_request(llm, settings, worker_for, agent)
+    assert schema(body, "createLoop")["properties"]["interval_seconds"]["minimum"] == 5
+    assert schema(body, "createGoal")["properties"]["max_turns"]["maximum"] == 200
+    assert schema(body, "todoWrite")["properties"]["todos"]["maxItems"] == 100
+    for floor, stated in ((30, 30), (2.5, 3)):
+        llm.requests.clear()
+        body = await _first_request(llm, settings, worker_for, agent, options={"loop_min_interval_seconds": floor})
+        assert schema(body, "createLoop")["properties"]["interval_seconds"]["minimum"] == stated
+
+
+async def test_a_request_tool_list_keeps_the_agents_own_dialect(
+    llm: FakeLLMServer, settings: Settings, worker_for: WorkerFor
+) -> None:
+    """A request that names its tools replaces the agent's list, not its platform: the faces that come
+    without being named (memory with Memory on, a reader for saved results) are the agent's profile's.
+    A codai agent keeps memory_* and read_artifact, not FYAI's remember/recall/read_tool_result; an RTC
+    agent keeps RTC's memory tools (and FYAI's readers, RTC having none); an agent without a profile is
+    built as FYAI builds one."""
+    coder = AgentDefinition(name="coder", profile="codai", memory=True)
+    names = set(_names(await _first_request(llm, settings, worker_for, coder, tools=["json_query", "todoWrite"])))
+    assert {"json_query", "todoWrite", "memory_recall", "memory_remember", "read_artifact"} <= names
+    assert not {"remember", "recall", *READERS} & names
+    assert not {"http_fetch", "spawn_agent"} & names  # the request's list replaced the profile's tools
+
+    llm.requests.clear()
+    rtc = AgentDefinition(name="planner", profile="rtc", memory=True)
+    names = set(_names(await _first_request(llm, settings, worker_for, rtc, tools=["todoWrite"])))
+    assert {"todoWrite", "saveMemory", "searchMemory", *READERS} <= names
+    assert not {"remember", "recall", "memory_recall", "askUser"} & names
+
+    llm.requests.clear()
+    plain = AgentDefinition(name="plain", profile=None, memory=True)
+    names = set(_names(await _first_request(llm, settings, worker_for, plain, tools=["todoWrite"])))
+    assert names == {"todoWrite", "remember", "recall", *READERS}
+
+    llm.requests.clear()
+    forgetful = AgentDefinition(name="forgetful", profile="codai", memory=False)
+    names = set(_names(await _first_request(llm, settings, worker_for, forgetful, tools=["json_query"])))
+    assert names == {"json_query", "read_artifact"}

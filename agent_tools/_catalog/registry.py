@@ -67,6 +67,9 @@ class ToolChoice(TypedDict, total=False):
     disabled: Iterable[str]
     """Switched off for the organisation."""
     extra_profiles: Mapping[str, list[str]] | None
+    home_profile: str | None
+    """The agent's own profile when a request's tool list replaced it: its faces of the capabilities that come
+    without being named (memory, saved-result readers) are the ones that join."""
 
 
 class ToolCatalog:
@@ -124,13 +127,25 @@ class ToolCatalog:
         names = self.resolve(profile=profile, tools=tools, exclude=blocked, level=level, extra_profiles=extra_profiles)
         # The dialects the agent asked for, before its level or switches removed any: a codai agent at level
         # none has no memory face, and must not get FYAI's instead.
-        listed = {**PROFILES, **(extra_profiles or {})}.get(profile, []) if profile else []
+        profiles = {**PROFILES, **(extra_profiles or {})}
+        listed = profiles.get(profile, []) if profile else []
+        home = self._home_faces(profiles, choice.get("home_profile")) if profile is None else []
         dialects = {
-            self._specs[n].capability for n in [*listed, *tools] if n in self._specs and not self._specs[n].automatic
+            self._specs[n].capability
+            for n in [*listed, *tools, *home]
+            if n in self._specs and not self._specs[n].automatic
         }
         if not memory:
             names = [n for n in names if self._specs[n].capability != "memory"]
         own = [n for n in names if not self._specs[n].automatic]
+        # The agent's own faces of what comes unnamed (a request list replaced its profile), under FYAI's
+        # conditions: memory faces with memory on, readers when the agent has a tool whose results they read.
+        for name in home:
+            spec = self._specs[name]
+            if name in names or name in blocked or not level.allows(spec.level):
+                continue
+            if (spec.capability == "memory" and memory) or (spec.capability == "results" and own):
+                names.append(name)
         for spec in self._specs.values():
             if not spec.automatic or spec.name in names or spec.name in blocked or not level.allows(spec.level):
                 continue
@@ -145,6 +160,14 @@ class ToolCatalog:
     def host_tools(self) -> list[str]:
         """The ``@tool`` functions the host registered on the plugin (MCP servers' tools follow MCP_PROFILES)."""
         return [n for n, s in self._specs.items() if s.capability == "user"]
+
+    def _home_faces(self, profiles: Mapping[str, list[str]], home: str | None) -> list[str]:
+        """The faces of ``home``'s profile for the capabilities FYAI attaches unnamed (memory, readers).
+        ``all`` names every dialect at once and so has no dialect of its own: FYAI's rule applies there."""
+        if not home or home == "all" or home not in profiles:
+            return []
+        automatic = {s.capability for s in self._specs.values() if s.automatic}
+        return [n for n in profiles[home] if n in self._specs and self._specs[n].capability in automatic]
 
     def carries_client_tools(self, request_tools: Iterable[str] | None) -> bool:
         """Whether a session request brings tools of its own: a request tool list naming one of the host's

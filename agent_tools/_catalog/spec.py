@@ -63,6 +63,8 @@ class ToolSpec:
         summary_arg: Argument shown in the Temporal UI activity summary (``webSearch: "query"``).
         invalid_arguments: Formats a validation failure for the model (contracts differ on the shape).
         requires_approval: Every call waits for a person's approval (``@tool(requires_approval=True)``).
+        read_only: Only reads: changes nothing, writes nothing, starts nothing, calls no model (codai's
+            ``explore`` children get only such tools).
     """
 
     name: str
@@ -78,6 +80,7 @@ class ToolSpec:
     summary_arg: str | None = None
     invalid_arguments: Callable[[str, ValidationError], str] = field(default=_default_invalid_message)
     requires_approval: bool = False
+    read_only: bool = False
 
     def parameters_schema(self) -> dict[str, Any]:
         """JSON Schema of the arguments, trimmed of pydantic's titles that only cost tokens."""

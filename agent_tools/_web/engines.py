@@ -130,6 +130,8 @@ _CAPTCHA = re.compile(
 
 class SearchEngine:
     name: str = "engine"
+    url: str = ""
+    """Where the engine answers; the reachability probe (``_web/probe.py``) asks it."""
 
     async def search(self, client: httpx.AsyncClient, q: EngineQuery) -> list[SearchHit]:
         raise NotImplementedError
@@ -140,6 +142,7 @@ class SearxngEngine(SearchEngine):
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/"
 
     async def search(self, client: httpx.AsyncClient, q: EngineQuery) -> list[SearchHit]:
         params: dict[str, str] = {"q": q.query, "format": "json", "pageno": "1"}

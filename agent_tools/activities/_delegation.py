@@ -118,7 +118,8 @@ def tier_model(settings: Settings, tier: str, fallback: str) -> str:
 
 async def plan_spawn(services: Services, inp: PlanSpawnInput) -> PlanSpawnOutput:
     """Model and tools of a spawn_agent child: the role's tier, the parent's tools up to the role's level,
-    never spawn_agent (children never spawn)."""
+    never spawn_agent (children never spawn); for a read-only role (explore) only the tools that only read
+    (no memory writes, no model calls, no MCP or host tools not declared read-only, no planning)."""
     role = ROLES[inp.role]
     tools: list[str] = []
     for name in inp.parent_tools:
@@ -127,6 +128,8 @@ async def plan_spawn(services: Services, inp: PlanSpawnInput) -> PlanSpawnOutput
         spec = services.catalog.get(name)
         level = spec.level if spec is not None else ToolLevel.none
         if role.max_level is not None and not role.max_level.allows(level):
+            continue
+        if role.read_only and (spec is None or not spec.read_only):
             continue
         tools.append(name)
     return PlanSpawnOutput(model=tier_model(services.settings, role.tier, inp.session.model), tools=tools)

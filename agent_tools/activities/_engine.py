@@ -29,6 +29,7 @@ from agent_tools.activities._services import ActivityClass, Services
 from agent_tools.activities._text_publisher import TextPublisher, stream_publisher
 from agent_tools.contracts._approvals import resolve_approvals
 from agent_tools.contracts._output import OutputContract, check_answer, contract_of, schema_refusal
+from agent_tools.contracts._planning import session_schema
 
 
 def session_policy(base: ExecutionPolicy, agent_override: dict[str, Any], options: SessionOptions) -> ExecutionPolicy:
@@ -54,9 +55,18 @@ def spill_threshold(agent: AgentDefinition, req: SessionRequest, settings: Setti
     """FYAI: results are saved above "the team's Tool Summary Max Characters"; "one-to-one chats have no
     team, so they always use the default". A team here is a delegation tree: a sub-agent's session
     (depth > 0) or the root session of an orchestrator (an agent granted sub-agents). Its setting is the
-    agent's ``spill_threshold_chars``; every other session uses the deployment's (2,000 by default)."""
-    team = req.depth > 0 or bool(agent.subagents)
-    return (agent.spill_threshold_chars if team else None) or settings.spill_threshold_chars
+    tree root's agent's ``spill_threshold_chars``, which a sub-agent inherits
+    (``options.delegation_spill_threshold_chars``), whatever its own agent sets; no setting, and every other
+    session, uses the deployment's (2,000 by default)."""
+    if req.depth > 0:
+        return req.options.delegation_spill_threshold_chars or settings.spill_threshold_chars
+    return (agent.spill_threshold_chars if agent.subagents else None) or settings.spill_threshold_chars
+
+
+async def _engine_reachable(services: Services) -> bool:
+    """Whether the worker's last probe (made now if it has none, or an old one) found a search engine."""
+    probe = services.search_probe
+    return probe.configured and (await probe.current()).any
 
 
 async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutput:
@@ -84,7 +94,8 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
             level=agent.tool_level,
             disabled=s.disabled_for(req.organisation),
             memory=agent.memory and req.options.memory is not False,
-            unavailable=unavailable_tools(s, model)
+            home_profile=agent.profile if req.tools is not None else None,
+            unavailable=unavailable_tools(s, model, engine_reachable=await _engine_reachable(services))
             | ({"spawn_agent"} if services.catalog.carries_client_tools(req.tools) else set()),
         )
     except ConfigurationError as exc:
@@ -115,6 +126,9 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         .merged(agent.options)
         .merged(req.options)
     )
+    if req.depth == 0:
+        # A tree's root sets its team's threshold for its sub-agents (a hand-off's specialist starts its own).
+        options = options.model_copy(update={"delegation_spill_threshold_chars": agent.spill_threshold_chars})
     try:
         # A spec no call could use fails the session here, before its first step, with the reason.
         services.providers.check(model)
@@ -195,7 +209,12 @@ async def llm_step(services: Services, inp: LlmStepInput) -> LlmStepOutput:
                 inp.model,
                 messages,
                 tools=[
-                    ToolSchema(name=s.name, description=s.description, parameters=s.parameters_schema()) for s in specs
+                    ToolSchema(
+                        name=s.name,
+                        description=s.description,
+                        parameters=session_schema(s.parameters_schema(), inp.schema_minimums.get(s.name, {})),
+                    )
+                    for s in specs
                 ],
                 max_tokens=inp.max_tokens,
                 meta={

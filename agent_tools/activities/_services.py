@@ -4,6 +4,7 @@ and the capability engines (web, memory, sandbox, MCP), each built on first use.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from agent_tools.activities._providers.base import ModelProvider
 
 if TYPE_CHECKING:
     # Imported where first built: a worker that never searches, remembers or runs code loads none of them.
+    from agent_tools._web.probe import SearchProbe
     from agent_tools._web.service import WebService
     from agent_tools.activities._mcp.client import McpConnections
     from agent_tools.activities._memory import MemoryEngine
@@ -55,6 +57,8 @@ class Services:
     _memory: MemoryEngine | None = field(default=None, init=False, repr=False)
     _sandbox: SandboxEngine | None = field(default=None, init=False, repr=False)
     _mcp: McpConnections | None = field(default=None, init=False, repr=False)
+    _search_probe: SearchProbe | None = field(default=None, init=False, repr=False)
+    _probing: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     @property
     def web(self) -> WebService:
@@ -64,6 +68,20 @@ class Services:
 
             self._web = WebService(self.settings.web, self.store)
         return self._web
+
+    @property
+    def search_probe(self) -> SearchProbe:
+        """Whether a configured search engine answers this worker (the search tools are offered only then)."""
+        if self._search_probe is None:
+            from agent_tools._web.probe import SearchProbe
+
+            self._search_probe = SearchProbe(self.settings.web, self.http)
+        return self._search_probe
+
+    def start_probing(self) -> None:
+        """Probe the search engines now and every ``web.probe_interval_s`` until the services close."""
+        if self._probing is None and self.search_probe.configured:
+            self._probing = asyncio.create_task(self.search_probe.run(), name="search-engine-probe")
 
     @property
     def memory(self) -> MemoryEngine:
@@ -141,6 +159,11 @@ class Services:
         )
 
     async def close(self) -> None:
+        if self._probing is not None:
+            self._probing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._probing
+            self._probing = None
         for engine in (self._web, self._mcp):
             if engine is not None:
                 await engine.aclose()

@@ -22,7 +22,7 @@ from agent_tools._activity_io import ToolCallInput, ToolCallOutput, tool_activit
 from agent_tools._boundaries import cap_text, clean_text
 from agent_tools._catalog.spec import ToolSpec
 from agent_tools._errors import ToolFailure
-from agent_tools._spill import json_structure_hint, should_spill, spill_pointer
+from agent_tools._spill import describe_data_images, json_structure_hint, should_spill, spill_pointer
 from agent_tools._user_tools import EXTRA_ARGUMENTS, ToolContext, UserTool
 from agent_tools.activities._approvals import run_approved
 from agent_tools.activities._context import BuiltinContext, ToolImpl, ToolReturn
@@ -89,7 +89,10 @@ async def save_if_large(
     turn: int | None = None,
 ) -> ToolCallOutput:
     """Save an oversized result as an artifact; the model's copy becomes the pointer. Every activity that
-    produces tool results goes through here."""
+    produces tool results goes through here. Images in data URLs are described first: never saved."""
+    described = describe_data_images(out.content)
+    if described != out.content:
+        out = out.model_copy(update={"content": described})
     if out.is_error or not should_spill(out.content, threshold, exempt=exempt):
         return out
     # Deterministic ref: a retried activity writes the same artifact row instead of a second one. The turn

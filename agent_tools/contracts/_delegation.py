@@ -63,13 +63,15 @@ class Role(BaseModel):
     # None: the caller's own level (``code``), which the agent definition already caps at l4_browser.
     max_level: ToolLevel | None
     purpose: str
+    # codai: explore is "read-only facts": its child gets only tools that change nothing (ToolSpec.read_only).
+    read_only: bool = False
 
 
 ROLES: dict[str, Role] = {
     r.name: r
     for r in (
         Role(name="explore", tier="small", max_steps=6, max_level=ToolLevel.l1_http,
-             purpose="Read-only facts."),
+             purpose="Read-only facts.", read_only=True),
         Role(name="research", tier="small", max_steps=8, max_level=ToolLevel.l1_http,
              purpose="web_search + http_fetch, returns a sourced summary."),
         Role(name="code", tier="large", max_steps=12, max_level=None,
@@ -531,6 +533,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="listSubAgent",
+        read_only=True,
         description="List all active sub-agent sessions in the current session tree.",
         args_model=NoArgs,
         result_model=SubAgentInfo,
@@ -539,6 +542,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="getSubAgentMessage",
+        read_only=True,
         description="Get the latest message from a specific sub-agent session of the current session tree.",
         args_model=SubSessionArgs,
         result_model=SubAgentMessage,

@@ -39,6 +39,7 @@ class SearchConversationHistoryResult(BaseModel):
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="search_conversation_history",
+        read_only=True,
         description=(
             "Search earlier messages in this conversation (for example an earlier decision). Matches the "
             "exact text first, then messages containing all of its words; newest first."

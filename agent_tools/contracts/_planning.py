@@ -8,11 +8,12 @@ timers; the goal judge activity (``agent_tools/activities/_planning.py``) builds
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import datetime, timedelta
-from typing import ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, LIST_ITEMS, NOTE_CHARS, limit
 from agent_tools._budget import TreeBudget
@@ -63,16 +64,34 @@ class TodoWriteArgs(BaseModel):
     """Full replacement: each call passes the complete list."""
 
     todos: list[TodoItem] = Field(
-        default_factory=list, description="Todo item list (complete replacement)", **limit(items=LIST_ITEMS)
+        default_factory=list,
+        description=f"Todo item list (complete replacement; at most {LIST_ITEMS} items)",
+        **limit(items=LIST_ITEMS),
     )
 
-    @model_validator(mode="after")
-    def _one_in_progress(self) -> TodoWriteArgs:
-        # One task in progress at a time keeps the status bar honest: the list is a plan, not a wish list.
-        active = [t.content for t in self.todos if t.status == "in_progress"]
-        if len(active) > 1:
-            raise ValueError(f"at most one todo may be in_progress at a time, got {len(active)}: {active}")
-        return self
+
+PATCH_SEVERAL_IN_PROGRESS = "todo-several-in-progress"
+"""Histories begun before it refused a list with two in_progress items; they replay with that refusal."""
+
+
+def several_in_progress_refusal(todos: list[TodoItem]) -> str | None:
+    """The refusal histories begun before ``PATCH_SEVERAL_IN_PROGRESS`` gave a list with two active items."""
+    active = [t.content for t in todos if t.status == "in_progress"]
+    if len(active) > 1:
+        return f"at most one todo may be in_progress at a time, got {len(active)}: {active}"
+    return None
+
+
+def in_progress_hint(todos: list[TodoItem]) -> str:
+    """A hint (never a refusal: RTC sets no limit) when several items are in progress at once."""
+    active = [t.content for t in todos if t.status == "in_progress"]
+    if len(active) < 2:
+        return ""
+    names = ", ".join(repr(a[:60]) for a in active[:5]) + (", ..." if len(active) > 5 else "")
+    return (
+        f"\nNote: {len(active)} items are in_progress ({names}); the status bar is clearest with one at a "
+        "time, so mark the others pending or completed when you are not working on them."
+    )
 
 
 def render_todos(todos: list[TodoItem]) -> str:
@@ -91,7 +110,10 @@ def render_todos(todos: list[TodoItem]) -> str:
 class CreateGoalArgs(BaseModel):
     condition: str = Field(min_length=1, max_length=4000, description="Description of the goal completion condition")
     max_turns: int = Field(
-        default=DEFAULT_GOAL_TURNS, ge=1, le=MAX_GOAL_TURNS, description="Maximum turn limit (default 50)"
+        default=DEFAULT_GOAL_TURNS,
+        ge=1,
+        le=MAX_GOAL_TURNS,
+        description=f"Maximum turn limit (default {DEFAULT_GOAL_TURNS}, at most {MAX_GOAL_TURNS})",
     )
 
 
@@ -228,6 +250,22 @@ def parse_verdict(text: str) -> GoalVerdict:
 # ---- loops -------------------------------------------------------------------------------------------
 
 
+def loop_schema_floor(floor: float) -> int:
+    """The smallest whole ``interval_seconds`` that ``floor`` allows (what createLoop's schema states)."""
+    return max(MIN_LOOP_INTERVAL_SECONDS, math.ceil(floor))
+
+
+def session_schema(schema: dict[str, Any], minimums: dict[str, int]) -> dict[str, Any]:
+    """``schema`` with the session's own minimums on its top-level fields (a raised floor, never lowered)."""
+    if not minimums:
+        return schema
+    props = dict(schema.get("properties", {}))
+    for name, minimum in minimums.items():
+        if isinstance(props.get(name), dict):
+            props[name] = {**props[name], "minimum": max(minimum, props[name].get("minimum", minimum))}
+    return {**schema, "properties": props}
+
+
 def loop_interval_refusal(interval_seconds: int, floor: float) -> str | None:
     """Why a loop of ``interval_seconds`` may not be created under ``floor``, or None."""
     if interval_seconds < floor:
@@ -243,10 +281,13 @@ class CreateLoopArgs(BaseModel):
     interval_seconds: int = Field(
         ge=MIN_LOOP_INTERVAL_SECONDS,
         le=MAX_LOOP_INTERVAL_SECONDS,
-        description="Execution interval (seconds)",
+        description="Execution interval (seconds; at most 30 days, and at least the minimum stated here)",
     )
     max_turns: int = Field(
-        default=DEFAULT_LOOP_TURNS, ge=1, le=MAX_LOOP_TURNS, description="Maximum executions (default 10)"
+        default=DEFAULT_LOOP_TURNS,
+        ge=1,
+        le=MAX_LOOP_TURNS,
+        description=f"Maximum executions (default {DEFAULT_LOOP_TURNS}, at most {MAX_LOOP_TURNS})",
     )
 
 
@@ -369,8 +410,8 @@ TOOLS: list[ToolSpec] = [
         name="todoWrite",
         description=(
             "Manage your task list. Full replacement: pass the complete list every time. Keep tasks at a "
-            "verifiable granularity, mark progress promptly, at most one task in_progress, and remove tasks "
-            "you no longer need instead of cancelling them."
+            "verifiable granularity, mark completed tasks completed and in-progress ones in_progress promptly, "
+            "and remove tasks you no longer need instead of cancelling them."
         ),
         args_model=TodoWriteArgs,
         capability="planning",
@@ -430,6 +471,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="listLoops",
+        read_only=True,
         description="List all loop tasks in the current session.",
         args_model=ListLoopsArgs,
         capability="planning",

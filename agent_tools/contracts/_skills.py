@@ -97,6 +97,7 @@ class UseSkillArgs(BaseModel):
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="use_skill",
+        read_only=True,
         level=CODAI_EXECUTED,
         description=(
             "Load one of your skills: stored instructions for a kind of task (a procedure, a format, a "

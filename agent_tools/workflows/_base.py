@@ -133,6 +133,9 @@ LEAN_START_IMPLIES = frozenset(
 # it asks that, and each later patch, as before.
 PATCH_LEAN_START_2 = "lean-start-2"
 LEAN_START_2_IMPLIES = LEAN_START_IMPLIES | {"tool-approvals", "load-event-local", "inline-event"}
+# Patches added since, asked for themselves until a next marker folds them in. Each is asked only on the
+# rare path it guards (a todo list with several items in progress), so a session records its marker then.
+ASKED_ITSELF = frozenset({"todo-several-in-progress"})
 
 
 # One ExecutionPolicy object per distinct policy in a worker's process: every session of a worker decodes the

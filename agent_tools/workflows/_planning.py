@@ -26,6 +26,7 @@ from agent_tools.contracts._planning import (
     DEFAULT_LOOP_FLOOR_SECONDS,
     LEGACY_LOOP_FLOOR_SECONDS,
     PATCH_LOOP_FLOOR,
+    PATCH_SEVERAL_IN_PROGRESS,
     CompleteGoalArgs,
     CompleteLoopArgs,
     CreateGoalArgs,
@@ -41,13 +42,16 @@ from agent_tools.contracts._planning import (
     TodoItem,
     TodoWriteArgs,
     TrackedItem,
+    in_progress_hint,
     loop_expiry,
     loop_interval_refusal,
+    loop_schema_floor,
     next_after,
     parse_time,
     render_goals,
     render_loops,
     render_todos,
+    several_in_progress_refusal,
 )
 from agent_tools.workflows._base import MODEL_NON_RETRYABLE, call_options, failure_detail, tool_error
 from agent_tools.workflows._native import NativeHandler
@@ -79,15 +83,28 @@ class PlanningPart(CapabilityPart):
             "resumeLoop": self._tool_resume_loop,
         }
 
+    def schema_minimums(self) -> dict[str, dict[str, int]]:
+        """createLoop's interval minimum as this session enforces it (the schema's static one is the lowest
+        any session may configure), so the model is told the floor it meets."""
+        if "createLoop" not in self.config.tools:
+            return {}
+        return {"createLoop": {"interval_seconds": loop_schema_floor(self._loop_floor())}}
+
     # ---- todoWrite ----------------------------------------------------------------------------------
 
     async def _tool_todo_write(self, args: TodoWriteArgs, call: ToolCall) -> ToolCallOutput:
+        refusal = several_in_progress_refusal(args.todos)
+        # Asked only for a list with several active items, so every other history replays without a marker.
+        if refusal is not None and not self.port.patched(PATCH_SEVERAL_IN_PROGRESS):
+            return tool_error(f"Invalid arguments for todoWrite: (arguments): Value error, {refusal}")
         self.state.planning.todos = list(args.todos)
         self.port.publish("todos", todos=[t.model_dump() for t in args.todos])
         self.port.refresh_details()
         done = sum(1 for t in args.todos if t.status == "completed")
         return ToolCallOutput(
-            content=f"Todo list updated: {len(args.todos)} items, {done} completed.\n" + render_todos(args.todos)
+            content=f"Todo list updated: {len(args.todos)} items, {done} completed.\n"
+            + render_todos(args.todos)
+            + in_progress_hint(args.todos)
         )
 
     # ---- goals --------------------------------------------------------------------------------------
@@ -252,10 +269,12 @@ class PlanningPart(CapabilityPart):
 
     # ---- loops --------------------------------------------------------------------------------------
 
+    def _loop_floor(self) -> float:
+        return self.config.options.loop_min_interval_seconds or DEFAULT_LOOP_FLOOR_SECONDS
+
     async def _tool_create_loop(self, args: CreateLoopArgs, call: ToolCall) -> ToolCallOutput:
         # Histories begun before the floor was configurable replay with the 60 s they ran with.
-        configured = self.config.options.loop_min_interval_seconds or DEFAULT_LOOP_FLOOR_SECONDS
-        floor = configured if self.port.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
+        floor = self._loop_floor() if self.port.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
         refusal = loop_interval_refusal(args.interval_seconds, floor)
         if refusal is not None:
             return tool_error(refusal)

@@ -564,6 +564,7 @@ class AgentSession:
                 stream=self._stream_text(),
                 step=self.state.steps,
                 output=self.config.output,
+                schema_minimums=self.planning.schema_minimums(),
             ),
             result_type=LlmStepOutput,
             summary=step_summary(self.state.steps, self.config.model),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,10 +17,11 @@ from sqlalchemy import text
 
 from agent_tools._catalog.registry import builtin_specs
 from agent_tools._session import SessionStatus
-from agent_tools._settings import Settings
+from agent_tools._settings import Settings, WebConfig
 from tests.support.fixture_types import WorkerFor
 from tests.support.hostile import run_session, task_failures, tree_ids
 from tests.support.hostile_cases import Case, all_cases, unknown_tool_cases
+from tests.support.web import WebServer, json_reply, searxng_results
 
 STEP = 40
 TOOLS = [s.name for s in builtin_specs()]
@@ -55,9 +56,21 @@ def _call_ids(cases: list[Case]) -> list[str]:
     return ids
 
 
+@pytest.fixture
+def search_engine() -> Iterator[WebServer]:
+    """A SearXNG on 127.0.0.1 answering every search."""
+    with WebServer() as engine:
+        engine.route("/searx/search", json_reply(searxng_results(engine.base, 3)))
+        yield engine
+
+
 @pytest.mark.slow
 async def test_no_tool_argument_wedges_a_session(
-    store_url: str, settings: Settings, script: Callable[[list[Any]], str], worker_for: WorkerFor
+    store_url: str,
+    settings: Settings,
+    script: Callable[[list[Any]], str],
+    worker_for: WorkerFor,
+    search_engine: WebServer,
 ) -> None:
     by_tool = all_cases()
     by_tool["(unknown tools)"] = unknown_tool_cases()
@@ -68,6 +81,8 @@ async def test_no_tool_argument_wedges_a_session(
     # Two distinct callable models: delegate_to_model is offered only then, and must be hit.
     settings.model_tiers = {"small": settings.model, "large": script(conversations)}
     options = {"ask_user_timeout_seconds": 1, "ask_user_default": "first"}
+    # The web faces are offered only while a configured search engine answers the worker.
+    settings.web = WebConfig(search_engines=["searxng"], searxng_url=search_engine.url("/searx"))
     started = time.monotonic()
     async with worker_for(settings=settings) as client:
         outcomes = await asyncio.gather(

@@ -213,6 +213,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="listMemories",
+        read_only=True,
         description="List your memories for this user, newest first, optionally by tier or tag.",
         args_model=ListMemoriesArgs,
         result_model=ListMemoriesResult,
@@ -220,6 +221,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="searchMemory",
+        read_only=True,
         description="Search your memories for this user by keywords; up to 10 matches with tier and age."
         + _RECALL_NOTE,
         args_model=SearchMemoryArgs,
@@ -242,6 +244,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="recall",
+        read_only=True,
         description="Search your memories across all tiers; up to 10 matches, each with its tier and age."
         + _RECALL_NOTE,
         args_model=RecallArgs,
@@ -261,6 +264,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="memory_recall",
+        read_only=True,
         level=CODAI_EXECUTED,
         description="Search long-term memory scoped to this account; up to 10 matches with tier and age."
         + _RECALL_NOTE,

@@ -105,6 +105,7 @@ class ReadArtifactResult(BaseModel):
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="read_tool_result",
+        read_only=True,
         description=(
             "Read lines of a large tool result that was saved instead of returned in full. Give the ref from "
             "the pointer, a start line (offset) and how many lines (limit, at most 2,000). JSON results are "
@@ -118,6 +119,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="search_tool_result",
+        read_only=True,
         description=(
             "Search a saved tool result with a Python regular expression. Returns up to max_matches matches "
             "(default 50, at most 500), each with 120 characters of context either side and the line offset "
@@ -132,6 +134,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="query_tool_result",
+        read_only=True,
         description=(
             "Navigate a saved JSON tool result by path, e.g. '.', '[0:20]', '.results[0].name' or "
             "'.items[].id'. Returns the JSON at that path, cut to max_chars (default 4,000; 200-20,000)."
@@ -144,6 +147,7 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="read_artifact",
+        read_only=True,
         level=CODAI_EXECUTED,
         description=(
             "Read back a large tool result that was spilled to storage instead of inlined: a window of "

@@ -35,7 +35,7 @@ def _web_tool(
     result_model: type[BaseModel] | None = None,
     spill_exempt: bool = True,
 ) -> ToolSpec:
-    """One face of the web engine, at level l1_http; codai's faces report invalid arguments their way."""
+    """One face of the web engine, at level l1_http, read-only; codai's faces report invalid arguments their way."""
     spec = ToolSpec(
         name=name,
         description=description,
@@ -45,6 +45,7 @@ def _web_tool(
         summary_arg=summary_arg,
         result_model=result_model,
         spill_exempt=spill_exempt,
+        read_only=True,  # every web face reads (http_fetch: GET or HEAD only)
     )
     return dataclasses.replace(spec, invalid_arguments=_codai_invalid) if codai else spec
 

@@ -28,6 +28,10 @@ class WebConfig(BaseModel):
     brave_url: str = "https://api.search.brave.com/res/v1/web/search"
     brave_api_key: str | None = None
     engine_timeout_s: float = 8.0
+    # The search tools are offered while one engine answers the worker's probe: at start, then every
+    # probe_interval_s; one probe waits at most probe_timeout_s for every engine.
+    probe_interval_s: float = Field(default=300.0, gt=0)
+    probe_timeout_s: float = Field(default=3.0, gt=0)
     # Circuit breaker: an engine that fails sits out base * 2^(failures-1) seconds, capped.
     breaker_base_s: float = 30.0
     breaker_max_s: float = 600.0

@@ -8,6 +8,7 @@ never drift apart.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -18,10 +19,20 @@ from agent_tools._messages import Usage
 TimeRange = Literal["day", "week", "month", "year"]
 
 
+DATE_PATTERN = r"^(\d{4}-\d{2}-\d{2})?$"
+"""A date as the schema states it (empty: no date); ``_check_date`` then checks it is a real day."""
+
+
+# In the schema for the model; _check_date enforces it (with a message that names the form).
+DATE_LIMITS: dict[str, str | int] = {"maxLength": 10, "pattern": DATE_PATTERN}
+
+
 def _check_date(value: str | None) -> str | None:
     if value is None or value == "":
         return None
     try:
+        if not re.fullmatch(DATE_PATTERN, value):
+            raise ValueError(value)
         dt.date.fromisoformat(value)
     except ValueError as exc:
         raise ValueError("must be a date in YYYY-MM-DD form") from exc
@@ -187,8 +198,12 @@ class WebSearchArgs(BaseModel):
         default=None, description="Up to 10 hosts never returned", **limit(items=10)
     )
     freshness: TimeRange | None = Field(default=None, description="Only pages published within the window")
-    published_after: str | None = Field(default=None, description="YYYY-MM-DD, on or after", **limit(chars=10))
-    published_before: str | None = Field(default=None, description="YYYY-MM-DD, before", **limit(chars=10))
+    published_after: str | None = Field(
+        default=None, description="YYYY-MM-DD, on or after", json_schema_extra=dict(DATE_LIMITS)
+    )
+    published_before: str | None = Field(
+        default=None, description="YYYY-MM-DD, before", json_schema_extra=dict(DATE_LIMITS)
+    )
     depth: Literal["fast", "deep"] = Field(default="fast", description="deep: more engines and query rewrites")
     content_chars: int = Field(default=0, ge=0, le=2000, description="Verified excerpt length per result")
     country: str | None = Field(
