@@ -190,6 +190,9 @@ LIST_ITEMS = 100
 """Items of a list argument (todos, prior messages) unless the contract says fewer."""
 OFFSET_MAX = 1_000_000_000
 """Offsets into a saved result or a listing: far above any real one, far below what a column holds."""
+MAX_INPUT_BYTES = 512 * 1024
+"""One message, answer or decision a client sends, as JSON. Temporal takes 2 MB a payload, and a worker
+cannot refuse an update above that (the refusal carries the request back and its workflow task fails)."""
 
 
 def limit(
@@ -378,6 +381,15 @@ def model_schema(model: type[BaseModel]) -> dict[str, Any]:
 def model_problems(model: BaseModel) -> str | None:
     """What in a decoded model breaks the limits its schema states, or None."""
     return schema_problems(model_schema(type(model)), model.model_dump(mode="json"))
+
+
+def input_problems(model: BaseModel) -> str | None:
+    """Why a client's update or signal must not be sent, or None: its size first (never its text), then its
+    schema's limits."""
+    size = len(model.__pydantic_serializer__.to_json(model))
+    if size > MAX_INPUT_BYTES:
+        return f"it is {size:,} bytes of JSON; the limit is {MAX_INPUT_BYTES:,}"
+    return model_problems(model)
 
 
 def request_problems(request: BaseModel) -> str | None:
