@@ -356,6 +356,9 @@ class PrepareInput(BaseModel):
 
     session_id: str
     request: SessionRequest
+    # The first run id of the workflow's run chain, which owns the session's stored rows (None in histories
+    # recorded before it was sent: those runs are not checked).
+    run_chain: str | None = None
 
 
 class PrepareOutput(BaseModel):

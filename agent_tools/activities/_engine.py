@@ -15,12 +15,13 @@ from agent_tools._activity_io import (
     LlmStepOutput,
 )
 from agent_tools._agents import AgentDefinition
-from agent_tools._errors import ConfigurationError, InvalidInput, ProviderRequestError, error_type
+from agent_tools._errors import ConfigurationError, InvalidInput, ProviderRequestError, SessionError, error_type
 from agent_tools._messages import Message
 from agent_tools._policy import ExecutionPolicy
 from agent_tools._prompt import build_context, memory_note
 from agent_tools._session import PrepareInput, PrepareOutput, SessionConfig, SessionOptions, SessionRequest
 from agent_tools._settings import Settings
+from agent_tools._store.transcripts import SessionIdTaken
 from agent_tools.activities._heartbeat import with_heartbeat
 from agent_tools.activities._model_calls import check_budget, complete, non_retryable
 from agent_tools.activities._offer import unavailable_tools
@@ -149,7 +150,12 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         ),
     )
     system = req.system_prompt or agent.system_prompt
-    position = await services.transcripts.open_session(config, [Message(role="system", content=system), *req.history])
+    try:
+        position = await services.transcripts.open_session(
+            config, [Message(role="system", content=system), *req.history], run_chain=inp.run_chain
+        )
+    except SessionIdTaken as exc:
+        raise ApplicationError(str(exc), type=error_type(SessionError), non_retryable=True) from exc
     return PrepareOutput(config=config, transcript_len=position)
 
 
