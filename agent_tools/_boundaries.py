@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -278,6 +279,10 @@ def _walk(
             if _fits(branch, value):
                 _walk(original, value, path, defs, found)
                 break
+    if isinstance(value, float) and not math.isfinite(value) and _RANGE_KEYWORDS & schema.keys():
+        # NaN compares false with every bound, and infinity is no ceiling: a range holds finite numbers only.
+        found.append((path, _non_finite_message(schema, value)))
+        return
     for key in _LIMIT_KEYWORDS:
         bound = schema.get(key)
         if bound is not None and _breaks(key, bound, value):
@@ -354,6 +359,27 @@ _LIMIT_KEYWORDS = frozenset(
         "exclusiveMinimum",
     }
 )
+
+
+_RANGE_KEYWORDS = frozenset({"maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"})
+
+
+def _number(bound: Any) -> str:
+    return f"{int(bound):,}" if isinstance(bound, (int, float)) and float(bound).is_integer() else str(bound)
+
+
+def _non_finite_message(schema: Mapping[str, Any], value: float) -> str:
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    span = " ".join(
+        part
+        for part in (
+            f"from {_number(low)}" if low is not None else "",
+            f"to {_number(high)}" if high is not None else "",
+        )
+        if part
+    )
+    return f"must be a finite number {span} (got {value})"
 
 
 def _limit_message(keyword: str, bound: Any, instance: Any) -> str:

@@ -84,7 +84,9 @@ class SessionOptions(BaseModel):
     checked where a request enters (a recorded history must still decode).
     """
 
-    model_config = ConfigDict(extra="allow")
+    # NaN and ±Infinity stay numbers when dumped (not null, which the serializer below would drop, leaving
+    # no ceiling): the limits' check then refuses them.
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
     continue_as_new_after_turns: int | None = Field(
         default=None,
@@ -172,6 +174,9 @@ class SessionOptions(BaseModel):
 
 class SessionRequest(BaseModel):
     """What a client (or a parent session) asks for when starting a session."""
+
+    # As in SessionOptions: a non-finite number stays one when dumped, for the limits' check to refuse.
+    model_config = ConfigDict(ser_json_inf_nan="constants")
 
     agent: str = Field(default="assistant", **limit(chars=SCOPE_CHARS))
     prompt: str | None = Field(default=None, **limit(chars=MESSAGE_CHARS))
