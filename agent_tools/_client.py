@@ -575,6 +575,9 @@ class AgentToolsClient:
         )
         if problems is not None:
             raise SessionError(f"refused to start the session: {problems}")
+        if request.options.prompt_titles is None and self.temporal.data_converter.payload_codec is not None:
+            # Search attributes are never encoded: under a codec the prompt stays out of the session's title.
+            request = request.model_copy(update={"options": request.options.merged({"prompt_titles": False})})
         sid = session_id or new_session_id()
         if len(sid) > ID_CHARS or clean_text(sid) != sid:
             raise SessionError(f"session ids are at most {ID_CHARS} characters of text, got {sid[:80]!r}")

@@ -122,6 +122,14 @@ class SessionOptions(BaseModel):
         **limit(minimum=1, maximum=86400),
     )
     search_attributes: bool | None = Field(default=None, description="Set the session search attributes")
+    prompt_titles: bool | None = Field(
+        default=None,
+        description=(
+            "Title a session in Temporal's visibility (SessionTitle, kept in plain text: search attributes are"
+            " never encoded) by its prompt's start; off: by the agent's name, or a title the client passed"
+            " (unset: on, unless a payload codec is configured)"
+        ),
+    )
     delegation_fanout_cap: int | None = Field(
         default=None, description="spawn_agent calls per message", **limit(minimum=1, maximum=100)
     )
@@ -166,9 +174,14 @@ class SessionOptions(BaseModel):
         return SessionOptions.model_validate({**self.model_dump(), **top.model_dump()})
 
     def delegation_only(self) -> SessionOptions:
-        """What a child inherits: the delegation limits and the budget of its tree."""
+        """What a child inherits: the delegation limits, the budget of its tree and whether titles may
+        come from prompts."""
         return SessionOptions.model_validate(
-            {k: v for k, v in self.model_dump().items() if k.startswith(("delegation_", "budget_"))}
+            {
+                k: v
+                for k, v in self.model_dump().items()
+                if k.startswith(("delegation_", "budget_")) or k == "prompt_titles"
+            }
         )
 
 
@@ -236,6 +249,8 @@ class SessionConfig(BaseModel):
     policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
     # What the final answer must be (structured results); None: free text.
     output: OutputContract | None = None
+    # The title visibility shows (SessionTitle), when it is not ``title`` (see SessionOptions.prompt_titles).
+    visible_title: str | None = None
     # The tools whose calls wait for a person's approval (None: none do); see contracts/_approvals.py.
     approvals: ResolvedApprovals | None = None
 

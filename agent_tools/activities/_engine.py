@@ -20,6 +20,7 @@ from agent_tools._messages import Message
 from agent_tools._policy import ExecutionPolicy
 from agent_tools._prompt import build_context, memory_note
 from agent_tools._session import PrepareInput, PrepareOutput, SessionConfig, SessionOptions, SessionRequest
+from agent_tools._session_start import visible_title
 from agent_tools._settings import Settings
 from agent_tools._store.transcripts import SessionIdTaken
 from agent_tools.activities._heartbeat import with_heartbeat
@@ -58,6 +59,14 @@ def spill_threshold(agent: AgentDefinition, req: SessionRequest, settings: Setti
     agent's ``spill_threshold_chars``; every other session uses the deployment's (2,000 by default)."""
     team = req.depth > 0 or bool(agent.subagents)
     return (agent.spill_threshold_chars if team else None) or settings.spill_threshold_chars
+
+
+def _has_codec() -> bool:
+    """Whether this worker's client encodes payloads (a codec: encryption, say)."""
+    try:
+        return activity.client().data_converter.payload_codec is not None
+    except RuntimeError:  # no client (an activity run outside a worker)
+        return False
 
 
 async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutput:
@@ -120,7 +129,13 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
     except ConfigurationError as exc:
         raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
     title = req.title or (req.prompt or agent.name)[:60]
+    if options.prompt_titles is None and _has_codec():
+        # A raw start, or a client without a codec: this worker encodes payloads, so the prompt stays out of
+        # the search attributes too (its children inherit the choice).
+        options = options.merged({"prompt_titles": False})
+    shown = visible_title(req.model_copy(update={"agent": agent.name}), options.prompt_titles is not False)
     config = SessionConfig(
+        visible_title=shown if shown != title else None,
         output=_output_contract(req.output_schema, req.output_retries),
         session_id=inp.session_id,
         agent=agent.name,

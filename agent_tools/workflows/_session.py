@@ -733,7 +733,7 @@ class AgentSession:
             sa.SESSION_ROOT_ID.value_set(c.root_id),
             sa.DEPTH.value_set(c.depth),
             sa.SESSION_STATE.value_set(self.state.status.value),
-            sa.SESSION_TITLE.value_set(sa.title_value(c.title)),
+            sa.SESSION_TITLE.value_set(sa.title_value(c.visible_title or c.title)),
         ]
         if c.parent_id:
             updates.append(sa.SESSION_PARENT_ID.value_set(c.parent_id))

@@ -35,6 +35,7 @@ async def test_a_raw_start_on_a_finished_sessions_id_keeps_the_first_transcript(
         )
         with pytest.raises(WorkflowFailureError) as failed:
             await asyncio.wait_for(again.result(), 30)
-        assert "holds the transcript of an earlier run" in str(failed.value.cause.cause or failed.value.cause)
+        cause = failed.value.cause
+        assert "holds the transcript of an earlier run" in f"{cause} {getattr(cause, 'cause', '')}"
         assert [(e.role, e.content) for e in await first.transcript()] == before
         assert await task_failures(client.temporal, first.id) == []
