@@ -265,6 +265,7 @@ class MemoryEngine:
 
         def write(conn: Connection) -> tuple[str, Memory]:
             self._purge(conn, scope, now)
+            fitted = self._scope_sized(conn, scope, vector)
             # Locked (PostgreSQL; SQLite runs one writer at a time): concurrent saves of one fact take turns.
             row = self._by_hash(conn, scope, digest, lock=True)
             if row is None:
@@ -286,8 +287,8 @@ class MemoryEngine:
                             "updated_at": now,
                             "last_used_at": now,
                             "deleted_at": None,
-                            "embedding": vector.get("embedding"),
-                            "embedding_model": vector.get("embedding_model"),
+                            "embedding": fitted.get("embedding"),
+                            "embedding_model": fitted.get("embedding_model"),
                         }
                     ],
                     keys=["scope_key", "content_hash"],
@@ -311,7 +312,7 @@ class MemoryEngine:
                     created_by_call=call_key,
                     created_at=now,
                     deleted_at=None,
-                    **vector,
+                    **fitted,
                 )
                 return "created", Memory.of(self._by_hash(conn, scope, digest))
             if row.last_call != call_key:
@@ -325,12 +326,38 @@ class MemoryEngine:
                     tier=tier,
                     tags=_tags_text(merged),
                     # A vector of the model configured now (the row may predate it, or the endpoint).
-                    **{k: v for k, v in vector.items() if v is not None},
+                    **{k: v for k, v in fitted.items() if v is not None},
                 )
                 row = counted if counted is not None else self._by_hash(conn, scope, digest)
             return "existing", Memory.of(row)
 
         return await self.store.run(write)
+
+    def _scope_sized(
+        self, conn: Connection, scope: Scope, vector: dict[str, Any], seq: int | None = None
+    ) -> dict[str, Any]:
+        """``vector`` if its size is the one the scope's vectors of its model have (any, when it has none but
+        row ``seq``'s); else none: vectors of two sizes cannot be compared, and the memory is kept without."""
+        embedding, model = vector.get("embedding"), vector.get("embedding_model")
+        if embedding is None:
+            return vector
+        c = memories.c
+        others = select(func.length(c.embedding)).where(
+            scope.where(), c.embedding_model == model, c.embedding.is_not(None)
+        )
+        if seq is not None:
+            others = others.where(c.seq != seq)
+        size = conn.execute(others.limit(1)).scalar()
+        if size is None or int(size) == len(embedding):
+            return vector
+        log.warning(
+            "memory saved without an embedding: %s answers %d dimensions where this scope's vectors have %d "
+            "(give the new size a new model name)",
+            model,
+            len(embedding) // 4,
+            int(size) // 4,
+        )
+        return {"embedding": None, "embedding_model": None}
 
     def _count_save(
         self, conn: Connection, seq: int, call_key: str, now: datetime, *, tier: Tier, **values: Any
@@ -389,7 +416,7 @@ class MemoryEngine:
                             f"Memory {other.memory_id!r} already holds this fact; delete {memory_id!r} instead."
                         )
                     conn.execute(delete(memories).where(c.seq == other.seq))
-                values.update(content=content, content_hash=digest, **vector)
+                values.update(content=content, content_hash=digest, **self._scope_sized(conn, scope, vector, row.seq))
             if cleaned_tags is not None:
                 values["tags"] = _tags_text(cleaned_tags)
             if tier is not None:
