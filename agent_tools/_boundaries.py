@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -190,6 +191,9 @@ LIST_ITEMS = 100
 """Items of a list argument (todos, prior messages) unless the contract says fewer."""
 OFFSET_MAX = 1_000_000_000
 """Offsets into a saved result or a listing: far above any real one, far below what a column holds."""
+MAX_INPUT_BYTES = 512 * 1024
+"""One message, answer or decision a client sends, as JSON. Temporal takes 2 MB a payload, and a worker
+cannot refuse an update above that (the refusal carries the request back and its workflow task fails)."""
 
 
 def limit(
@@ -275,6 +279,10 @@ def _walk(
             if _fits(branch, value):
                 _walk(original, value, path, defs, found)
                 break
+    if isinstance(value, float) and not math.isfinite(value) and _RANGE_KEYWORDS & schema.keys():
+        # NaN compares false with every bound, and infinity is no ceiling: a range holds finite numbers only.
+        found.append((path, _non_finite_message(schema, value)))
+        return
     for key in _LIMIT_KEYWORDS:
         bound = schema.get(key)
         if bound is not None and _breaks(key, bound, value):
@@ -353,6 +361,27 @@ _LIMIT_KEYWORDS = frozenset(
 )
 
 
+_RANGE_KEYWORDS = frozenset({"maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"})
+
+
+def _number(bound: Any) -> str:
+    return f"{int(bound):,}" if isinstance(bound, (int, float)) and float(bound).is_integer() else str(bound)
+
+
+def _non_finite_message(schema: Mapping[str, Any], value: float) -> str:
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    span = " ".join(
+        part
+        for part in (
+            f"from {_number(low)}" if low is not None else "",
+            f"to {_number(high)}" if high is not None else "",
+        )
+        if part
+    )
+    return f"must be a finite number {span} (got {value})"
+
+
 def _limit_message(keyword: str, bound: Any, instance: Any) -> str:
     size = len(instance) if isinstance(instance, (str, list, dict)) else instance
     words = {
@@ -378,6 +407,15 @@ def model_schema(model: type[BaseModel]) -> dict[str, Any]:
 def model_problems(model: BaseModel) -> str | None:
     """What in a decoded model breaks the limits its schema states, or None."""
     return schema_problems(model_schema(type(model)), model.model_dump(mode="json"))
+
+
+def input_problems(model: BaseModel) -> str | None:
+    """Why a client's update or signal must not be sent, or None: its size first (never its text), then its
+    schema's limits."""
+    size = len(model.__pydantic_serializer__.to_json(model))
+    if size > MAX_INPUT_BYTES:
+        return f"it is {size:,} bytes of JSON; the limit is {MAX_INPUT_BYTES:,}"
+    return model_problems(model)
 
 
 def request_problems(request: BaseModel) -> str | None:

@@ -28,7 +28,15 @@ from temporalio.service import RPCError, RPCStatusCode
 from agent_tools import _search_attributes as sa
 from agent_tools import _session_names as names
 from agent_tools._activity_io import ProgressEvent
-from agent_tools._boundaries import ID_CHARS, NOTE_CHARS, cap_text, clean_json, clean_text, request_problems
+from agent_tools._boundaries import (
+    ID_CHARS,
+    NOTE_CHARS,
+    cap_text,
+    clean_json,
+    clean_text,
+    input_problems,
+    request_problems,
+)
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools._messages import Message
 from agent_tools._session import (
@@ -53,7 +61,13 @@ from agent_tools.contracts._approvals import (
     ApprovalState,
     PendingApproval,
 )
-from agent_tools.contracts._human import AnswerAccepted, HumanState, PendingQuestion, parse_answer_payload
+from agent_tools.contracts._human import (
+    AnswerAccepted,
+    AnswerRejected,
+    HumanState,
+    PendingQuestion,
+    parse_answer_payload,
+)
 from agent_tools.contracts._output import schema_dict, schema_refusal
 
 if TYPE_CHECKING:
@@ -126,18 +140,21 @@ class SessionHandle:
         """Queue a message; returns once the session accepted it (an update).
 
         Raises:
-            SessionError: the session has ended or refused the message (the reason is in the message).
+            SessionError: the session has ended or refused the message (the reason is in the message), or the
+                message breaks its limits (checked before sending: 100,000 characters, 512 KiB of JSON).
         """
+        message = _sendable(SendMessage(content=clean_text(content)), f"session {self.id}: the message", SessionError)
         async with _refusals(self.id, "message"):
             accepted: SendMessageAccepted = await self.workflow.execute_update(
-                names.UPDATE_SEND_MESSAGE, SendMessage(content=clean_text(content)), result_type=SendMessageAccepted
+                names.UPDATE_SEND_MESSAGE, message, result_type=SendMessageAccepted
             )
             return accepted
 
     async def send_signal(self, content: str) -> None:
         """Fire-and-forget twin of :meth:`send` for clients that can only signal."""
+        message = _sendable(SendMessage(content=clean_text(content)), f"session {self.id}: the message", SessionError)
         async with _refusals(self.id, "message"):
-            await self.workflow.signal(names.SIGNAL_SEND_MESSAGE, SendMessage(content=clean_text(content)))
+            await self.workflow.signal(names.SIGNAL_SEND_MESSAGE, message)
 
     async def stop(self, reason: str = "stopped by user") -> None:
         """Stop the session and its sub-agents (leaf first)."""
@@ -160,6 +177,8 @@ class SessionHandle:
 
     async def update(self, name: str, arg: Any, result_type: type[T]) -> T:
         """Run one of the session's updates; a refusal raises :class:`SessionError` with the session's reason."""
+        if isinstance(arg, BaseModel):
+            _sendable(arg, f"session {self.id}: the {name} update", SessionError)
         async with _refusals(self.id, name):
             result: T = await self.workflow.execute_update(name, arg, result_type=result_type)
         return result
@@ -176,9 +195,10 @@ class SessionHandle:
         questions stay pending, and this returns None.
 
         Raises:
-            AnswerRejected: the answers have none of the accepted shapes (checked before sending).
+            AnswerRejected: the answers have none of the accepted shapes, or break their limits (checked
+                before sending).
         """
-        request = parse_answer_payload(answers)
+        request = _sendable(parse_answer_payload(answers), "the answers", AnswerRejected)
         if by_signal:
             await self.workflow.signal(names.SIGNAL_ANSWER_QUESTIONS, request.model_dump(mode="json"))
             return None
@@ -222,7 +242,8 @@ class SessionHandle:
         call stays pending) and this returns None.
 
         Raises:
-            ApprovalRejected: approving without a digest, or a denial for an approval that is not pending.
+            ApprovalRejected: approving without a digest, a denial for an approval that is not pending, or a
+                decision over its limits (checked before sending).
         """
         if digest is None:
             if approve:
@@ -236,6 +257,7 @@ class SessionHandle:
         decision = ApprovalDecision(
             approval_id=approval_id, digest=digest, approve=approve, reason=reason, decided_by=decided_by
         )
+        _sendable(decision, "the decision", ApprovalRejected)
         if by_signal:
             await self.workflow.signal(names.SIGNAL_DECIDE_APPROVAL, decision.model_dump(mode="json"))
             return None
@@ -557,6 +579,9 @@ class AgentToolsClient:
         )
         if problems is not None:
             raise SessionError(f"refused to start the session: {problems}")
+        if request.options.prompt_titles is None and self.temporal.data_converter.payload_codec is not None:
+            # Search attributes are never encoded: under a codec the prompt stays out of the session's title.
+            request = request.model_copy(update={"options": request.options.merged({"prompt_titles": False})})
         sid = session_id or new_session_id()
         if len(sid) > ID_CHARS or clean_text(sid) != sid:
             raise SessionError(f"session ids are at most {ID_CHARS} characters of text, got {sid[:80]!r}")
@@ -717,6 +742,17 @@ def unreachable(settings: Settings, exc: Exception) -> ConfigurationError:
         f"cannot reach Temporal at {settings.temporal_address} ({exc}). Start one with `agent-tools dev`, "
         "run with `--embedded`, or set AGENT_TOOLS_TEMPORAL_ADDRESS."
     )
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _sendable(model: M, what: str, error: type[Exception]) -> M:
+    """``model`` if a session can take it; else ``error`` says why, before anything is sent."""
+    problem = input_problems(model)
+    if problem is not None:
+        raise error(f"{what} cannot be sent: {problem}")
+    return model
 
 
 @asynccontextmanager

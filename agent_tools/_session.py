@@ -84,7 +84,9 @@ class SessionOptions(BaseModel):
     checked where a request enters (a recorded history must still decode).
     """
 
-    model_config = ConfigDict(extra="allow")
+    # NaN and ±Infinity stay numbers when dumped (not null, which the serializer below would drop, leaving
+    # no ceiling): the limits' check then refuses them.
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
     continue_as_new_after_turns: int | None = Field(
         default=None,
@@ -120,6 +122,14 @@ class SessionOptions(BaseModel):
         **limit(minimum=1, maximum=86400),
     )
     search_attributes: bool | None = Field(default=None, description="Set the session search attributes")
+    prompt_titles: bool | None = Field(
+        default=None,
+        description=(
+            "Title a session in Temporal's visibility (SessionTitle, kept in plain text: search attributes are"
+            " never encoded) by its prompt's start; off: by the agent's name, or a title the client passed"
+            " (unset: on, unless a payload codec is configured)"
+        ),
+    )
     delegation_fanout_cap: int | None = Field(
         default=None, description="spawn_agent calls per message", **limit(minimum=1, maximum=100)
     )
@@ -171,14 +181,22 @@ class SessionOptions(BaseModel):
         return SessionOptions.model_validate({**self.model_dump(), **top.model_dump()})
 
     def delegation_only(self) -> SessionOptions:
-        """What a child inherits: the delegation limits and the budget of its tree."""
+        """What a child inherits: the delegation limits, the budget of its tree and whether titles may
+        come from prompts."""
         return SessionOptions.model_validate(
-            {k: v for k, v in self.model_dump().items() if k.startswith(("delegation_", "budget_"))}
+            {
+                k: v
+                for k, v in self.model_dump().items()
+                if k.startswith(("delegation_", "budget_")) or k == "prompt_titles"
+            }
         )
 
 
 class SessionRequest(BaseModel):
     """What a client (or a parent session) asks for when starting a session."""
+
+    # As in SessionOptions: a non-finite number stays one when dumped, for the limits' check to refuse.
+    model_config = ConfigDict(ser_json_inf_nan="constants")
 
     agent: str = Field(default="assistant", **limit(chars=SCOPE_CHARS))
     prompt: str | None = Field(default=None, **limit(chars=MESSAGE_CHARS))
@@ -238,6 +256,8 @@ class SessionConfig(BaseModel):
     policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
     # What the final answer must be (structured results); None: free text.
     output: OutputContract | None = None
+    # The title visibility shows (SessionTitle), when it is not ``title`` (see SessionOptions.prompt_titles).
+    visible_title: str | None = None
     # The tools whose calls wait for a person's approval (None: none do); see contracts/_approvals.py.
     approvals: ResolvedApprovals | None = None
 
@@ -363,6 +383,9 @@ class PrepareInput(BaseModel):
 
     session_id: str
     request: SessionRequest
+    # The first run id of the workflow's run chain, which owns the session's stored rows (None in histories
+    # recorded before it was sent: those runs are not checked).
+    run_chain: str | None = None
 
 
 class PrepareOutput(BaseModel):

@@ -12,7 +12,7 @@ from agent_tools import _search_attributes as sa
 from agent_tools._progress_text import session_details, session_summary, shorten
 from agent_tools._session import WORKFLOW_NAME, SessionRequest
 
-__all__ = ["SessionStart", "child_start", "child_summary", "handoff_start", "root_start"]
+__all__ = ["SessionStart", "child_start", "child_summary", "handoff_start", "root_start", "visible_title"]
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,23 @@ def _attributes(request: SessionRequest, session_id: str, title: str | None) -> 
     )
 
 
+def visible_title(request: SessionRequest, prompt_titles: bool) -> str:
+    """The title visibility shows (search attributes are never encoded): the prompt's start only where
+    ``prompt_titles``; else the client's own title, or the agent's name (a child's title is the model's
+    words, about the conversation, so a child shows its agent's name)."""
+    if prompt_titles:
+        return request.title or (request.prompt or request.agent)[:60]
+    return (request.title if request.parent_id is None else None) or request.agent
+
+
 def root_start(request: SessionRequest, session_id: str, *, search_attributes: bool) -> SessionStart:
-    """A session a client starts."""
+    """A session a client starts (``request.options.prompt_titles`` resolved: see SessionOptions)."""
     return SessionStart(
         id=session_id,
         summary=session_summary(request.agent, request.title, request.prompt),
         details=_details(request, f"{request.organisation}/{request.project} · user {request.user}"),
         search_attributes=(
-            _attributes(request, session_id, request.title or (request.prompt or request.agent)[:60])
+            _attributes(request, session_id, visible_title(request, request.options.prompt_titles is not False))
             if search_attributes
             else None
         ),
@@ -70,11 +79,13 @@ def root_start(request: SessionRequest, session_id: str, *, search_attributes: b
 def child_start(request: SessionRequest, session_id: str, *, search_attributes: bool) -> SessionStart:
     """A sub-agent's session, started by its parent (``request`` carries the tree links)."""
     title = request.title or ""
+    # A parent whose titles may not come from prompts hands that on (SessionOptions.delegation_only).
+    shown = title if request.options.prompt_titles is not False else request.agent
     return SessionStart(
         id=session_id,
         summary=child_summary(request),
         details=_details(request, f"{request.organisation}/{request.project}"),
-        search_attributes=_attributes(request, session_id, title) if search_attributes else None,
+        search_attributes=_attributes(request, session_id, shown) if search_attributes else None,
     )
 
 

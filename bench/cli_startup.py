@@ -3,10 +3,12 @@ repeated runs, each a new process.
 
     python bench/cli_startup.py               # 15 runs of each, interleaved
     python bench/cli_startup.py --runs 30
+    python bench/cli_startup.py --baseline ../old/.venv/bin/agent-tools   # beside another install
 
 It starts a dev server and a worker, runs one scripted session for ``show`` to print, then times the two
-commands in turn (interleaved, so that the machine's load falls on both alike). Goals: ``--help`` at most
-0.3 s and ``show`` at most 0.6 s.
+commands in turn (interleaved, so that the machine's load falls on both alike), and with ``--baseline``
+the same commands of another install in the same rounds, with the ratio of each round. Goals: ``--help``
+at most 0.3 s and ``show`` at most 0.6 s.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from pathlib import Path
 CLI = str(Path(sys.executable).with_name("agent-tools"))
 
 
-def timed(args: list[str], env: dict[str, str]) -> float:
+def timed(args: list[str], env: dict[str, str], cli: str = CLI) -> float:
     start = time.perf_counter()
-    subprocess.run([CLI, *args], env=env, check=True, capture_output=True, timeout=120)
+    subprocess.run([cli, *args], env=env, check=True, capture_output=True, timeout=120)
     return time.perf_counter() - start
 
 
@@ -39,6 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--port", type=int, default=7399)
+    parser.add_argument("--baseline", help="another install's agent-tools, timed in the same rounds")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {
@@ -62,13 +65,20 @@ def main() -> None:
             found = re.search(r"workflows/(session-[0-9a-f-]+)", run.stdout + run.stderr)
             assert found, (run.stdout + run.stderr)[-3000:]
             session = found.group(1)
-            helps: list[float] = []
-            shows: list[float] = []
+            commands = {"--help": ["--help"], "show ID": ["show", session]}
+            ours: dict[str, list[float]] = {name: [] for name in commands}
+            base: dict[str, list[float]] = {name: [] for name in commands}
             for _ in range(args.runs):
-                helps.append(timed(["--help"], env))
-                shows.append(timed(["show", session], env))
-            print(f"agent-tools --help      {spread(helps)}   goal <= 0.3 s")
-            print(f"agent-tools show ID     {spread(shows)}   goal <= 0.6 s")
+                for name, cmd in commands.items():
+                    ours[name].append(timed(cmd, env))
+                    if args.baseline:
+                        base[name].append(timed(cmd, env, args.baseline))
+            goals = {"--help": "goal <= 0.3 s", "show ID": "goal <= 0.6 s"}
+            for name in commands:
+                print(f"agent-tools {name:<8} {spread(ours[name])}   {goals[name]}")
+                if args.baseline:
+                    ratios = [a / b for a, b in zip(ours[name], base[name], strict=True)]
+                    print(f"  baseline {name:<8} {spread(base[name])}   ratio {spread(ratios).replace(' s', '')}")
         finally:
             for proc in (worker, server):
                 if proc is not None:

@@ -265,6 +265,28 @@ async def test_concurrent_saves_of_one_fact_make_one_row(services: Services) -> 
     async with services.store.engine.connect() as conn:
         n = (await conn.execute(select(func.count()).select_from(memories).where(Scope.of(r).where()))).scalar_one()
     assert n == 1
+    # The saves that found the row another save had just created count as its uses.
+    assert (await _rows(services, Scope.of(r)))[0].uses == 5
+
+
+async def test_twenty_concurrent_saves_of_one_fact_count_every_use(services: Services) -> None:
+    import asyncio
+
+    org = f"org-{uuid.uuid4().hex[:8]}"
+    first = ref(organisation=org)
+    assert not (await call(services, first, "saveMemory", {"content": "Deploys happen on Tuesdays"})).is_error
+    # Twenty sessions of one scope save the same fact at once: each save is one use, none is lost.
+    outs = await asyncio.gather(
+        *(
+            call(services, ref(organisation=org), "saveMemory", {"content": "Deploys happen on Tuesdays"})
+            for _ in range(20)
+        )
+    )
+    assert all(not o.is_error for o in outs)
+    (row,) = await _rows(services, Scope.of(first))
+    assert row.uses == 21
+    reported = sorted(_json(o)["memory"]["uses"] for o in outs)
+    assert reported == list(range(2, 22))
 
 
 async def test_a_retried_search_answers_what_its_first_attempt_did(services: Services) -> None:

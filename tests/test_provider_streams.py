@@ -106,8 +106,8 @@ def _wrap(kind: str, middle: list[bytes]) -> Reply:
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 async def test_lenient_where_the_sse_format_allows(llm: FakeLLMServer, kind: str) -> None:
-    """Comments, unknown fields, lines without a colon, CRLF and bare CR line ends, NUL bytes, lone
-    surrogates and bytes that are not UTF-8: the reply survives, cleaned."""
+    """Comments, unknown fields, lines without a colon, CRLF and bare CR line ends, NUL bytes (in the framing
+    and in the text), lone surrogates and bytes that are not UTF-8: the reply survives, cleaned."""
     middle = [
         b": keep-alive\n\n",
         b"retry: 3000\nid: 7\nnonsense-without-colon\n\n",
@@ -119,7 +119,8 @@ async def test_lenient_where_the_sse_format_allows(llm: FakeLLMServer, kind: str
         _text(kind, "g").replace(b'"g"', b'"g\xff"'),
     ]
     response, seen = await collect(kind, llm, _wrap(kind, middle))
-    assert response.message.content == "abcde\ufffdfg\ufffd"
+    # A NUL in the text (the escape \u0000) becomes U+FFFD; a NUL byte in the stream's framing is dropped.
+    assert response.message.content == "abc\ufffdde\ufffdfg\ufffd"
     assert "".join(t for _, t in seen) == response.message.content
     response.model_dump_json()  # a payload that can be written (a lone surrogate could not)
 

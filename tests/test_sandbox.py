@@ -11,6 +11,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from agent_tools._session import PrepareInput, SessionRequest, SessionStatus
 from agent_tools._settings import Settings
 from agent_tools.activities._engine import prepare_session
 from agent_tools.activities._sandbox.engine import SandboxEngine, protected_paths
-from agent_tools.activities._sandbox.isolation import default_library_paths
+from agent_tools.activities._sandbox.isolation import default_library_paths, inside
 from agent_tools.activities._sandbox.tool import IMPLEMENTATIONS, announce
 from agent_tools.activities._services import Services
 from agent_tools.activities._tool_runner import run_tool
@@ -357,12 +358,21 @@ async def test_a_library_path_the_sandbox_account_cannot_read_is_named(open_dir:
     found = await SandboxEngine(SandboxSettings(library_paths=[str(private)])).availability()
     assert not found.offered, found.reason
     assert f"the sandbox account cannot read {private} (a library path)" in found.reason, found.reason
-    # Below a private directory bwrap itself cannot reach the path, and says which.
+    # Below a private directory (a venv under a 0700 home, or /root) a readable one is offered: the worker
+    # hands bwrap its own descriptor of the path, which the sandbox account never has to reach.
     inner = private / "site-packages"
     inner.mkdir()
     inner.chmod(0o755)
-    found = await SandboxEngine(SandboxSettings(library_paths=[str(inner)])).availability()
-    assert not found.offered and f"Can't find source path {inner}: Permission denied" in found.reason, found.reason
+    (inner / "under_a_private_home.py").write_text("ANSWER = 7\n")
+    (inner / "under_a_private_home.py").chmod(0o644)
+    eng = SandboxEngine(SandboxSettings(library_paths=[str(inner)]))
+    found = await eng.availability()
+    assert found.offered, found.reason
+    r = await run(
+        eng,
+        f"import os, under_a_private_home\nprint(under_a_private_home.ANSWER, os.listdir({inside(str(private))!r}))",
+    )
+    assert r.ok and r.stdout == "7 ['site-packages']\n", r  # the private directory shows only the bound path
     # A readable one is offered, although it is under /tmp, where the sandbox has its workspace.
     readable = open_dir / "site-packages"  # (availability is cached per configuration: a new path)
     readable.mkdir()
@@ -374,6 +384,25 @@ async def test_a_library_path_the_sandbox_account_cannot_read_is_named(open_dir:
     assert found.offered, found.reason
     r = await run(eng, "import os, offered_here\nprint(offered_here.ANSWER, os.listdir('.'))")
     assert r.ok and r.stdout == "42 []\n", r  # imported, and not among the workspace's files
+
+
+@pytest.mark.skipif(not ROOT, reason="a worker that is not root runs the code as itself, which reads its own files")
+async def test_an_interpreter_under_a_private_home_runs(request: pytest.FixtureRequest) -> None:
+    """The worker's Python installed under a 0700 home (pyenv, uv under /root): bound from the worker's own
+    descriptors, it runs as the sandbox account, with the worker's libraries."""
+    await sandbox_engine()
+    home = Path(tempfile.mkdtemp(prefix="private-home-", dir="/var/tmp"))  # 0700, and not under /tmp
+    request.addfinalizer(lambda: shutil.rmtree(home, ignore_errors=True))
+    (home / "bin").mkdir()
+    python = home / "bin" / "python3"
+    shutil.copy2(os.path.realpath(sys.executable), python)
+    python.chmod(0o755)
+    eng = SandboxEngine(SandboxSettings(python=str(python), python_fallbacks=[]))
+    found = await eng.availability()
+    assert found.offered and found.sandbox is not None, found.reason
+    assert found.sandbox.runtime.executable == str(python)
+    r = await run(eng, "import sys, os, pydantic\nprint(sys.executable, os.getuid() != 0)")
+    assert r.ok and r.stdout == f"{python} True\n", r
 
 
 async def test_the_store_env_and_worker_tree_are_never_bound(open_dir: Path) -> None:

@@ -15,7 +15,7 @@ from agent_tools._messages import Message, ToolCall, Usage, message_fingerprint
 from agent_tools._session import SessionConfig
 from agent_tools._store.db import Store
 from agent_tools._store.tables import sessions
-from agent_tools._store.transcripts import TranscriptStore
+from agent_tools._store.transcripts import SessionIdTaken, TranscriptStore
 
 
 def _answer(text_: str, call: str | None = None) -> Message:
@@ -23,7 +23,7 @@ def _answer(text_: str, call: str | None = None) -> Message:
     return Message(role="assistant", content=text_, tool_calls=calls)
 
 
-async def _open(t: TranscriptStore, sid: str) -> int:
+async def _open(t: TranscriptStore, sid: str, run_chain: str | None = None) -> int:
     config = SessionConfig(
         session_id=sid,
         agent="assistant",
@@ -36,7 +36,23 @@ async def _open(t: TranscriptStore, sid: str) -> int:
         max_steps=5,
         root_id=sid,
     )
-    return await t.open_session(config, [Message(role="system", content="be brief")])
+    return await t.open_session(config, [Message(role="system", content="be brief")], run_chain=run_chain)
+
+
+async def test_a_second_run_chain_under_one_session_id_is_refused_and_writes_nothing(store: Store) -> None:
+    t = TranscriptStore(store)
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    assert await _open(t, sid, "run-1") == 1
+    assert await _open(t, sid, "run-1") == 1  # a retried prepare of the same run
+    with pytest.raises(SessionIdTaken, match="holds the transcript of an earlier run"):
+        await _open(t, sid, "run-2")
+    row = await t.session_row(sid)
+    assert row is not None and row.run_chain == "run-1"
+    # A row stored before chains were kept belongs to no known run: refused too.
+    old = f"s-{uuid.uuid4().hex[:8]}"
+    assert await _open(t, old) == 1
+    with pytest.raises(SessionIdTaken):
+        await _open(t, old, "run-3")
 
 
 async def test_a_session_written_step_by_step_reads_back_whole(store: Store) -> None:

@@ -201,6 +201,24 @@ async def test_redirects_at_most_three_each_followed(tmp_path: Path) -> None:
             await close_web(web)
 
 
+async def test_rtc_follows_five_same_host_redirects_and_refuses_a_sixth(tmp_path: Path) -> None:
+    with WebServer() as server:
+        for i in range(1, 7):
+            server.route(f"/h{i}", Reply(status=302, headers={"Location": f"/h{i + 1}"}))
+        server.page("/h7", "docs")
+        web = await make_web(tmp_path)
+        try:
+            # Five hops (/h2 to /h7) are followed; a sixth is not.
+            page, _ = await web.page(server.url("/h2"), profile="rtc")
+            assert page.redirect_to is None and "When a task raises an exception" in page.markdown
+            with pytest.raises(WebError) as info:
+                await web.page(server.url("/h1"), profile="rtc")
+            assert info.value.code == "upstream_error" and "more than 5 redirects" in info.value.message
+            assert server.hits("/h7") == 1
+        finally:
+            await close_web(web)
+
+
 async def test_body_cap_timeout_and_rtc_size_limit(tmp_path: Path) -> None:
     big = ("word " * 1000 + "\n\n") * 800  # ~4 MB of text
     with WebServer() as server:

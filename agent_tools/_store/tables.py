@@ -31,6 +31,8 @@ sessions = Table(
     Column("parent_id", String(200)),
     Column("depth", Integer, nullable=False, default=0),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # The first run id of the run chain that owns the session's rows (None: stored before it was kept).
+    Column("run_chain", String(200)),
     Index("ix_sessions_root", "root_id"),
 )
 

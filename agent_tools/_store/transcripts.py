@@ -77,6 +77,10 @@ class TranscriptOutOfStep(AgentToolsError):
     """The stored transcript does not hold the answer the workflow accepted (see ``prefix``)."""
 
 
+class SessionIdTaken(AgentToolsError):
+    """A run found another run chain's rows under its session id (a raw start on a finished session's id)."""
+
+
 class TranscriptStore:
     """Append-only transcripts keyed by (session, position): a retried write lands on the same rows.
 
@@ -105,10 +109,16 @@ class TranscriptStore:
         while len(self._cache) > self._cache_sessions:
             self._cache.popitem(last=False)
 
-    async def open_session(self, config: SessionConfig, opening: list[Message]) -> int:
+    async def open_session(self, config: SessionConfig, opening: list[Message], *, run_chain: str | None = None) -> int:
         """Register a session and write its opening messages (system prompt, prior history) in one
-        transaction; returns the transcript position after them. A retried call changes nothing."""
+        transaction; returns the transcript position after them. A retried call changes nothing.
+
+        Raises:
+            SessionIdTaken: the session id's rows belong to another run chain than ``run_chain`` (or to one
+                stored before chains were kept); nothing is written.
+        """
         session_id = config.session_id
+        owner = select(sessions.c.run_chain).where(sessions.c.session_id == session_id)
         row = {
             "session_id": session_id,
             "agent": config.agent,
@@ -120,10 +130,17 @@ class TranscriptStore:
             "parent_id": config.parent_id,
             "depth": config.depth,
             "created_at": _now(),
+            "run_chain": run_chain,
         }
         rows = [_message_row(session_id, i, m) for i, m in enumerate(opening)]
 
         def write(conn: Connection) -> None:
+            found = conn.execute(owner).first()
+            if run_chain is not None and found is not None and found.run_chain != run_chain:
+                raise SessionIdTaken(
+                    f"session id {session_id!r} holds the transcript of an earlier run; this run would write over "
+                    "it, so it does not start (start a new session under a new id)"
+                )
             upsert_rows(conn, sessions, [row], keys=["session_id"])
             upsert_rows(conn, transcript, rows, keys=["session_id", "seq"])
 

@@ -15,12 +15,14 @@ from agent_tools._activity_io import (
     LlmStepOutput,
 )
 from agent_tools._agents import AgentDefinition
-from agent_tools._errors import ConfigurationError, InvalidInput, ProviderRequestError, error_type
+from agent_tools._errors import ConfigurationError, InvalidInput, ProviderRequestError, SessionError, error_type
 from agent_tools._messages import Message
 from agent_tools._policy import ExecutionPolicy
 from agent_tools._prompt import build_context, memory_note
 from agent_tools._session import PrepareInput, PrepareOutput, SessionConfig, SessionOptions, SessionRequest
+from agent_tools._session_start import visible_title
 from agent_tools._settings import Settings
+from agent_tools._store.transcripts import SessionIdTaken
 from agent_tools.activities._heartbeat import with_heartbeat
 from agent_tools.activities._model_calls import check_budget, complete, non_retryable
 from agent_tools.activities._offer import unavailable_tools
@@ -67,6 +69,14 @@ async def _engine_reachable(services: Services) -> bool:
     """Whether the worker's last probe (made now if it has none, or an old one) found a search engine."""
     probe = services.search_probe
     return probe.configured and (await probe.current()).any
+
+
+def _has_codec() -> bool:
+    """Whether this worker's client encodes payloads (a codec: encryption, say)."""
+    try:
+        return activity.client().data_converter.payload_codec is not None
+    except RuntimeError:  # no client (an activity run outside a worker)
+        return False
 
 
 async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutput:
@@ -135,7 +145,13 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
     except ConfigurationError as exc:
         raise ApplicationError(str(exc), type=error_type(ConfigurationError), non_retryable=True) from exc
     title = req.title or (req.prompt or agent.name)[:60]
+    if options.prompt_titles is None and _has_codec():
+        # A raw start, or a client without a codec: this worker encodes payloads, so the prompt stays out of
+        # the search attributes too (its children inherit the choice).
+        options = options.merged({"prompt_titles": False})
+    shown = visible_title(req.model_copy(update={"agent": agent.name}), options.prompt_titles is not False)
     config = SessionConfig(
+        visible_title=shown if shown != title else None,
         output=_output_contract(req.output_schema, req.output_retries),
         session_id=inp.session_id,
         agent=agent.name,
@@ -165,7 +181,12 @@ async def prepare_session(services: Services, inp: PrepareInput) -> PrepareOutpu
         ),
     )
     system = req.system_prompt or agent.system_prompt
-    position = await services.transcripts.open_session(config, [Message(role="system", content=system), *req.history])
+    try:
+        position = await services.transcripts.open_session(
+            config, [Message(role="system", content=system), *req.history], run_chain=inp.run_chain
+        )
+    except SessionIdTaken as exc:
+        raise ApplicationError(str(exc), type=error_type(SessionError), non_retryable=True) from exc
     return PrepareOutput(config=config, transcript_len=position)
 
 

@@ -265,7 +265,9 @@ class MemoryEngine:
 
         def write(conn: Connection) -> tuple[str, Memory]:
             self._purge(conn, scope, now)
-            row = self._by_hash(conn, scope, digest)
+            fitted = self._scope_sized(conn, scope, vector)
+            # Locked (PostgreSQL; SQLite runs one writer at a time): concurrent saves of one fact take turns.
+            row = self._by_hash(conn, scope, digest, lock=True)
             if row is None:
                 upsert_rows(
                     conn,
@@ -285,17 +287,17 @@ class MemoryEngine:
                             "updated_at": now,
                             "last_used_at": now,
                             "deleted_at": None,
-                            "embedding": vector.get("embedding"),
-                            "embedding_model": vector.get("embedding_model"),
+                            "embedding": fitted.get("embedding"),
+                            "embedding_model": fitted.get("embedding_model"),
                         }
                     ],
                     keys=["scope_key", "content_hash"],
                 )
-                row = self._by_hash(conn, scope, digest)
+                row = self._by_hash(conn, scope, digest, lock=True)
                 assert row is not None
-                return ("created" if row.created_by_call == call_key else "existing"), Memory.of(row)
+                # Another call saved it at the same moment: this save is then a use of it (below).
             if row.created_by_call == call_key:
-                return "created", Memory.of(row)  # a retry of the call that saved it
+                return "created", Memory.of(row)  # this call saved it (or a retry of the call that did)
             if not self._is_live(row, now):
                 # Deleted or expired: saving it again brings it back as a new memory.
                 self._saved_again(
@@ -310,29 +312,70 @@ class MemoryEngine:
                     created_by_call=call_key,
                     created_at=now,
                     deleted_at=None,
-                    **vector,
+                    **fitted,
                 )
                 return "created", Memory.of(self._by_hash(conn, scope, digest))
             if row.last_call != call_key:
                 # Saved again: it matters, so count the use, refresh it and promote it when it has earned it.
-                uses = int(row.uses) + 1
-                new_tier = "long_term" if tier == "long_term" or uses >= self.policy.promote_after_uses else row.tier
                 merged = [t for t in (row.tags or "").split("|") if t] + tags
-                self._saved_again(
+                counted = self._count_save(
                     conn,
                     row.seq,
                     call_key,
                     now,
-                    uses=uses,
-                    tier=new_tier,
+                    tier=tier,
                     tags=_tags_text(merged),
                     # A vector of the model configured now (the row may predate it, or the endpoint).
-                    **{k: v for k, v in vector.items() if v is not None},
+                    **{k: v for k, v in fitted.items() if v is not None},
                 )
-                row = self._by_hash(conn, scope, digest)
+                row = counted if counted is not None else self._by_hash(conn, scope, digest)
             return "existing", Memory.of(row)
 
         return await self.store.run(write)
+
+    def _scope_sized(
+        self, conn: Connection, scope: Scope, vector: dict[str, Any], seq: int | None = None
+    ) -> dict[str, Any]:
+        """``vector`` if its size is the one the scope's vectors of its model have (any, when it has none but
+        row ``seq``'s); else none: vectors of two sizes cannot be compared, and the memory is kept without."""
+        embedding, model = vector.get("embedding"), vector.get("embedding_model")
+        if embedding is None:
+            return vector
+        c = memories.c
+        others = select(func.length(c.embedding)).where(
+            scope.where(), c.embedding_model == model, c.embedding.is_not(None)
+        )
+        if seq is not None:
+            others = others.where(c.seq != seq)
+        size = conn.execute(others.limit(1)).scalar()
+        if size is None or int(size) == len(embedding):
+            return vector
+        log.warning(
+            "memory saved without an embedding: %s answers %d dimensions where this scope's vectors have %d "
+            "(give the new size a new model name)",
+            model,
+            len(embedding) // 4,
+            int(size) // 4,
+        )
+        return {"embedding": None, "embedding_model": None}
+
+    def _count_save(
+        self, conn: Connection, seq: int, call_key: str, now: datetime, *, tier: Tier, **values: Any
+    ) -> Any | None:
+        """One more use of row ``seq`` by ``call_key``, counted in the store (``uses = uses + 1``), so that no
+        concurrent save is lost; the row as it is now, or None when this call's use is counted already."""
+        c = memories.c
+        promoted = (
+            "long_term"
+            if tier == "long_term"
+            else case((c.uses + 1 >= self.policy.promote_after_uses, "long_term"), else_=c.tier)
+        )
+        return conn.execute(
+            update(memories)
+            .where(c.seq == seq, or_(c.last_call.is_(None), c.last_call != call_key))
+            .values(uses=c.uses + 1, tier=promoted, last_call=call_key, updated_at=now, last_used_at=now, **values)
+            .returning(*memories.c)
+        ).first()
 
     @staticmethod
     def _saved_again(conn: Connection, seq: int, call_key: str, now: datetime, **values: Any) -> None:
@@ -373,7 +416,7 @@ class MemoryEngine:
                             f"Memory {other.memory_id!r} already holds this fact; delete {memory_id!r} instead."
                         )
                     conn.execute(delete(memories).where(c.seq == other.seq))
-                values.update(content=content, content_hash=digest, **vector)
+                values.update(content=content, content_hash=digest, **self._scope_sized(conn, scope, vector, row.seq))
             if cleaned_tags is not None:
                 values["tags"] = _tags_text(cleaned_tags)
             if tier is not None:
@@ -412,9 +455,9 @@ class MemoryEngine:
             )
         conn.execute(delete(memories).where(scope.where(), gone))
 
-    def _by_hash(self, conn: Connection, scope: Scope, digest: str) -> Any:
+    def _by_hash(self, conn: Connection, scope: Scope, digest: str, *, lock: bool = False) -> Any:
         stmt = select(memories).where(scope.where(), memories.c.content_hash == digest)
-        return conn.execute(stmt).first()
+        return conn.execute(stmt.with_for_update() if lock else stmt).first()
 
     # ---- reads --------------------------------------------------------------------------------------
 

@@ -130,8 +130,13 @@ def schema_refusal(schema: Any) -> str | None:
     if json_depth(schema) > MAX_JSON_DEPTH:
         return f"output_schema is nested deeper than {MAX_JSON_DEPTH} levels"
     try:
-        size = len(json.dumps(schema))
-    except (TypeError, ValueError, RecursionError) as exc:
+        # NaN and Infinity are no JSON (a bound of NaN would be dropped or refused on the way to the session).
+        size = len(json.dumps(schema, allow_nan=False))
+    except ValueError as exc:
+        if "float" in str(exc):
+            return "output_schema holds a number JSON cannot (NaN or Infinity)"
+        return f"output_schema is not JSON: {exc}"
+    except (TypeError, RecursionError) as exc:
         return f"output_schema is not JSON: {exc}"
     if size > MAX_SCHEMA_CHARS:
         return f"output_schema is {size:,} characters of JSON; at most {MAX_SCHEMA_CHARS:,}"

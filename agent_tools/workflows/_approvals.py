@@ -25,7 +25,7 @@ from agent_tools._boundaries import (
     NOTE_CHARS,
     cap_text,
     clean_text,
-    model_problems,
+    input_problems,
 )
 from agent_tools._errors import InvalidInput, error_type
 from agent_tools._messages import ToolCall
@@ -299,7 +299,7 @@ class ApprovalsPart(CapabilityPart):
 
     def validate_decide_approval(self, decision: ApprovalDecision) -> None:
         # Raising here refuses the update before it reaches history; the caller sees the reason.
-        problems = model_problems(decision)
+        problems = input_problems(decision)
         if problems is not None:
             raise ApprovalRejected(f"decision out of bounds: {problems}")
         check_decision(self.state.approvals, decision)

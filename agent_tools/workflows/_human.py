@@ -20,7 +20,7 @@ from agent_tools._boundaries import (
     NOTE_CHARS,
     cap_text,
     clean_text,
-    model_problems,
+    input_problems,
 )
 from agent_tools._messages import ToolCall
 from agent_tools._session import ParkedCall, SessionStatus
@@ -166,7 +166,7 @@ class HumanPart(CapabilityPart):
 
     def validate_answer_questions(self, request: AnswerQuestions) -> None:
         # Raising here refuses the update before it reaches history; the caller sees the reason.
-        problems = model_problems(request)
+        problems = input_problems(request)
         if problems is not None:
             raise AnswerRejected(f"answers out of bounds: {problems}")
         resolve_answers(self.state.human.pending, request)

@@ -37,8 +37,8 @@ from agent_tools._boundaries import (
     cap_text,
     clean_json,
     clean_text,
+    input_problems,
     json_depth,
-    model_problems,
     preview_json,
     request_problems,
 )
@@ -264,7 +264,9 @@ class AgentSession:
         )
 
     async def _prepare(self, request: SessionRequest) -> PrepareOutput:
-        args = PrepareInput(session_id=workflow.info().workflow_id, request=request)
+        info = workflow.info()
+        # Only the activity's input changes (not a command): recorded histories replay as they ran.
+        args = PrepareInput(session_id=info.workflow_id, request=request, run_chain=info.first_execution_run_id)
         # Before the config exists the worker's policy is not known yet: prepare runs on the defaults.
         options = local_call_options(ExecutionPolicy().engine)
         out: PrepareOutput
@@ -739,7 +741,7 @@ class AgentSession:
             sa.SESSION_ROOT_ID.value_set(c.root_id),
             sa.DEPTH.value_set(c.depth),
             sa.SESSION_STATE.value_set(self.state.status.value),
-            sa.SESSION_TITLE.value_set(sa.title_value(c.title)),
+            sa.SESSION_TITLE.value_set(sa.title_value(c.visible_title or c.title)),
         ]
         if c.parent_id:
             updates.append(sa.SESSION_PARENT_ID.value_set(c.parent_id))
@@ -779,7 +781,7 @@ class AgentSession:
         if message.kind != "user":
             # Sub-agent notifications, loop ticks, events and goal turns come from the session itself.
             return f"send_message takes user messages; {message.kind!r} messages come from the session itself"
-        return model_problems(message) or (
+        return input_problems(message) or (
             f"meta is nested deeper than {MAX_META_DEPTH} levels" if json_depth(message.meta) > MAX_META_DEPTH else None
         )
 

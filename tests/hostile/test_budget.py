@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -29,21 +31,63 @@ def _raw(data: bytes) -> RawValue:
 
 @pytest.mark.parametrize(
     "options",
-    [{"budget_tokens": -1}, {"budget_cost_usd": 1e40}, {"budget_tokens": 10**40}, {"budget_cost_usd": "lots"}],
-    ids=["negative tokens", "absurd cost", "absurd tokens", "not a number"],
+    [
+        {"budget_tokens": -1},
+        {"budget_cost_usd": 1e40},
+        {"budget_tokens": 10**40},
+        {"budget_cost_usd": "lots"},
+        {"budget_cost_usd": float("nan")},
+        {"budget_cost_usd": float("inf")},
+        {"budget_cost_usd": float("-inf")},
+        {"budget_tokens": float("nan")},
+        {"budget_tokens": float("inf")},
+    ],
+    ids=[
+        "negative tokens",
+        "absurd cost",
+        "absurd tokens",
+        "not a number",
+        "NaN cost",
+        "Infinity cost",
+        "-Infinity cost",
+        "NaN tokens",
+        "Infinity tokens",
+    ],
 )
 async def test_ceilings_out_of_range_are_refused_at_the_start(
     options: dict[str, Any], worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "hi"}])
     async with worker_for() as client:
-        with pytest.raises((SessionError, ValueError)):
+        with pytest.raises((SessionError, ValueError)) as refused:
             await client.start_session("hi", options=options)
-        wid = f"raw-budget-{next(iter(options))}-{abs(hash(json.dumps(options))) % 10_000}"
+        number = next(iter(options.values()))
+        # (An integer field refuses NaN while the options are built: pydantic's ValidationError, as documented.)
+        if isinstance(number, float) and not math.isfinite(number) and "budget_cost_usd" in options:
+            assert isinstance(refused.value, SessionError) and "must be a finite number from 0 to" in str(refused.value)
+        wid = f"raw-budget-{next(iter(options))}-{uuid.uuid4().hex[:8]}"
         handle = await client.temporal.start_workflow(
             WORKFLOW_NAME, _raw(json.dumps({"request": {"prompt": "hi", "options": options}}).encode()), id=wid,
             task_queue=settings.task_queue,
         )  # fmt: skip
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), 30)
+        assert "refused to start" in str(failed.value.cause)
+        assert await task_failures(client.temporal, wid) == []
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity", "1e308"])
+@pytest.mark.parametrize("field", ["budget_cost_usd", "budget_tokens"])
+async def test_a_raw_start_with_a_number_json_cannot_hold_is_refused(
+    field: str, number: str, worker_for: WorkerFor, script: Callable[[list[Any]], str], settings: Settings
+) -> None:
+    settings.model = script([{"say": "hi"}])
+    async with worker_for() as client:
+        body = json.dumps({"request": {"prompt": "hi", "options": {field: "NUMBER"}}}).replace('"NUMBER"', number)
+        wid = f"raw-budget-number-{uuid.uuid4().hex[:8]}"
+        handle = await client.temporal.start_workflow(
+            WORKFLOW_NAME, _raw(body.encode()), id=wid, task_queue=settings.task_queue
+        )
         with pytest.raises(WorkflowFailureError) as failed:
             await asyncio.wait_for(handle.result(), 30)
         assert "refused to start" in str(failed.value.cause)

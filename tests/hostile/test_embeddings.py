@@ -19,6 +19,7 @@ from agent_tools._store.memory_tables import memories
 from agent_tools.activities._memory import Scope
 from agent_tools.activities._services import Services
 from agent_tools.contracts._memory import EmbeddingsEndpoint, MemoryPolicy
+from bench import embeddings_server as fake_embeddings
 from bench.embeddings_server import EmbeddingsServer, embeddings_server
 from tests.support.memory import call, ref
 
@@ -79,3 +80,31 @@ async def test_an_endpoint_answer_that_is_not_an_embedding_never_reaches_the_sto
     assert len(vectors) == 1
     v = np.frombuffer(vectors[0].embedding, dtype="<f4")
     assert np.all(np.isfinite(v)) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-5
+
+
+async def test_a_dimension_change_in_a_scope_is_refused_and_the_memory_kept(
+    services: Services, server: EmbeddingsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = ref()
+    assert not (await call(services, r, "saveMemory", {"content": "Alice drives an automobile to work"})).is_error
+    # The endpoint now answers vectors of another size under the same model name (a model swapped behind it;
+    # a configured size of its own is recorded as another model, ``fake-embed@32``).
+    monkeypatch.setattr(fake_embeddings, "DIMENSIONS", 32)
+    saved = await call(services, r, "saveMemory", {"content": "Bob rents a vehicle on weekends"})
+    assert not saved.is_error, saved.content
+    bob = json.loads(saved.content)["memory"]["memory_id"]
+    # An update's new vector of the other size is refused too; full-text recall still finds the memory.
+    assert not (await call(services, r, "updateMemory", {"memory_id": bob, "content": "Bob rents a van"})).is_error
+    found = await call(services, r, "searchMemory", {"query": "van"})
+    assert not found.is_error and len(json.loads(found.content)["memories"]) == 1
+    monkeypatch.setattr(fake_embeddings, "DIMENSIONS", 256)
+    assert not (await call(services, r, "saveMemory", {"content": "Carol cycles to the office"})).is_error
+    async with services.store.engine.connect() as conn:
+        rows = (await conn.execute(select(memories.c.content, memories.c.embedding).where(Scope.of(r).where()))).all()
+    sizes = {row.content: (len(row.embedding) // 4 if row.embedding is not None else None) for row in rows}
+    # One size of vector per scope and model: the other size is refused, its memories kept without one.
+    assert sizes == {
+        "Alice drives an automobile to work": 256,
+        "Bob rents a van": None,
+        "Carol cycles to the office": 256,
+    }

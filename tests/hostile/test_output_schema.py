@@ -29,6 +29,8 @@ BAD_SCHEMAS: dict[str, Any] = {
     "huge": {"enum": ["x" * 1000] * 100},
     "nested 60 levels": json.loads('{"items":' * 60 + "{}" + "}" * 60),
     "an unknown draft": {"$schema": "https://example.com/draft-99", "type": "object"},
+    "a NaN bound": {"type": "object", "properties": {"n": {"type": "number", "maximum": float("nan")}}},
+    "an infinite bound": {"type": "number", "minimum": float("-inf")},
 }
 
 

@@ -98,11 +98,11 @@ _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def clean_text(text: str) -> str:
-    """Model text as the rest of the engine can carry it: no NUL (PostgreSQL text refuses it) and no lone
+    """Model text as the rest of the engine can carry it: a NUL (PostgreSQL text refuses it) and a lone
     surrogate (JSON escapes like ``\\ud800`` decode to one, and no UTF-8 encoder takes it, so a payload
-    holding it could never be written)."""
+    holding it could never be written) become U+FFFD, as everywhere else (``_boundaries.clean_text``)."""
     if "\x00" in text:
-        text = text.replace("\x00", "")
+        text = text.replace("\x00", "\ufffd")
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 

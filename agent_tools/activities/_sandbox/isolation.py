@@ -25,7 +25,10 @@ bubblewrap 0.8 or later). The launcher is PID 1, the code PID 2.
 
 A worker that runs as root starts bwrap as an unprivileged account (``user``, ``nobody`` by default): a
 process whose real uid is 0 is never bound by RLIMIT_NPROC, even inside a user namespace, so a fork bomb
-would go unchecked; as that account, the limit counts the run's own processes (per user namespace).
+would go unchecked; as that account, the limit counts the run's own processes (per user namespace). A
+path to bind that the account cannot reach (a venv or pyenv under ``/root`` or a 0700 home) is first
+mounted, by the helper ``stage.py`` as root in a private mount namespace, where the account can reach it;
+the helper then drops to the account and starts bwrap.
 
 Availability is probed once per worker process and configuration, by running a real job (see
 :func:`availability`); when it fails, ``exec_python`` is not offered (fail closed), unless a developer set
@@ -35,6 +38,7 @@ Availability is probed once per worker process and configuration, by running a r
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import functools
 import json
@@ -47,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_tools.activities._sandbox import launcher
+from agent_tools.activities._sandbox import launcher, stage
 from agent_tools.activities._sandbox.launcher import Job
 from agent_tools.activities._sandbox.runner import Command, Outcome, run_launcher
 from agent_tools.contracts._sandbox import SandboxLimits
@@ -142,6 +146,10 @@ class Sandbox:
     mount_proc: bool
     account: tuple[int, int] | None  # (uid, gid) bwrap runs as when the worker is root; None: the worker's
     user_name: str
+    # Binds the account cannot reach (a private directory above them), and the empty directory the staging
+    # helper mounts them under first (see stage.py); only with an account.
+    staged: tuple[str, ...] = ()
+    stage_dir: str | None = None
 
     def command(self, launcher_fd: int, disk_bytes: int) -> Command:
         """The bwrap command line; ``launcher_fd`` holds the launcher's source (read once, by bwrap)."""
@@ -168,7 +176,8 @@ class Sandbox:
                 argv += ["--ro-bind", directory, directory]
         argv += ["--ro-bind-try", LOADER_CACHE, LOADER_CACHE]
         for path in self.binds:
-            argv += ["--ro-bind", path, inside(path)]
+            source = f"{self.stage_dir}/{self.staged.index(path)}" if path in self.staged else path
+            argv += ["--ro-bind", source, inside(path)]
         if self.mount_proc:
             argv += ["--proc", "/proc"]
         argv += ["--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
@@ -176,6 +185,13 @@ class Sandbox:
         argv += ["--ro-bind-data", str(launcher_fd), SANDBOX_LAUNCHER]
         argv += ["--remount-ro", "/", "--chdir", WORKSPACE]
         argv += ["--", self.runtime.executable, "-I", SANDBOX_LAUNCHER]
+        if self.staged and self.account is not None and self.stage_dir is not None:
+            # The helper, as root, mounts the staged paths where the account can reach them, drops to it
+            # and execs bwrap: the account is the same, the mounts are the helper's own namespace's.
+            uid, gid = self.account
+            helper = [sys.executable, "-I", "-S", stage_path(), str(uid), str(gid), self.stage_dir]
+            argv = [*helper, str(len(self.staged)), *self.staged, "--", *argv]
+            return Command(argv=tuple(argv), env=dict(_BWRAP_ENV), pass_fds=(launcher_fd,))
         return Command(argv=tuple(argv), env=dict(_BWRAP_ENV), user=self.account, pass_fds=(launcher_fd,))
 
 
@@ -213,6 +229,31 @@ def inside(path: str) -> str:
 
 def launcher_path() -> str:
     return os.path.abspath(launcher.__file__)
+
+
+def stage_path() -> str:
+    return os.path.abspath(stage.__file__)
+
+
+def reachable(path: str, account: tuple[int, int]) -> bool:
+    """Whether ``account`` (uid, gid, no other groups) may search every directory above ``path``."""
+    uid, gid = account
+    for directory in Path(path).parents:
+        st = os.stat(directory)
+        shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
+        if not (st.st_mode >> shift) & 0o1:
+            return False
+    return True
+
+
+@functools.cache
+def _stage_dir() -> str:
+    """An empty directory every account can reach, removed when the worker exits: the staging helper mounts
+    a tmpfs of its own namespace on it (the host's stays empty)."""
+    path = tempfile.mkdtemp(prefix="exec_python-stage-")
+    os.chmod(path, 0o755)
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 @functools.cache
@@ -405,14 +446,19 @@ async def _find_sandbox(config: IsolationConfig) -> Sandbox | str:
         if config.library_paths and runtime.version != WORKER_VERSION:
             failures.append(f"{python}: Python {runtime.version}, not the worker's {WORKER_VERSION}")
             continue
+        binds = _binds((runtime.executable, *runtime.paths, *ground.extra))
+        account = ground.account
+        staged = tuple(b for b in binds if account is not None and not reachable(b, account))
         sandbox = Sandbox(
             bwrap=ground.bwrap,
             runtime=runtime,
-            binds=_binds((runtime.executable, *runtime.paths, *ground.extra)),
+            binds=binds,
             library_paths=ground.library_paths,
             mount_proc=config.mount_proc,
-            account=ground.account,
+            account=account,
             user_name=ground.user_name,
+            staged=staged,
+            stage_dir=_stage_dir() if staged else None,
         )
         problem = await _try(sandbox)
         if problem is None:
