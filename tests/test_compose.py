@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+import typer
 import yaml
 from pydantic import BaseModel
 from typer.main import get_command
@@ -83,7 +84,8 @@ def setting_exists(var: str) -> bool:
 def test_settings_and_commands_it_names_exist(compose: dict[str, Any]) -> None:
     assert setting_exists("AGENT_TOOLS_WEB__SEARXNG_URL") and setting_exists("AGENT_TOOLS_DATABASE_URL")
     assert not setting_exists("AGENT_TOOLS_WEB_SEARXNG_URL") and not setting_exists("AGENT_TOOLS_WEB__NOPE")
-    commands = set(get_command(app).commands)  # type: ignore[attr-defined]
+    group = get_command(app)
+    commands = set(group.list_commands(typer.Context(group)))  # type: ignore[attr-defined]
     for name, svc in compose["services"].items():
         for var in svc.get("environment") or {}:
             if var.startswith("AGENT_TOOLS_"):

@@ -23,7 +23,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from agent_tools._cli.running import run_or_explain
-from agent_tools._errors import AnswerInputClosed
+from agent_tools._errors import AgentToolsError, AnswerInputClosed
 from agent_tools._session import TERMINAL_STATUSES, SessionStatus
 from agent_tools.contracts._human import (
     OTHER_LABEL,
@@ -213,7 +213,7 @@ async def prompt_and_answer(
     return accepted
 
 
-class _AnsweredElsewhere(Exception):
+class _AnsweredElsewhere(AgentToolsError):
     """The questions being asked here were answered by someone else: the message says who and what."""
 
 
