@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -39,6 +38,7 @@ from agent_tools._boundaries import (
 )
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools._messages import Message
+from agent_tools._progress_poll import follow_by_query
 from agent_tools._session import (
     WORKFLOW_NAME,
     LatestMessageView,
@@ -340,10 +340,12 @@ class SessionHandle:
             async for event in self._tree_progress(from_offset, poll):
                 yield event
             return
-        stream = WorkflowStreamClient.create(self._client.temporal, self.id)
+        # By query: a watched session's history holds what it did, not the polls of whoever watched it.
         async with _existing(self.id):
-            async for item in stream.subscribe("progress", from_offset, result_type=ProgressEvent, poll_cooldown=poll):
-                yield item.data
+            async for event in follow_by_query(
+                self._client.temporal, self.id, "progress", from_offset, ProgressEvent, interval=poll.total_seconds()
+            ):
+                yield event
 
     def _tree_progress(self, from_offset: int, poll: timedelta) -> AsyncIterator[ProgressEvent]:
         return _ProgressTree(self, self._client, poll).events(from_offset)
