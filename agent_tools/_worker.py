@@ -14,7 +14,7 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import PollerBehaviorAutoscaling, Worker
 
-from agent_tools._client import unreachable
+from agent_tools._connection import connect
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._settings import Settings
 
@@ -62,12 +62,7 @@ def build_worker(
 async def main(settings: Settings | None = None) -> None:
     settings = settings or Settings()
     plugin = await AgentToolsPlugin.create(settings)
-    try:
-        client = await Client.connect(
-            settings.temporal_address, namespace=settings.temporal_namespace, plugins=[plugin]
-        )
-    except RuntimeError as exc:
-        raise unreachable(settings, exc) from exc
+    client = await connect(settings, plugins=[plugin])
     if settings.search_attributes:
         # Before the worker starts, so that a server that lacks them and cannot take them is one clear line.
         await plugin.ensure_search_attributes(client)
@@ -79,7 +74,8 @@ async def main(settings: Settings | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    logging.info("worker on task queue %s at %s", settings.task_queue, settings.temporal_address)
+    target = client.service_client.config.target_host
+    logging.info("worker on task queue %s at %s, namespace %s", settings.task_queue, target, client.namespace)
     async with worker:
         await stop.wait()
         logging.info("stopping: no new tasks; in-flight activities have up to %g s to finish", grace)

@@ -64,6 +64,7 @@ SLOW_MODULES = {
     "test_planning.py",
     "test_providers.py",
     "test_results_session.py",
+    "test_secured_temporal.py",
     "test_session_basics.py",
     "test_terminal.py",
     "test_tool_offer.py",

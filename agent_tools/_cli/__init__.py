@@ -6,6 +6,8 @@ commands by adding its module to ``COMMAND_MODULES``.
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from agent_tools._cli import approvals, dev, events, human, sessions, tools, web
@@ -14,6 +16,23 @@ from agent_tools._process_exit import run_and_exit
 app = typer.Typer(
     name="agent-tools", help="Durable agent sessions on Temporal.", no_args_is_help=True, add_completion=False
 )
+
+
+@app.callback()
+def _options(
+    profile: str | None = typer.Option(
+        None,
+        "--profile",
+        metavar="NAME",
+        help="The Temporal client profile to connect with (TEMPORAL_PROFILE; from TEMPORAL_CONFIG_FILE, or "
+        "~/.config/temporalio/temporal.toml)",
+    ),
+) -> None:
+    """Durable agent sessions on Temporal."""
+    if profile is not None:
+        # What the temporal CLI's --profile means: the SDK reads the profile name from here.
+        os.environ["TEMPORAL_PROFILE"] = profile
+
 
 COMMAND_MODULES = (sessions, dev, human, approvals, events, web, tools)
 for _module in COMMAND_MODULES:
