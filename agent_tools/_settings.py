@@ -108,6 +108,9 @@ class Settings(BaseSettings):
     # (a deploy's stop timeout should be longer); what is still running then is retried elsewhere.
     worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0)
 
+    # The worker's probe endpoint, HOST:PORT (`agent-tools worker --health`): /healthz and /readyz.
+    health_bind: str | None = None
+
     # OpenTelemetry spans of sessions, turns, model calls and tool calls (agent_tools._tracing).
     tracing: bool = False
 

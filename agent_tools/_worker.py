@@ -7,14 +7,17 @@ tests build theirs with :func:`build_worker`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from datetime import timedelta
+from functools import partial
 
 from temporalio.client import Client
 from temporalio.worker import PollerBehaviorAutoscaling, Worker
 
 from agent_tools._connection import connect
+from agent_tools._health import Health, serving
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._settings import Settings
 
@@ -61,13 +64,24 @@ def build_worker(
 
 async def main(settings: Settings | None = None) -> None:
     settings = settings or Settings()
+    async with contextlib.AsyncExitStack() as stack:
+        health = Health()
+        if settings.health_bind:
+            # First, so that a probe sees the process up (and not ready) while it connects and starts.
+            await stack.enter_async_context(serving(settings.health_bind, health))
+        await _run(settings, health)
+
+
+async def _run(settings: Settings, health: Health) -> None:
     plugin = await AgentToolsPlugin.create(settings)
     client = await connect(settings, plugins=[plugin])
+    health.client = client
     if settings.search_attributes:
         # Before the worker starts, so that a server that lacks them and cannot take them is one clear line.
         await plugin.ensure_search_attributes(client)
     grace = settings.worker_shutdown_grace_seconds
     worker = build_worker(client, plugin, graceful_shutdown_timeout=timedelta(seconds=grace))
+    health.worker, health.store_ping = worker, partial(_ping_store, plugin)
     # A deploy stops workers with SIGTERM: finish what is in flight instead of dying mid-call, which would
     # leave each running activity to be noticed only at its heartbeat timeout and to repeat its side effects.
     stop = asyncio.Event()
@@ -80,3 +94,11 @@ async def main(settings: Settings | None = None) -> None:
         await stop.wait()
         logging.info("stopping: no new tasks; in-flight activities have up to %g s to finish", grace)
     logging.info("worker stopped")
+
+
+async def _ping_store(plugin: AgentToolsPlugin) -> None:
+    """One round trip to the worker's store (opened with its services, which the worker opens anyway)."""
+    from sqlalchemy import text
+
+    services = await plugin.holder.get()
+    await services.store.run(lambda conn: conn.execute(text("SELECT 1")).scalar())

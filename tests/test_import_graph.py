@@ -32,6 +32,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "agent_tools._plugin",
         "agent_tools._worker",
         "agent_tools._embedded",
+        "agent_tools._health",
         "agent_tools._devserver",
         "agent_tools._process_exit",
         "agent_tools.testing",
