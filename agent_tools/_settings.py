@@ -110,6 +110,8 @@ class Settings(BaseSettings):
 
     # The worker's probe endpoint, HOST:PORT (`agent-tools worker --health`): /healthz and /readyz.
     health_bind: str | None = None
+    # Prometheus text at http://HOST:PORT/metrics from the worker: the SDK's temporal_* and our agent_tools_*.
+    metrics_bind: str | None = None
 
     # OpenTelemetry spans of sessions, turns, model calls and tool calls (agent_tools._tracing).
     tracing: bool = False

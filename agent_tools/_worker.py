@@ -14,10 +14,12 @@ from datetime import timedelta
 from functools import partial
 
 from temporalio.client import Client
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import PollerBehaviorAutoscaling, Worker
 
 from agent_tools._connection import connect
-from agent_tools._health import Health, serving
+from agent_tools._errors import ConfigurationError
+from agent_tools._health import Health, parse_bind, serving
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._settings import Settings
 
@@ -74,7 +76,8 @@ async def main(settings: Settings | None = None) -> None:
 
 async def _run(settings: Settings, health: Health) -> None:
     plugin = await AgentToolsPlugin.create(settings)
-    client = await connect(settings, plugins=[plugin])
+    runtime = metrics_runtime(settings.metrics_bind) if settings.metrics_bind else None
+    client = await connect(settings, plugins=[plugin], runtime=runtime)
     health.client = client
     if settings.search_attributes:
         # Before the worker starts, so that a server that lacks them and cannot take them is one clear line.
@@ -94,6 +97,26 @@ async def _run(settings: Settings, health: Health) -> None:
         await stop.wait()
         logging.info("stopping: no new tasks; in-flight activities have up to %g s to finish", grace)
     logging.info("worker stopped")
+
+
+def metrics_runtime(bind: str) -> Runtime:
+    """A Temporal runtime whose Prometheus endpoint serves ``/metrics`` on ``bind``: the SDK's metrics and
+    ours, which go through the SDK's meters (agent_tools._metrics), on the worker and client built on it.
+
+    Raises:
+        ConfigurationError: the address is malformed or cannot be bound.
+    """
+    from agent_tools import _metrics as metrics
+
+    host, port = parse_bind(bind, what="metrics")
+    config = PrometheusConfig(
+        bind_address=f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
+        histogram_bucket_overrides={metrics.MODEL_COST: list(metrics.COST_BUCKETS_USD)},
+    )
+    try:
+        return Runtime(telemetry=TelemetryConfig(metrics=config))
+    except Exception as exc:  # the core's error for an address it cannot bind
+        raise ConfigurationError(f"cannot serve metrics on {bind}: {' '.join(str(exc).split())}") from exc
 
 
 async def _ping_store(plugin: AgentToolsPlugin) -> None:

@@ -43,6 +43,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # and the one place every process builds its Temporal connection.
     "shared": (
         "agent_tools._connection",
+        "agent_tools._metrics",
         "agent_tools._search_attributes",
         "agent_tools._session_start",
         "agent_tools._tracing",
