@@ -12,10 +12,12 @@ import logging
 import signal
 from datetime import timedelta
 from functools import partial
+from typing import Any
 
 from temporalio.client import Client
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
-from temporalio.worker import PollerBehaviorAutoscaling, Worker
+from temporalio.worker import PollerBehaviorAutoscaling, Worker, WorkerDeploymentConfig
 
 from agent_tools._connection import connect
 from agent_tools._errors import ConfigurationError
@@ -83,7 +85,11 @@ async def _run(settings: Settings, health: Health) -> None:
         # Before the worker starts, so that a server that lacks them and cannot take them is one clear line.
         await plugin.ensure_search_attributes(client)
     grace = settings.worker_shutdown_grace_seconds
-    worker = build_worker(client, plugin, graceful_shutdown_timeout=timedelta(seconds=grace))
+    versioning = deployment_config(settings)
+    kwargs: dict[str, Any] = {"graceful_shutdown_timeout": timedelta(seconds=grace)}
+    if versioning is not None:
+        kwargs["deployment_config"] = versioning
+    worker = build_worker(client, plugin, **kwargs)
     health.worker, health.store_ping = worker, partial(_ping_store, plugin)
     # A deploy stops workers with SIGTERM: finish what is in flight instead of dying mid-call, which would
     # leave each running activity to be noticed only at its heartbeat timeout and to repeat its side effects.
@@ -93,10 +99,30 @@ async def _run(settings: Settings, health: Health) -> None:
         loop.add_signal_handler(sig, stop.set)
     target = client.service_client.config.target_host
     logging.info("worker on task queue %s at %s, namespace %s", settings.task_queue, target, client.namespace)
+    if versioning is not None:
+        version = versioning.version
+        logging.info(
+            "worker deployment %s, build %s; sessions %s", version.deployment_name, version.build_id,
+            settings.session_versioning,
+        )  # fmt: skip
     async with worker:
         await stop.wait()
         logging.info("stopping: no new tasks; in-flight activities have up to %g s to finish", grace)
     logging.info("worker stopped")
+
+
+def deployment_config(settings: Settings) -> WorkerDeploymentConfig | None:
+    """The worker's Worker Deployment version when ``settings.deployment_name`` is set, else None."""
+    if not settings.deployment_name:
+        return None
+    behavior = {"pinned": VersioningBehavior.PINNED, "auto_upgrade": VersioningBehavior.AUTO_UPGRADE}
+    build_id = settings.deployment_build_id or _package_version()
+    return WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(deployment_name=settings.deployment_name, build_id=build_id),
+        use_worker_versioning=True,
+        # Every workflow the worker runs (sessions, their sub-agents) takes this behaviour; none sets its own.
+        default_versioning_behavior=behavior[settings.session_versioning],
+    )
 
 
 def metrics_runtime(bind: str) -> Runtime:

@@ -103,6 +103,7 @@ SLOW_TESTS = {  # "module.py::test_name": every parametrisation of the test
     "test_sandbox.py::test_exec_python_in_a_session",
     "test_structured_output.py::test_a_chat_keeps_its_schema_across_continue_as_new",
     "test_structured_output.py::test_an_invalid_answer_gets_the_error_and_the_retry_is_the_result",
+    "test_versioning.py::test_a_session_waiting_across_a_rollout",
     "test_web_cache.py::test_cache_round_trip_expiry_and_sweep",
     "test_web_extraction.py::test_beats_trafilatura_on_the_fixture_set",
     "test_web_extraction.py::test_extract_html_never_raises_on_hostile_pages",
