@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+from collections.abc import Mapping
 from datetime import timedelta
 from functools import partial
 from typing import Any
+from urllib.parse import unquote
 
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.runtime import OpenTelemetryConfig, PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import PollerBehaviorAutoscaling, Worker, WorkerDeploymentConfig
 
 from agent_tools._connection import connect
@@ -78,7 +81,7 @@ async def main(settings: Settings | None = None) -> None:
 
 async def _run(settings: Settings, health: Health) -> None:
     plugin = await AgentToolsPlugin.create(settings)
-    runtime = metrics_runtime(settings.metrics_bind) if settings.metrics_bind else None
+    runtime = telemetry_runtime(settings)
     client = await connect(settings, plugins=[plugin], runtime=runtime)
     health.client = client
     if settings.search_attributes:
@@ -123,6 +126,41 @@ def deployment_config(settings: Settings) -> WorkerDeploymentConfig | None:
         # Every workflow the worker runs (sessions, their sub-agents) takes this behaviour; none sets its own.
         default_versioning_behavior=behavior[settings.session_versioning],
     )
+
+
+def telemetry_runtime(settings: Settings, environ: Mapping[str, str] | None = None) -> Runtime | None:
+    """The runtime that exports the worker's metrics: Prometheus at ``settings.metrics_bind``; else, with
+    tracing on, OTLP over HTTP to the collector the traces go to; else None (the SDK's default, no metrics)."""
+    if settings.metrics_bind:
+        return metrics_runtime(settings.metrics_bind)
+    if settings.tracing:
+        return otlp_metrics_runtime(os.environ if environ is None else environ)
+    return None
+
+
+def otlp_metrics_runtime(environ: Mapping[str, str]) -> Runtime:
+    """Metrics to the OTLP/HTTP collector named by the OpenTelemetry variables the trace exporter reads
+    (``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/metrics``, else
+    localhost:4318; ``OTEL_EXPORTER_OTLP_HEADERS``)."""
+    url = environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or (
+        (environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318").rstrip("/") + "/v1/metrics"
+    )
+    raw = environ.get("OTEL_EXPORTER_OTLP_METRICS_HEADERS") or environ.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    headers = dict(
+        (unquote(k.strip()), unquote(v.strip())) for k, _, v in (h.partition("=") for h in raw.split(",")) if k.strip()
+    )
+    from agent_tools import _metrics as metrics
+
+    config = OpenTelemetryConfig(
+        url=url,
+        headers=headers or None,
+        http=True,
+        histogram_bucket_overrides={metrics.MODEL_COST: list(metrics.COST_BUCKETS_USD)},
+    )
+    try:
+        return Runtime(telemetry=TelemetryConfig(metrics=config))
+    except Exception as exc:  # the core's error for a URL it cannot use
+        raise ConfigurationError(f"cannot export metrics to {url}: {' '.join(str(exc).split())}") from exc
 
 
 def metrics_runtime(bind: str) -> Runtime:

@@ -93,6 +93,7 @@ SLOW_TESTS = {  # "module.py::test_name": every parametrisation of the test
     "test_human.py::test_answer_command_json_and_yes",
     "test_kubernetes.py::test_the_worker_container_runs_against_a_secured_temporal",
     "test_memory.py::test_retried_calls_never_duplicate",
+    "test_metrics.py::test_with_tracing_on_metrics_go_to_the_traces_collector",
     "test_memory.py::test_rtc_five_tools_round_trip",
     "test_memory_semantic.py::test_a_worker_without_semantic_search_does_not_load_numpy",
     "test_memory_semantic.py::test_concurrent_searches_and_saves_share_one_vector_index",

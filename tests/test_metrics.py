@@ -3,15 +3,19 @@ before and after sessions; workflow counts taken once however often the workflow
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -232,3 +236,72 @@ def test_progress_events_map_to_bounded_series(monkeypatch: pytest.MonkeyPatch) 
         (metrics.SESSIONS_ENDED, {"agent": "a", "outcome": "failed"}, 1),
         (metrics.QUESTION_WAITS, {"agent": "a"}, 2),
     ]
+
+
+class _Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP collector that keeps what is posted to it."""
+
+    posts: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        if self.headers.get("content-encoding") == "gzip":
+            body = gzip.decompress(body)
+        type(self).posts.append((self.path, dict(self.headers), body))
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+async def test_with_tracing_on_metrics_go_to_the_traces_collector(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """No metrics address, tracing on: the worker exports its metrics over OTLP to the collector the
+    OpenTelemetry variables name, ours and the SDK's."""
+    _Collector.posts = []
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    queue = f"otlp-{uuid.uuid4().hex[:8]}"
+    address = temporal_env.client.service_client.config.target_host
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_TOOLS_", "TEMPORAL_", "OTEL_"))}
+    env.update(
+        AGENT_TOOLS_TEMPORAL_ADDRESS=address,
+        AGENT_TOOLS_TASK_QUEUE=queue,
+        AGENT_TOOLS_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path}/store.sqlite",
+        AGENT_TOOLS_MODEL=write_script(tmp_path / "script.json", [{"say": "hi"}]),
+        AGENT_TOOLS_TRACING="true",
+        OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{collector.server_address[1]}",
+        OTEL_EXPORTER_OTLP_HEADERS="x-team=agents",
+    )
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "agent_tools._cli", "worker"], env=env, cwd=tmp_path, stdout=out, stderr=out
+        )
+    try:
+        await eventually(
+            lambda: asyncio.to_thread(log.read_text), until=lambda t: "worker on task queue" in t, timeout=60,
+            what="the worker",
+        )  # fmt: skip
+        settings = Settings(temporal_address=address, task_queue=queue, database_url=env["AGENT_TOOLS_DATABASE_URL"])
+        client = await AgentToolsClient.connect(settings)
+        assert (await (await client.start_session("hello")).result()).final_message == "hi"
+        await client.close()
+
+        async def exported() -> bool:
+            assert worker.poll() is None, log.read_text()[-3000:]
+            bodies = b"".join(body for path, _, body in _Collector.posts if path == "/v1/metrics")
+            return metrics.SESSIONS_ENDED.encode() in bodies and b"temporal_workflow_completed" in bodies
+
+        await eventually(exported, timeout=30, what="ours and the SDK's metrics at the collector")
+        assert all(headers.get("x-team") == "agents" for path, headers, _ in _Collector.posts if path == "/v1/metrics")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+        collector.shutdown()
+        collector.server_close()
+    assert worker.returncode == 0, log.read_text()[-3000:]
