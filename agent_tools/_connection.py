@@ -57,7 +57,7 @@ class Target:
         parts = [f"address {self.address}", f"namespace {self.namespace}", tls]
         if self.api_key:
             parts.append("an API key")
-        parts.append(f"profile {self.profile}" if self.profile else "no profile")
+        parts.append(f"profile {self.profile}" if self.profile else "the default profile")
         return ", ".join(parts)
 
     def connect_kwargs(self) -> dict[str, Any]:

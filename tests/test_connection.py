@@ -17,7 +17,7 @@ from agent_tools._settings import Settings
 def test_nothing_configured_is_the_local_dev_server() -> None:
     target = resolve(Settings(), environ={})
     assert (target.address, target.namespace, target.tls, target.api_key) == ("localhost:7233", "default", False, None)
-    assert target.describe() == "address localhost:7233, namespace default, TLS off, no profile"
+    assert target.describe() == "address localhost:7233, namespace default, TLS off, the default profile"
 
 
 def test_temporal_variables_are_read_as_the_sdk_defines_them(tmp_path: Path) -> None:
@@ -128,6 +128,6 @@ async def test_an_unreachable_server_is_one_line_naming_what_was_tried(monkeypat
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith(
-        "cannot reach Temporal (address 127.0.0.1:1, namespace team-ns, TLS on, an API key, no profile): "
+        "cannot reach Temporal (address 127.0.0.1:1, namespace team-ns, TLS on, an API key, the default profile): "
     ), message
     assert "agent-tools dev" in message

@@ -15,21 +15,27 @@ import uuid
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from types import SimpleNamespace
+from typing import Any, ClassVar, cast
 
 import httpx
 import pytest
-from temporalio.testing import WorkflowEnvironment
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from agent_tools import _metrics as metrics
 from agent_tools import tool
 from agent_tools._client import AgentToolsClient
 from agent_tools._connection import connect
-from agent_tools._errors import ConfigurationError, ToolFailure
+from agent_tools._errors import ConfigurationError, ProviderRequestError, ProviderRetryableError, ToolFailure
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
 from agent_tools._worker import build_worker, metrics_runtime
+from agent_tools.activities._context import BuiltinContext
+from agent_tools.activities._model_calls import complete
+from agent_tools.activities._sandbox.tool import exec_python
+from agent_tools.contracts._sandbox import ExecPythonArgs, ExecPythonResult, Isolation
 from agent_tools.testing import write_script
 from tests.support.fixture_types import Script
 from tests.support.metrics import scrape, total
@@ -305,3 +311,46 @@ async def test_with_tracing_on_metrics_go_to_the_traces_collector(
         collector.shutdown()
         collector.server_close()
     assert worker.returncode == 0, log.read_text()[-3000:]
+
+
+class _ActivityMeter(_Meter):
+    def with_additional_attributes(self, attributes: Mapping[str, Any]) -> _ActivityMeter:
+        return self
+
+
+async def test_a_sandbox_run_is_counted_by_isolation_and_outcome() -> None:
+    isolation = Isolation(
+        mode="bubblewrap", network="none", filesystem="minimal_root", pid_namespace=True, proc="own",
+        private_tmp=True, user="agentci",
+    )  # fmt: skip
+    result = ExecPythonResult(ok=False, exit_code=1, stdout="", stderr="boom", duration_ms=3, isolation=isolation)
+
+    async def run(args: ExecPythonArgs) -> ExecPythonResult:
+        return result
+
+    services: Any = SimpleNamespace(sandbox=SimpleNamespace(run=run))
+    ctx = BuiltinContext(services=services, session=cast(Any, None), call_id="c1", tool="exec_python")
+    meter = _ActivityMeter()
+    env = ActivityEnvironment()
+    env.metric_meter = cast(Any, meter)
+    out = await env.run(exec_python, ExecPythonArgs(code="raise SystemExit(1)"), ctx)
+    assert out.is_error
+    assert meter.added == [(metrics.SANDBOX_RUNS, {"mode": "bubblewrap", "outcome": "error"}, 1)]
+
+
+@pytest.mark.parametrize(
+    ("failure", "kind"),
+    [(ProviderRetryableError("429 slow down"), "retryable"), (ProviderRequestError("400 bad request"), "refused")],
+)
+async def test_a_failed_model_call_is_counted_by_kind(failure: Exception, kind: str) -> None:
+    class Failing:
+        async def complete(self, request: Any, on_text: Any) -> Any:
+            raise failure
+
+    services: Any = SimpleNamespace(providers=SimpleNamespace(resolve=lambda spec: (Failing(), "m1")))
+    meter = _ActivityMeter()
+    env = ActivityEnvironment()
+    env.metric_meter = cast(Any, meter)
+    with pytest.raises((ApplicationError, ProviderRequestError)):
+        await env.run(complete, services, "acme:m1", [])
+    assert meter.added == [(metrics.MODEL_CALL_FAILURES, {"model": "acme:m1", "kind": kind}, 1)]
