@@ -1,4 +1,5 @@
-"""Composition root script: ``python worker.py`` runs a worker against AGENT_TOOLS_TEMPORAL_ADDRESS.
+"""Composition root script: ``python worker.py`` runs a worker against the Temporal server of TEMPORAL_*
+(or a profile, or AGENT_TOOLS_TEMPORAL_ADDRESS).
 
 The same as ``agent-tools worker``; everything it composes lives in :mod:`agent_tools._worker`.
 """

@@ -80,7 +80,6 @@ __all__ = [
     "SessionSummary",
     "TranscriptEntry",
     "new_session_id",
-    "unreachable",
 ]
 
 T = TypeVar("T")
@@ -457,31 +456,33 @@ class AgentToolsClient:
         client: Client | None = None,
         data_converter: DataConverter | None = None,
     ) -> AgentToolsClient:
-        """A client for ``settings.temporal_address``, or over ``client`` when given.
+        """A client for Temporal's configuration and ``settings`` (see ``agent_tools._connection``), or over
+        ``client`` when given.
 
         Args:
-            settings: Address, namespace, task queue; read from the environment when omitted.
+            settings: Address, namespace, task queue; read from the environment when omitted. Temporal's own
+                configuration (a profile, ``TEMPORAL_*`` variables) supplies TLS, API key and what these leave out.
             client: An existing Temporal client to use instead of connecting.
             data_converter: Your data converter (a payload codec for encryption, say); its payload converter
                 becomes pydantic's, the rest is kept.
 
         Raises:
-            ConfigurationError: the Temporal server cannot be reached (the message says how to get one).
+            ConfigurationError: the configuration is wrong or the server cannot be reached (one line naming
+                what was tried).
         """
         settings = settings or Settings()
         if client is not None:
             return cls(client, settings)
+        from agent_tools._connection import connect
         from agent_tools._plugin import compose_data_converter
 
-        try:
-            temporal = await Client.connect(
-                settings.temporal_address,
-                namespace=settings.temporal_namespace,
-                data_converter=compose_data_converter(data_converter),
-            )
-        except RuntimeError as exc:
-            raise unreachable(settings, exc) from exc
-        return cls(temporal, settings)
+        temporal = await connect(settings, data_converter=compose_data_converter(data_converter))
+        # The namespace and address actually used, for the UI links.
+        used = {
+            "temporal_address": temporal.service_client.config.target_host,
+            "temporal_namespace": temporal.namespace,
+        }
+        return cls(temporal, settings.model_copy(update=used))
 
     def ui_url(self, session_id: str) -> str:
         """The Temporal UI page of a session (``settings.temporal_ui_url``)."""
@@ -736,14 +737,6 @@ def _with_pydantic_payloads(temporal: Client) -> Client:
     # The plugins have configured this client already; configuring them again would stack their changes.
     config["plugins"] = []
     return Client(**config)
-
-
-def unreachable(settings: Settings, exc: Exception) -> ConfigurationError:
-    """The error for a Temporal server that cannot be reached, with the ways to get one."""
-    return ConfigurationError(
-        f"cannot reach Temporal at {settings.temporal_address} ({exc}). Start one with `agent-tools dev`, "
-        "run with `--embedded`, or set AGENT_TOOLS_TEMPORAL_ADDRESS."
-    )
 
 
 M = TypeVar("M", bound=BaseModel)

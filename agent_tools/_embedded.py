@@ -13,9 +13,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from temporalio.client import Client
-
 from agent_tools._client import AgentToolsClient
+from agent_tools._connection import connect
 from agent_tools._devserver import start_dev_server
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._process_exit import exit_now
@@ -93,7 +92,7 @@ async def embedded(
         ui_url = f"http://{target.rsplit(':', 1)[0]}:{ui_port}" if ui and ui_port else settings.temporal_ui_url
         settings = settings.model_copy(update={"temporal_address": target, "temporal_ui_url": ui_url})
         plugin = await AgentToolsPlugin.create(settings)
-        client = await Client.connect(target, namespace=settings.temporal_namespace, plugins=[plugin])
+        client = await connect(settings, plugins=[plugin], local_address=target)
         async with build_worker(client, plugin):
             agent_client = AgentToolsClient(client, settings)
             try:

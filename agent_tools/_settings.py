@@ -17,7 +17,7 @@ import types
 import typing
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
@@ -107,6 +107,18 @@ class Settings(BaseSettings):
     # On SIGTERM/SIGINT the worker stops taking tasks and gives in-flight activities this long to finish
     # (a deploy's stop timeout should be longer); what is still running then is retried elsewhere.
     worker_shutdown_grace_seconds: float = Field(default=30.0, ge=0)
+
+    # The worker's probe endpoint, HOST:PORT (`agent-tools worker --health`): /healthz and /readyz.
+    health_bind: str | None = None
+    # Prometheus text at http://HOST:PORT/metrics from the worker: the SDK's temporal_* and our agent_tools_*.
+    metrics_bind: str | None = None
+    # Worker Deployment versioning (docs/temporal-cloud.md, "Versioned deploys"): with a deployment name the
+    # worker runs as version <name>.<build id> (the build id defaults to the package version); sessions are
+    # auto_upgrade (move to the current version at their next task; patches keep that safe) or pinned (stay
+    # on the version they started on, whose workers must then run until they end).
+    deployment_name: str | None = None
+    deployment_build_id: str | None = None
+    session_versioning: Literal["auto_upgrade", "pinned"] = "auto_upgrade"
 
     # OpenTelemetry spans of sessions, turns, model calls and tool calls (agent_tools._tracing).
     tracing: bool = False

@@ -7,14 +7,24 @@ tests build theirs with :func:`build_worker`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import signal
+from collections.abc import Mapping
 from datetime import timedelta
+from functools import partial
+from typing import Any
+from urllib.parse import unquote
 
 from temporalio.client import Client
-from temporalio.worker import PollerBehaviorAutoscaling, Worker
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.runtime import OpenTelemetryConfig, PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.worker import PollerBehaviorAutoscaling, Worker, WorkerDeploymentConfig
 
-from agent_tools._client import unreachable
+from agent_tools._connection import connect
+from agent_tools._errors import ConfigurationError
+from agent_tools._health import Health, parse_bind, serving
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._settings import Settings
 
@@ -61,26 +71,121 @@ def build_worker(
 
 async def main(settings: Settings | None = None) -> None:
     settings = settings or Settings()
+    async with contextlib.AsyncExitStack() as stack:
+        health = Health()
+        if settings.health_bind:
+            # First, so that a probe sees the process up (and not ready) while it connects and starts.
+            await stack.enter_async_context(serving(settings.health_bind, health))
+        await _run(settings, health)
+
+
+async def _run(settings: Settings, health: Health) -> None:
     plugin = await AgentToolsPlugin.create(settings)
-    try:
-        client = await Client.connect(
-            settings.temporal_address, namespace=settings.temporal_namespace, plugins=[plugin]
-        )
-    except RuntimeError as exc:
-        raise unreachable(settings, exc) from exc
+    runtime = telemetry_runtime(settings)
+    client = await connect(settings, plugins=[plugin], runtime=runtime)
+    health.client = client
     if settings.search_attributes:
         # Before the worker starts, so that a server that lacks them and cannot take them is one clear line.
         await plugin.ensure_search_attributes(client)
     grace = settings.worker_shutdown_grace_seconds
-    worker = build_worker(client, plugin, graceful_shutdown_timeout=timedelta(seconds=grace))
+    versioning = deployment_config(settings)
+    kwargs: dict[str, Any] = {"graceful_shutdown_timeout": timedelta(seconds=grace)}
+    if versioning is not None:
+        kwargs["deployment_config"] = versioning
+    worker = build_worker(client, plugin, **kwargs)
+    health.worker, health.store_ping = worker, partial(_ping_store, plugin)
     # A deploy stops workers with SIGTERM: finish what is in flight instead of dying mid-call, which would
     # leave each running activity to be noticed only at its heartbeat timeout and to repeat its side effects.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    logging.info("worker on task queue %s at %s", settings.task_queue, settings.temporal_address)
+    target = client.service_client.config.target_host
+    logging.info("worker on task queue %s at %s, namespace %s", settings.task_queue, target, client.namespace)
+    if versioning is not None:
+        version = versioning.version
+        logging.info(
+            "worker deployment %s, build %s; sessions %s", version.deployment_name, version.build_id,
+            settings.session_versioning,
+        )  # fmt: skip
     async with worker:
         await stop.wait()
         logging.info("stopping: no new tasks; in-flight activities have up to %g s to finish", grace)
     logging.info("worker stopped")
+
+
+def deployment_config(settings: Settings) -> WorkerDeploymentConfig | None:
+    """The worker's Worker Deployment version when ``settings.deployment_name`` is set, else None."""
+    if not settings.deployment_name:
+        return None
+    behavior = {"pinned": VersioningBehavior.PINNED, "auto_upgrade": VersioningBehavior.AUTO_UPGRADE}
+    build_id = settings.deployment_build_id or _package_version()
+    return WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(deployment_name=settings.deployment_name, build_id=build_id),
+        use_worker_versioning=True,
+        # Every workflow the worker runs (sessions, their sub-agents) takes this behaviour; none sets its own.
+        default_versioning_behavior=behavior[settings.session_versioning],
+    )
+
+
+def telemetry_runtime(settings: Settings, environ: Mapping[str, str] | None = None) -> Runtime | None:
+    """The runtime that exports the worker's metrics: Prometheus at ``settings.metrics_bind``; else, with
+    tracing on, OTLP over HTTP to the collector the traces go to; else None (the SDK's default, no metrics)."""
+    if settings.metrics_bind:
+        return metrics_runtime(settings.metrics_bind)
+    if settings.tracing:
+        return otlp_metrics_runtime(os.environ if environ is None else environ)
+    return None
+
+
+def otlp_metrics_runtime(environ: Mapping[str, str]) -> Runtime:
+    """Metrics to the OTLP/HTTP collector named by the OpenTelemetry variables the trace exporter reads
+    (``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/metrics``, else
+    localhost:4318; ``OTEL_EXPORTER_OTLP_HEADERS``)."""
+    url = environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or (
+        (environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318").rstrip("/") + "/v1/metrics"
+    )
+    raw = environ.get("OTEL_EXPORTER_OTLP_METRICS_HEADERS") or environ.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    headers = dict(
+        (unquote(k.strip()), unquote(v.strip())) for k, _, v in (h.partition("=") for h in raw.split(",")) if k.strip()
+    )
+    from agent_tools import _metrics as metrics
+
+    config = OpenTelemetryConfig(
+        url=url,
+        headers=headers or None,
+        http=True,
+        histogram_bucket_overrides={metrics.MODEL_COST: list(metrics.COST_BUCKETS_USD)},
+    )
+    try:
+        return Runtime(telemetry=TelemetryConfig(metrics=config))
+    except Exception as exc:  # the core's error for a URL it cannot use
+        raise ConfigurationError(f"cannot export metrics to {url}: {' '.join(str(exc).split())}") from exc
+
+
+def metrics_runtime(bind: str) -> Runtime:
+    """A Temporal runtime whose Prometheus endpoint serves ``/metrics`` on ``bind``: the SDK's metrics and
+    ours, which go through the SDK's meters (agent_tools._metrics), on the worker and client built on it.
+
+    Raises:
+        ConfigurationError: the address is malformed or cannot be bound.
+    """
+    from agent_tools import _metrics as metrics
+
+    host, port = parse_bind(bind, what="metrics")
+    config = PrometheusConfig(
+        bind_address=f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
+        histogram_bucket_overrides={metrics.MODEL_COST: list(metrics.COST_BUCKETS_USD)},
+    )
+    try:
+        return Runtime(telemetry=TelemetryConfig(metrics=config))
+    except Exception as exc:  # the core's error for an address it cannot bind
+        raise ConfigurationError(f"cannot serve metrics on {bind}: {' '.join(str(exc).split())}") from exc
+
+
+async def _ping_store(plugin: AgentToolsPlugin) -> None:
+    """One round trip to the worker's store (opened with its services, which the worker opens anyway)."""
+    from sqlalchemy import text
+
+    services = await plugin.holder.get()
+    await services.store.run(lambda conn: conn.execute(text("SELECT 1")).scalar())

@@ -32,14 +32,18 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "agent_tools._plugin",
         "agent_tools._worker",
         "agent_tools._embedded",
+        "agent_tools._health",
         "agent_tools._devserver",
         "agent_tools._process_exit",
         "agent_tools.testing",
     ),
     # The I/O engines that activities, the client and the HTTP service all use: the store and the web engine.
     "engines": ("agent_tools._store", "agent_tools._web"),
-    # Temporal-facing helpers that both workflows and activities use (search attributes, traces, user tools).
+    # Temporal-facing helpers that both workflows and activities use (search attributes, traces, user tools),
+    # and the one place every process builds its Temporal connection.
     "shared": (
+        "agent_tools._connection",
+        "agent_tools._metrics",
         "agent_tools._search_attributes",
         "agent_tools._session_start",
         "agent_tools._tracing",

@@ -9,6 +9,7 @@ for it (a test holds the table to what the modules register).
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 
 import typer
@@ -63,7 +64,7 @@ def module_commands(module: str) -> TyperGroup:
 
 
 def _nothing() -> None:
-    """Nothing: the top-level group runs no code of its own."""
+    """Nothing: a module's group runs no code of its own."""
 
 
 class LazyCommands(TyperGroup):
@@ -98,7 +99,22 @@ app = typer.Typer(
     add_completion=False,
     cls=LazyCommands,
 )
-app.callback()(_nothing)
+
+
+@app.callback()
+def _options(
+    profile: str | None = typer.Option(
+        None,
+        "--profile",
+        metavar="NAME",
+        help="The Temporal client profile to connect with (TEMPORAL_PROFILE; from TEMPORAL_CONFIG_FILE, or "
+        "~/.config/temporalio/temporal.toml)",
+    ),
+) -> None:
+    """Durable agent sessions on Temporal."""
+    if profile is not None:
+        # What the temporal CLI's --profile means: the SDK reads the profile name from here.
+        os.environ["TEMPORAL_PROFILE"] = profile
 
 
 def main() -> None:

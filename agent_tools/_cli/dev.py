@@ -37,15 +37,20 @@ def register(app: typer.Typer) -> None:
             asyncio.run(go())
 
     @app.command()
-    def worker() -> None:
-        """Run a worker against AGENT_TOOLS_TEMPORAL_ADDRESS."""
+    def worker(
+        health: str | None = typer.Option(
+            None, "--health", metavar="HOST:PORT", help="Serve /healthz and /readyz here (AGENT_TOOLS_HEALTH_BIND)"
+        ),
+    ) -> None:
+        """Run a worker against the Temporal server of TEMPORAL_* (or a profile) or AGENT_TOOLS_TEMPORAL_ADDRESS."""
         import logging
 
         from agent_tools._worker import main
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        settings = Settings(health_bind=health) if health else Settings()
         with contextlib.suppress(KeyboardInterrupt):
-            run_or_explain(main())
+            run_or_explain(main(settings))
 
     @app.command()
     def migrate() -> None:

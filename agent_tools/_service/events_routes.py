@@ -123,14 +123,11 @@ class _Ingress:
                 if self._client is None:
                     client = getattr(self.state, "temporal_client", None)
                     if client is None:
-                        from temporalio.client import Client
                         from temporalio.contrib.pydantic import pydantic_data_converter
 
-                        client = await Client.connect(
-                            self.settings.temporal_address,
-                            namespace=self.settings.temporal_namespace,
-                            data_converter=pydantic_data_converter,
-                        )
+                        from agent_tools._connection import connect
+
+                        client = await connect(self.settings, data_converter=pydantic_data_converter)
                     self._client = client
         return self._client
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from agent_tools import _metrics as metrics
 from agent_tools import _tracing as tracing
 from agent_tools._boundaries import normalize_model_message
 from agent_tools._budget import BudgetExceeded, TreeBudget, exceeded
@@ -109,10 +110,15 @@ async def complete(
         try:
             response = await with_heartbeat(provider.complete(request, on_text))
         except ProviderRetryableError as exc:
+            metrics.model_call_failed(spec, "retryable")
             delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
             raise ApplicationError(str(exc), type=error_type(ProviderRetryableError), next_retry_delay=delay) from exc
+        except ProviderRequestError:
+            metrics.model_call_failed(spec, "refused")
+            raise
         except RecursionError as exc:
             # JSON nested past the decoder's limit: the same answer comes back on a retry.
+            metrics.model_call_failed(spec, "refused")
             raise ProviderRequestError(f"{spec}: the response is nested too deeply to read") from exc
         # The boundary for model output: what the workflow receives is decodable and within the payload limits.
         response = response.model_copy(update={"message": normalize_model_message(response.message)})
@@ -122,6 +128,7 @@ async def complete(
             output_tokens=response.output_tokens,
             cost_usd=cost_of(services, spec, response.input_tokens, response.output_tokens),
         )
+        metrics.model_call(spec, used.input_tokens, used.output_tokens, used.cost_usd)
         tracing.set_attributes(
             {
                 "gen_ai.response.model": model_name,

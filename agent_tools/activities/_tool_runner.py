@@ -18,6 +18,7 @@ from sqlalchemy.exc import TimeoutError as SATimeoutError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from agent_tools import _metrics as metrics
 from agent_tools._activity_io import ToolCallInput, ToolCallOutput, tool_activity_name
 from agent_tools._boundaries import cap_text, clean_text
 from agent_tools._catalog.spec import ToolSpec
@@ -104,6 +105,7 @@ async def save_if_large(
     await services.transcripts.save_artifact(
         ref=ref, session_id=session_id, run_id=run_id, tool=tool, content=out.content, is_json=hint is not None
     )
+    metrics.spilled(tool)
     # An agent without readers (switched off for its organisation) is told the result cannot be opened.
     pointer = spill_pointer(
         ref=ref, content=out.content, json_hint=hint, readers=DEFAULT_READERS if readers is None else readers

@@ -19,6 +19,7 @@ from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import NondeterminismError
 
+from agent_tools import _metrics as metrics
 from agent_tools import _search_attributes as sa
 from agent_tools import _tracing as tracing
 from agent_tools._activity_io import (
@@ -221,6 +222,7 @@ class AgentSession:
         if self._config is None:
             prepared = await self._prepare(self.request)
             self._config = prepared.config
+            metrics.session_started(self._config.agent)
             self.state.transcript_len = prepared.transcript_len
             self.state.created_at = self.now_iso()
         self._keep_only_what_runs_need()
@@ -931,6 +933,7 @@ class AgentSession:
         """
         if kind not in PROGRESS_KINDS:
             raise ValueError(f"unknown progress event kind {kind!r}")
+        metrics.on_progress(kind, data, agent=self.config.agent, tools=self.config.tools)
         self.stream.topic("progress").publish(ProgressEvent(kind=kind, session_id=self.config.session_id, data=data))  # type: ignore[arg-type]
 
     async def wait_condition(

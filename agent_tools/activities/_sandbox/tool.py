@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+from agent_tools import _metrics as metrics
 from agent_tools._activity_io import ToolCallOutput
 from agent_tools.activities._context import BuiltinContext, ToolImpl
 from agent_tools.activities._sandbox.engine import TOOL_NAME, UNSAFE_SETTING
@@ -53,6 +54,7 @@ async def announce(services: Services) -> None:
 
 async def exec_python(args: ExecPythonArgs, ctx: BuiltinContext) -> ToolCallOutput:
     result = await ctx.services.sandbox.run(args)
+    metrics.sandbox_run(result.isolation.mode if result.isolation else "not_started", result.ok)
     # A failing script is an error result for the model (and is never spilled: its traceback matters).
     return ToolCallOutput(content=result.model_dump_json(exclude_none=True), is_error=not result.ok)
 
