@@ -38,7 +38,7 @@ COMMANDS: dict[str, CommandEntry] = {
     "show": CommandEntry("sessions", "Status and transcript of a session."),
     "watch": CommandEntry("sessions", "Follow a session's live progress (its sub-agents' too) and answer its questions here."),
     "dev": CommandEntry("dev", "Embedded Temporal dev server with UI, plus a worker, until Ctrl-C."),
-    "worker": CommandEntry("dev", "Run a worker against AGENT_TOOLS_TEMPORAL_ADDRESS."),
+    "worker": CommandEntry("dev", "Run a worker against the Temporal server of TEMPORAL_* (or a profile) or AGENT_TOOLS_TEMPORAL_ADDRESS."),
     "migrate": CommandEntry("dev", "Create the store at AGENT_TOOLS_DATABASE_URL, or bring its schema to this version (workers do it too)."),
     "answer": CommandEntry("human", "Answer the questions a session asked with askUser."),
     "approve": CommandEntry("approvals", "Approve or deny a tool call that waits for a person's approval, or list the pending ones."),
