@@ -354,8 +354,7 @@ def _register_looks(app: typer.Typer) -> None:
                 indent = "  " * (s.depth or 0)
                 title = f"  {s.title}" if s.title else ""
                 typer.echo(
-                    f"{indent}{s.session_id}  {s.agent}  {s.state}  {s.status}  "
-                    f"{s.start_time:%Y-%m-%d %H:%M:%S}{title}"
+                    f"{indent}{s.session_id}  {s.agent}  {s.state}  {s.status}  {s.start_time:%Y-%m-%d %H:%M:%S}{title}"
                 )
 
         run_or_explain(go())
