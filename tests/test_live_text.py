@@ -161,6 +161,11 @@ async def test_session_streams_text_before_the_step_ends(
     assert shown([u for e in events for u in live.feed(e)]) == TEXT == result.final_message
     signals = [e for e in history.events if e.HasField("workflow_execution_signaled_event_attributes")]
     assert 2 <= len(signals) <= 16, len(signals)  # ~1.3 s of text in batches, not one signal per word
+    # Watching wrote nothing: the subscriber polled by query, so no update of the stream is in the history.
+    updates = [e for e in history.events if e.HasField("workflow_execution_update_accepted_event_attributes")]
+    assert updates == [], [
+        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name for e in updates
+    ]
     summaries = [
         e.user_metadata.summary.data.decode()
         for e in history.events
