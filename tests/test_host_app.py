@@ -198,8 +198,8 @@ def test_plugin_composes_with_the_host_app(app_worker: dict[str, Any], app_dir: 
         assert h["plain"] == [], f"{workflow_id}: payloads that did not go through the codec: {h['plain']}"
         assert h["payloads"] > 3, workflow_id
     session = histories["agent-session-1"]["event_kinds"]
-    # Progress reached the watching client through updates whose results are in the history, encrypted too.
-    assert "workflow_execution_update_completed_event_attributes" in session
+    # Progress reached the watching client by query: watching it wrote nothing to the history.
+    assert "workflow_execution_update_accepted_event_attributes" not in session
     assert "activity_task_completed_event_attributes" in session
     assert "start_child_workflow_execution_initiated_event_attributes" in session
     # The app's own input went through the codec: the name appears nowhere in the raw history.

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 import yaml
 from temporalio.service import TLSConfig
 from temporalio.testing import WorkflowEnvironment
@@ -60,7 +61,8 @@ def _environment(manifests: dict[tuple[str, str], dict[str, Any]], name: str) ->
 
 
 def test_what_the_manifests_name_exists(manifests: dict[tuple[str, str], dict[str, Any]]) -> None:
-    commands = set(get_command(app).commands)  # type: ignore[attr-defined]
+    group = get_command(app)
+    commands = set(group.list_commands(typer.Context(group)))  # type: ignore[attr-defined]
     for kind, name in [k for k in manifests if k[0] == "Deployment"]:
         spec = manifests[(kind, name)]["spec"]
         assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()

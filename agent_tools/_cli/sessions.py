@@ -161,8 +161,8 @@ class _Terminal:
                     except EOFError:
                         line = "/exit"
             if line is None:
-                # A turn started elsewhere (`agent-tools send`, the API): show it, then prompt again.
-                self.idle.clear()
+                # A turn started elsewhere (`agent-tools send`, the API): show it, then prompt again once
+                # the root is idle (the status events set and clear ``idle``; it may be idle already).
                 continue
             text = line.strip()
             if text in ("/exit", "/quit"):
