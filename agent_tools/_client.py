@@ -88,6 +88,24 @@ T = TypeVar("T")
 _ATTRIBUTE_RETRIES = 10
 
 
+def ui_base(settings: Settings, target_host: str) -> str:
+    """Where the Temporal UI of the server at ``target_host`` is: the configured URL when one was given;
+    Temporal Cloud's for a Cloud namespace; otherwise the dev server's UI port on the same host."""
+    if "temporal_ui_url" in settings.model_fields_set:
+        return settings.temporal_ui_url.rstrip("/")
+    host = _host_of(target_host)
+    if host.endswith(".tmprl.cloud"):
+        return "https://cloud.temporal.io"
+    return f"http://{host or 'localhost'}:8233"
+
+
+def _host_of(target: str) -> str:
+    """``host`` of ``host:port`` (``[::1]`` of ``[::1]:7233``)."""
+    if target.startswith("["):
+        return target[: target.find("]") + 1] if "]" in target else target
+    return target.rsplit(":", 1)[0] if ":" in target else target
+
+
 def new_session_id() -> str:
     return f"session-{uuid.uuid4()}"
 
@@ -485,9 +503,10 @@ class AgentToolsClient:
         return cls(temporal, settings.model_copy(update=used))
 
     def ui_url(self, session_id: str) -> str:
-        """The Temporal UI page of a session (``settings.temporal_ui_url``)."""
-        base = self.settings.temporal_ui_url.rstrip("/")
-        return f"{base}/namespaces/{self.settings.temporal_namespace}/workflows/{session_id}"
+        """The Temporal UI page of a session: under ``settings.temporal_ui_url`` when it is set, else the UI
+        of the server this client is connected to (its host's port 8233, or Temporal Cloud's)."""
+        base = ui_base(self.settings, self.temporal.service_client.config.target_host)
+        return f"{base}/namespaces/{self.temporal.namespace}/workflows/{session_id}"
 
     async def start_session(
         self,

@@ -16,3 +16,14 @@ def test_after_an_embedded_run_on_its_own_ports_the_hint_keeps_them() -> None:
     assert "`agent-tools dev`" in plain and "`agent-tools watch session-1`" in plain
     assert "AGENT_TOOLS_TEMPORAL_ADDRESS" not in plain
     assert "agent-tools watch session-1" in _how_to_follow("session-1", embedded=None)
+
+
+def test_the_ui_link_is_the_connected_servers_unless_one_is_configured() -> None:
+    from agent_tools._client import ui_base
+
+    assert ui_base(Settings(), "temporal.internal:7233") == "http://temporal.internal:8233"
+    assert ui_base(Settings(), "[::1]:7233") == "http://[::1]:8233"
+    assert ui_base(Settings(), "localhost:7299") == "http://localhost:8233"
+    assert ui_base(Settings(), "acme.a1b2c.tmprl.cloud:7233") == "https://cloud.temporal.io"
+    configured = Settings(temporal_ui_url="https://temporal.example.com/")
+    assert ui_base(configured, "temporal.internal:7233") == "https://temporal.example.com"
