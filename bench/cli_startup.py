@@ -55,35 +55,46 @@ def main() -> None:
              "--http-port", str(args.port + 1), "--metrics-port", str(args.port + 2), "--log-level", "error"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        worker = None
+        workers: list[subprocess.Popen[bytes]] = []
         try:
             time.sleep(3)
-            worker = subprocess.Popen([CLI, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            run = subprocess.run(
-                [CLI, "run", "--yes", "plan a trip"], env=env, capture_output=True, text=True, check=False, timeout=300
-            )
-            found = re.search(r"workflows/(session-[0-9a-f-]+)", run.stdout + run.stderr)
-            assert found, (run.stdout + run.stderr)[-3000:]
-            session = found.group(1)
-            commands = {"--help": ["--help"], "show ID": ["show", session]}
-            ours: dict[str, list[float]] = {name: [] for name in commands}
-            base: dict[str, list[float]] = {name: [] for name in commands}
+            # Each install runs its own worker and store (a store's schema is its version's), on one server.
+            installs = {"ours": (CLI, env)}
+            if args.baseline:
+                base_env = {**env, "AGENT_TOOLS_DATABASE_URL": f"sqlite:///{tmp}/base.sqlite"}
+                base_env["AGENT_TOOLS_TASK_QUEUE"] = "baseline"
+                installs["baseline"] = (args.baseline, base_env)
+            sessions = {}
+            for name, (cli, install_env) in installs.items():
+                workers.append(
+                    subprocess.Popen(
+                        [cli, "worker"], env=install_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                    )
+                )
+                time.sleep(4)
+                run = subprocess.run(
+                    [cli, "run", "--yes", "plan a trip"], env=install_env, capture_output=True, text=True, timeout=300
+                )
+                found = re.search(r"workflows/(session-[0-9a-f-]+)", run.stdout + run.stderr)
+                assert found, (run.stdout + run.stderr)[-3000:]
+                sessions[name] = found.group(1)
+            commands = {"--help": lambda _: ["--help"], "show ID": lambda sid: ["show", sid]}
+            times: dict[str, dict[str, list[float]]] = {n: {c: [] for c in commands} for n in installs}
             for _ in range(args.runs):
-                for name, cmd in commands.items():
-                    ours[name].append(timed(cmd, env))
-                    if args.baseline:
-                        base[name].append(timed(cmd, env, args.baseline))
+                for command, argv in commands.items():
+                    for name, (cli, install_env) in installs.items():
+                        times[name][command].append(timed(argv(sessions[name]), install_env, cli))
             goals = {"--help": "goal <= 0.3 s", "show ID": "goal <= 0.6 s"}
-            for name in commands:
-                print(f"agent-tools {name:<8} {spread(ours[name])}   {goals[name]}")
+            for command in commands:
+                print(f"agent-tools {command:<8} {spread(times['ours'][command])}   {goals[command]}")
                 if args.baseline:
-                    ratios = [a / b for a, b in zip(ours[name], base[name], strict=True)]
-                    print(f"  baseline {name:<8} {spread(base[name])}   ratio {spread(ratios).replace(' s', '')}")
+                    base = times["baseline"][command]
+                    ratios = [a / b for a, b in zip(times["ours"][command], base, strict=True)]
+                    print(f"  baseline {command:<8} {spread(base)}   ratio {spread(ratios).replace(' s', '')}")
         finally:
-            for proc in (worker, server):
-                if proc is not None:
-                    proc.terminate()
-                    proc.wait(timeout=30)
+            for proc in [*workers, server]:
+                proc.terminate()
+                proc.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -605,3 +605,26 @@ def test_escape_tests_pass_as_a_non_root_account() -> None:
 
 if sys.platform != "linux":  # pragma: no cover
     pytestmark = pytest.mark.skip("the sandbox uses Linux namespaces and rlimits")
+
+
+def test_the_staging_directory_is_one_per_user_and_never_someone_elses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every worker process of a user stages under one directory, so processes that end without finalizing
+    (commands leave through os._exit) leave none behind; a directory that is another's, a link or writable
+    by others is never used."""
+    from agent_tools.activities._sandbox import isolation
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    make = isolation._stage_dir.__wrapped__
+    first, second = make(), make()
+    assert first == second == str(tmp_path / f"exec_python-stage-{os.getuid()}")
+    assert (os.stat(first).st_mode & 0o777) == 0o755 and os.listdir(first) == []
+    assert len(list(tmp_path.iterdir())) == 1
+    os.chmod(first, 0o777)  # writable by others: someone could swap what is mounted there
+    private = make()
+    assert private != first and os.path.dirname(private) == str(tmp_path)
+    os.rmdir(private)
+    os.rmdir(first)
+    os.symlink(tmp_path / "elsewhere", first)  # a link planted where the directory goes
+    assert make() != first

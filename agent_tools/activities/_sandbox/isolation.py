@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import dataclasses
 import functools
 import json
 import os
 import pwd
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -248,12 +250,21 @@ def reachable(path: str, account: tuple[int, int]) -> bool:
 
 @functools.cache
 def _stage_dir() -> str:
-    """An empty directory every account can reach, removed when the worker exits: the staging helper mounts
-    a tmpfs of its own namespace on it (the host's stays empty)."""
-    path = tempfile.mkdtemp(prefix="exec_python-stage-")
-    os.chmod(path, 0o755)
-    atexit.register(shutil.rmtree, path, True)
-    return path
+    """An empty directory every account can reach and only this user can change: the staging helper mounts a
+    tmpfs of its own namespace on it, so the host's stays empty and every worker of this user shares one
+    (a directory per process would outlive processes that leave without finalizing, as commands do)."""
+    path = os.path.join(tempfile.gettempdir(), f"exec_python-stage-{os.getuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o755)
+    info = os.lstat(path)
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022:
+        os.chmod(path, 0o755)
+        return path
+    # Someone else's, a link, or writable by others: a private one, removed at exit when the process finalizes.
+    private = tempfile.mkdtemp(prefix="exec_python-stage-")
+    os.chmod(private, 0o755)
+    atexit.register(shutil.rmtree, private, True)
+    return private
 
 
 @functools.cache
