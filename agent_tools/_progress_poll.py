@@ -3,8 +3,11 @@
 The SDK's ``WorkflowStreamClient.subscribe`` long-polls with an update: every poll is two history events
 and a workflow task, and in a watched session those polls were most of the history and of the Temporal UI's
 timeline (a wait for a person showed as a poll bar). The stream answers the same poll as a query, which
-the server does not record. The price is a query task on the worker per poll, so an idle stream is asked
-less and less often (``interval`` up to ``idle_interval``) and asked at once again when items come.
+the server does not record. A query is a task on the worker, though (a replay, for a session it does not
+cache), so the worker is asked only when the run's history has grown since the last answer: a new item
+comes only from a workflow task, which adds events. While nothing happens the poller asks the server for
+the run's length (``describe``, no worker involved), less and less often (``interval`` up to
+``idle_interval``), and the worker not at all.
 
 What holds: every item is yielded once and in order (offsets come from the workflow's stream, carried over
 continue-as-new); the iterator ends after the session's run closed and its last items were read; a session
@@ -63,23 +66,28 @@ async def follow_by_query(
     handle: WorkflowHandle[object, object] = temporal.get_workflow_handle(workflow_id)
     converter = temporal.data_converter.payload_converter
     offset, wait = from_offset, interval
+    answered_at: tuple[str | None, int] | None = None  # (run, history length) of the last answer
     while True:
-        result = await _poll(handle, topic, offset)
+        description = await handle.describe()
+        seen = (description.run_id, description.history_length)
+        if description.status in _CLOSED:
+            # What the run wrote last, and the end.
+            async for value in _drain(handle, topic, offset, result_type, converter):
+                yield value
+            return
+        result = None if seen == answered_at else await _poll(handle, topic, offset)
         if result is not None:
+            answered_at = seen
             for item in result.items:
                 yield converter.from_payload(decode_item(item.data), result_type)
             offset = result.next_offset
             if result.more_ready:
+                answered_at = None
                 continue
             if result.items:
                 wait = interval
                 await asyncio.sleep(wait)
                 continue
-        # Nothing new (or not answerable yet): has the run closed? Then what it wrote last, and the end.
-        if await _closed(handle):
-            async for value in _drain(handle, topic, offset, result_type, converter):
-                yield value
-            return
         wait = min(idle_interval, wait * 1.5)
         await asyncio.sleep(wait)
 
@@ -97,11 +105,6 @@ async def _poll(handle: WorkflowHandle[object, object], topic: str, offset: int)
     except WorkflowQueryFailedError:
         return None  # a run that is being replaced (continue-as-new) answers on its next run
     return result
-
-
-async def _closed(handle: WorkflowHandle[object, object]) -> bool:
-    description = await handle.describe()
-    return description.status in _CLOSED
 
 
 async def _drain(
