@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-CLI = str(Path(sys.executable).with_name("agent-tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._processes import CLI, dev_server_and_workers, start_worker
 
 
 def timed(args: list[str], env: dict[str, str], cli: str = CLI) -> float:
@@ -49,15 +50,7 @@ def main() -> None:
             "AGENT_TOOLS_TEMPORAL_ADDRESS": f"127.0.0.1:{args.port}",
             "AGENT_TOOLS_DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite",
         }
-        temporal = str(Path(sys.executable).with_name("temporal"))
-        server = subprocess.Popen(
-            [temporal, "server", "start-dev", "--headless", "--port", str(args.port),
-             "--http-port", str(args.port + 1), "--metrics-port", str(args.port + 2), "--log-level", "error"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        workers: list[subprocess.Popen[bytes]] = []
-        try:
-            time.sleep(3)
+        with dev_server_and_workers(args.port) as workers:
             # Each install runs its own worker and store (a store's schema is its version's), on one server.
             installs = {"ours": (CLI, env)}
             if args.baseline:
@@ -66,11 +59,7 @@ def main() -> None:
                 installs["baseline"] = (args.baseline, base_env)
             sessions = {}
             for name, (cli, install_env) in installs.items():
-                workers.append(
-                    subprocess.Popen(
-                        [cli, "worker"], env=install_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-                    )
-                )
+                workers.append(start_worker(install_env, cli))
                 time.sleep(4)
                 run = subprocess.run(
                     [cli, "run", "--yes", "plan a trip"], env=install_env, capture_output=True, text=True, timeout=300
@@ -91,10 +80,6 @@ def main() -> None:
                     base = times["baseline"][command]
                     ratios = [a / b for a, b in zip(times["ours"][command], base, strict=True)]
                     print(f"  baseline {command:<8} {spread(base)}   ratio {spread(ratios).replace(' s', '')}")
-        finally:
-            for proc in [*workers, server]:
-                proc.terminate()
-                proc.wait(timeout=30)
 
 
 if __name__ == "__main__":

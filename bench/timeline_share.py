@@ -25,7 +25,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-CLI = str(Path(sys.executable).with_name("agent-tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._processes import CLI, dev_server_and_workers, start_worker
+
 WORDS = "Lisbon is best on foot: start early in Alfama, ride tram 28 to Graca and end at a miradouro."
 
 
@@ -98,24 +100,12 @@ def main() -> None:
         }
         for key in ("AGENT_TOOLS_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
             env.pop(key, None)
-        temporal = str(Path(sys.executable).with_name("temporal"))
-        server = subprocess.Popen(
-            [temporal, "server", "start-dev", "--headless", "--port", str(args.port),
-             "--http-port", str(args.port + 1), "--metrics-port", str(args.port + 2), "--log-level", "error"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        time.sleep(3)
-        workers = []
-        try:
+        with dev_server_and_workers(args.port) as workers:
             long_env = {**env, "AGENT_TOOLS_MODEL": twenty_steps(Path(tmp) / "twenty.json")}
             for worker_env in (env, long_env):
                 queue = "demo" if worker_env is env else "twenty"
                 worker_env["AGENT_TOOLS_TASK_QUEUE"] = queue
-                workers.append(
-                    subprocess.Popen(
-                        [CLI, "worker"], env=worker_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-                    )
-                )
+                workers.append(start_worker(worker_env))
             time.sleep(5)
             clients = [("this install", CLI)] + ([("baseline", args.baseline)] if args.baseline else [])
             for label, cli in clients:
@@ -123,10 +113,6 @@ def main() -> None:
                 report(f"demo, watched by {label}", asyncio.run(count(address, demo)))
                 long = watched_run(cli, long_env, "Twenty steps")
                 report(f"20 steps, watched by {label}", asyncio.run(count(address, long)))
-        finally:
-            for proc in [*workers, server]:
-                proc.terminate()
-                proc.wait(timeout=30)
 
 
 if __name__ == "__main__":

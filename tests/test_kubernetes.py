@@ -21,7 +21,7 @@ from agent_tools._cli import app
 from agent_tools._connection import resolve
 from agent_tools._settings import Settings
 from tests.support.deploy import ROOT, answers, free_port, setting_exists, start, stop, temporal_reads
-from tests.support.tls_proxy import SERVER_NAME, SecuredTemporal, secured_temporal
+from tests.support.tls_proxy import SERVER_NAME, SecuredTemporal, secured_endpoint
 
 KUBE = ROOT / "deploy" / "kubernetes"
 TLS_MOUNT = "/etc/temporal-tls"
@@ -112,9 +112,7 @@ def test_the_worker_probes_and_metrics_match_its_settings(manifests: dict[tuple[
 
 @pytest.fixture
 def secured(temporal_env: WorkflowEnvironment, tmp_path: Path) -> Iterator[SecuredTemporal]:
-    certs = tmp_path / "proxy"
-    certs.mkdir()
-    with secured_temporal(certs, temporal_env.client.service_client.config.target_host) as endpoint:
+    with secured_endpoint(temporal_env, tmp_path) as endpoint:
         yield endpoint
 
 

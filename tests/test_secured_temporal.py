@@ -22,16 +22,14 @@ from agent_tools._client import AgentToolsClient
 from agent_tools._connection import connect
 from agent_tools._settings import Settings
 from agent_tools.testing import write_script
-from tests.support.tls_proxy import SecuredTemporal, make_client_cert, secured_temporal
+from tests.support.tls_proxy import SecuredTemporal, make_client_cert, secured_endpoint
 
 ANSWER = "through the secured endpoint"
 
 
 @pytest.fixture
 def secured(temporal_env: WorkflowEnvironment, tmp_path: Path) -> Iterator[SecuredTemporal]:
-    certs = tmp_path / "proxy"
-    certs.mkdir()
-    with secured_temporal(certs, temporal_env.client.service_client.config.target_host) as endpoint:
+    with secured_endpoint(temporal_env, tmp_path) as endpoint:
         yield endpoint
 
 

@@ -21,20 +21,8 @@ from agent_tools._settings import Settings
 from agent_tools.contracts._human import MAX_OTHER_CHARS, MAX_REJECTED_KEPT, HumanState
 from tests.support.fixture_types import WorkerFor
 from tests.support.hostile import signal_settled, task_failures
+from tests.support.hostile_cases import ASK
 from tests.support.polling import eventually
-
-ASK = {
-    "name": "askUser",
-    "arguments": {
-        "questions": [
-            {
-                "question": "Which colour?",
-                "header": "Colour",
-                "options": [{"label": "Red", "description": "red"}, {"label": "Blue", "description": "blue"}],
-            }
-        ]
-    },
-}
 
 
 def _raw(data: bytes) -> RawValue:

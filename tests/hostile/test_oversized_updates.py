@@ -20,20 +20,8 @@ from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
 from tests.support.fixture_types import WorkerFor
 from tests.support.hostile import task_failures
+from tests.support.hostile_cases import ASK
 from tests.support.polling import eventually
-
-ASK = {
-    "name": "askUser",
-    "arguments": {
-        "questions": [
-            {
-                "question": "Which colour?",
-                "header": "Colour",
-                "options": [{"label": "Red", "description": "red"}, {"label": "Blue", "description": "blue"}],
-            }
-        ]
-    },
-}
 
 
 def _raw(body: Any) -> RawValue:

@@ -14,6 +14,19 @@ from typing import Any
 from agent_tools._catalog.registry import builtin_specs
 
 MEGABYTE = "x" * 1_000_000
+# The askUser call of the clients' hostile tests: one question, two options.
+ASK = {
+    "name": "askUser",
+    "arguments": {
+        "questions": [
+            {
+                "question": "Which colour?",
+                "header": "Colour",
+                "options": [{"label": "Red", "description": "red"}, {"label": "Blue", "description": "blue"}],
+            }
+        ]
+    },
+}
 HUGE = 10**40
 
 # One valid, harmless call per tool: nothing here blocks for long (asks time out through the session's

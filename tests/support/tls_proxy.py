@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
 from tests.support.web import make_certs
 
@@ -148,3 +149,12 @@ def secured_temporal(tmp: Path, upstream: str) -> Iterator[SecuredTemporal]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextmanager
+def secured_endpoint(temporal_env: WorkflowEnvironment, tmp_path: Path) -> Iterator[SecuredTemporal]:
+    """The mTLS and API-key endpoint in front of a test's dev server, with its certificates under ``tmp_path``."""
+    certs = tmp_path / "proxy"
+    certs.mkdir()
+    with secured_temporal(certs, temporal_env.client.service_client.config.target_host) as endpoint:
+        yield endpoint
