@@ -8,7 +8,8 @@ import asyncio
 import base64
 import dataclasses
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -49,6 +50,21 @@ class ReversingCodec(PayloadCodec):
         return out
 
 
+@asynccontextmanager
+async def _encrypted_worker(temporal_env: Any, settings: Settings) -> AsyncIterator[AgentToolsClient]:
+    """A worker, and a client on the same Temporal client, whose data converter has the codec."""
+    plugin = AgentToolsPlugin(settings)
+    codec = dataclasses.replace(DataConverter.default, payload_codec=ReversingCodec())
+    temporal = await Client.connect(
+        temporal_env.client.service_client.config.target_host,
+        namespace=temporal_env.client.namespace,
+        plugins=[plugin],
+        data_converter=codec,
+    )
+    async with build_worker(temporal, plugin):
+        yield AgentToolsClient(temporal, settings)
+
+
 async def _title(client: AgentToolsClient, session_id: str) -> str | None:
     described = await client.temporal.get_workflow_handle(session_id).describe()
     return described.typed_search_attributes.get(sa.SESSION_TITLE)
@@ -59,16 +75,7 @@ async def test_under_a_codec_the_prompt_is_nowhere_in_plain_text(
     explicit_title: str | None, temporal_env: Any, script: Callable[[list[Any]], str], settings: Settings
 ) -> None:
     settings.model = script([{"say": "you said {{last_user}}"}])
-    plugin = AgentToolsPlugin(settings)
-    codec = dataclasses.replace(DataConverter.default, payload_codec=ReversingCodec())
-    temporal = await Client.connect(
-        temporal_env.client.service_client.config.target_host,
-        namespace=temporal_env.client.namespace,
-        plugins=[plugin],
-        data_converter=codec,
-    )
-    async with build_worker(temporal, plugin):
-        client = AgentToolsClient(temporal, settings)
+    async with _encrypted_worker(temporal_env, settings) as client:
         try:
             handle = await client.start_session(f"my secret is {SECRET}", title=explicit_title)
             assert (await asyncio.wait_for(handle.result(), 30)).final_message == f"you said my secret is {SECRET}"
@@ -88,16 +95,8 @@ async def test_under_a_codec_a_raw_start_and_a_child_keep_the_prompt_out_of_thei
 ) -> None:
     sub = {"name": "subAgent", "arguments": {"title": f"About {SECRET}", "instruction": "help", "mode": "sync"}}
     settings.model = script([{"say": "", "tool_calls": [sub]}, {"say": "child done"}, {"say": "after {{last_tool}}"}])
-    plugin = AgentToolsPlugin(settings)
-    codec = dataclasses.replace(DataConverter.default, payload_codec=ReversingCodec())
-    temporal = await Client.connect(
-        temporal_env.client.service_client.config.target_host,
-        namespace=temporal_env.client.namespace,
-        plugins=[plugin],
-        data_converter=codec,
-    )
-    async with build_worker(temporal, plugin):
-        client = AgentToolsClient(temporal, settings)
+    async with _encrypted_worker(temporal_env, settings) as client:
+        temporal = client.temporal
         try:
             # A raw start sets no options: the worker, which has the codec, keeps the prompt out.
             handle = await temporal.start_workflow(
