@@ -37,7 +37,7 @@ async def test_list_session_and_timeline_name_everything(tmp_path: Path) -> None
         "loop-1 tick",
         "wait_for_event github.check_suite",
         "askUser timeout",
-        "assistant: Food research",
+        "sub-agent · assistant: Food research",  # the child under its role, agent and task
         "subscribe github.check_suite",
     ):
         assert name in timeline, name
