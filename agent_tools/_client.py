@@ -39,6 +39,7 @@ from agent_tools._boundaries import (
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools._messages import Message
 from agent_tools._progress_poll import follow_by_query
+from agent_tools._progress_resume import ProgressCursor, ResumableItem, follow_tree
 from agent_tools._session import (
     WORKFLOW_NAME,
     LatestMessageView,
@@ -363,6 +364,21 @@ class SessionHandle:
                 self._client.temporal, self.id, "progress", from_offset, ProgressEvent, interval=poll.total_seconds()
             ):
                 yield event
+
+    async def resumable_progress(
+        self, cursor: str | None = None, *, poll: timedelta = timedelta(milliseconds=100)
+    ) -> AsyncIterator[ResumableItem]:
+        """The tree's progress as :meth:`progress` with ``tree`` gives it, each item with the cursor to go on
+        after it: following again from that cursor yields exactly the items after it.
+
+        Raises:
+            CursorRefused: ``cursor`` is malformed or belongs to another session.
+            SessionError: there is no such session.
+        """
+        start = ProgressCursor.decode(self.id, cursor) if cursor else ProgressCursor.start(self.id)
+        async with _existing(self.id):
+            async for item in follow_tree(self._client.temporal, start, poll=poll.total_seconds()):
+                yield item
 
     def _tree_progress(self, from_offset: int, poll: timedelta) -> AsyncIterator[ProgressEvent]:
         return _ProgressTree(self, self._client, poll).events(from_offset)

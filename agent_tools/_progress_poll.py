@@ -27,7 +27,7 @@ from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.converter import PayloadConverter
 from temporalio.service import RPCError, RPCStatusCode
 
-__all__ = ["POLL_QUERY", "follow_by_query"]
+__all__ = ["POLL_QUERY", "follow_by_query", "follow_with_offsets"]
 
 T = TypeVar("T")
 
@@ -63,6 +63,24 @@ async def follow_by_query(
     idle_interval: float = 1.0,
 ) -> AsyncIterator[T]:
     """Items of ``topic`` from ``from_offset`` on, until the workflow's latest run has closed."""
+    async for _, value in follow_with_offsets(
+        temporal, workflow_id, topic, from_offset, result_type, interval=interval, idle_interval=idle_interval
+    ):
+        yield value
+
+
+async def follow_with_offsets(
+    temporal: Client,
+    workflow_id: str,
+    topic: str,
+    from_offset: int,
+    result_type: type[T],
+    *,
+    interval: float = 0.1,
+    idle_interval: float = 1.0,
+) -> AsyncIterator[tuple[int, T]]:
+    """As :func:`follow_by_query`, each item with its offset in the workflow's stream: following again from
+    an item's offset plus one yields exactly the items after it."""
     handle: WorkflowHandle[object, object] = temporal.get_workflow_handle(workflow_id)
     converter = temporal.data_converter.payload_converter
     offset, wait = from_offset, interval
@@ -72,14 +90,14 @@ async def follow_by_query(
         seen = (description.run_id, description.history_length)
         if description.status in _CLOSED:
             # What the run wrote last, and the end.
-            async for value in _drain(handle, topic, offset, result_type, converter):
-                yield value
+            async for pair in _drain(handle, topic, offset, result_type, converter):
+                yield pair
             return
         result = None if seen == answered_at else await _poll(handle, topic, offset)
         if result is not None:
             answered_at = seen
             for item in result.items:
-                yield converter.from_payload(decode_item(item.data), result_type)
+                yield item.offset, converter.from_payload(decode_item(item.data), result_type)
             offset = result.next_offset
             if result.more_ready:
                 answered_at = None
@@ -113,14 +131,14 @@ async def _drain(
     offset: int,
     result_type: type[T],
     converter: PayloadConverter,
-) -> AsyncIterator[T]:
+) -> AsyncIterator[tuple[int, T]]:
     """The items a closed run still holds after ``offset`` (none when no worker can answer for it)."""
     while True:
         result = await _poll(handle, topic, offset)
         if result is None:
             return
         for item in result.items:
-            yield converter.from_payload(decode_item(item.data), result_type)
+            yield item.offset, converter.from_payload(decode_item(item.data), result_type)
         offset = result.next_offset
         if not result.more_ready:
             return

@@ -33,6 +33,7 @@ from agent_tools._policy import ExecutionPolicy
 from agent_tools.contracts._events.settings import EventSettings
 from agent_tools.contracts._memory import MemoryPolicy
 from agent_tools.contracts._sandbox import SandboxSettings
+from agent_tools.contracts._service import ServiceSettings
 from agent_tools.contracts._skills import SkillsSettings
 from agent_tools.contracts._web.config import WebConfig
 
@@ -46,6 +47,7 @@ __all__ = [
     "Price",
     "ProviderEndpoint",
     "SandboxSettings",
+    "ServiceSettings",
     "Settings",
     "SkillsSettings",
     "WebConfig",
@@ -164,6 +166,9 @@ class Settings(BaseSettings):
     memory: MemoryPolicy = Field(default_factory=MemoryPolicy)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    # The HTTP service's session routes: bearer keys and scopes, CORS (AGENT_TOOLS_SERVICE__API_KEYS='[...]').
+    # Not in SECTIONS: it never had one-underscore names.
+    service: ServiceSettings = Field(default_factory=ServiceSettings)
     # Session-tree budgets per organisation (AGENT_TOOLS_BUDGETS__ORGANISATIONS='{"acme": {"cost_usd": 20}}').
     # Not in SECTIONS: it never had one-underscore names.
     budgets: BudgetSettings = Field(default_factory=BudgetSettings)

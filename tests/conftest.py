@@ -66,6 +66,7 @@ SLOW_MODULES = {
     "test_results_session.py",
     "test_secured_temporal.py",
     "test_session_basics.py",
+    "test_session_routes.py",
     "test_terminal.py",
     "test_tool_offer.py",
     "test_ui_and_client.py",

@@ -23,7 +23,13 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # Every side effect: providers, web, stores, sandbox, MCP.
     "activities": ("agent_tools.activities",),
     # What a caller's process runs: sessions, the CLI, the web tools' and the humans' client faces.
-    "client": ("agent_tools._client", "agent_tools._cli", "agent_tools._progress_poll", "agent_tools._web_client"),
+    "client": (
+        "agent_tools._client",
+        "agent_tools._cli",
+        "agent_tools._progress_poll",
+        "agent_tools._progress_resume",
+        "agent_tools._web_client",
+    ),
     # The HTTP service (events ingress, web tools' endpoints).
     "service": ("agent_tools._service",),
     # What puts the layers together: the package's lazy face, the plugin, the worker, the embedded server.

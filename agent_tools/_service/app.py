@@ -1,4 +1,5 @@
-"""ASGI app factory: the events ingress and the web tools' endpoints, each a router of its capability.
+"""ASGI app factory: the events ingress, the web tools' endpoints and the session routes, each a router of its
+capability. Cross-origin browsers may call only from ``settings.service.cors_origins`` (none by default).
 
 uvicorn --factory agent_tools._service.app:create_app
 """
@@ -11,11 +12,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from agent_tools._service import events_routes, tools_routes
+from agent_tools._service import events_routes, sessions_routes, tools_routes
 from agent_tools._settings import Settings
 
 # Modules exporting ``build_router(settings, state) -> fastapi.APIRouter``.
-ROUTER_MODULES = (events_routes, tools_routes)
+ROUTER_MODULES = (events_routes, tools_routes, sessions_routes)
 
 
 # app.state attributes that routers create on first use and the app must close at shutdown.
@@ -41,6 +42,30 @@ def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
         setattr(app.state, key, value)
     for module in ROUTER_MODULES:
         app.include_router(module.build_router(settings, app.state))
+    if settings.service.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.service.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            expose_headers=["Location"],
+        )
+
+    base_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document, with the schemas of the bodies that routes read themselves."""
+        schema = base_openapi()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for module in ROUTER_MODULES:
+            extra = getattr(module, "openapi_components", None)
+            for name, value in (extra() if extra is not None else {}).items():
+                components.setdefault(name, value)
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

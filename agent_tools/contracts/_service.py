@@ -1,0 +1,50 @@
+"""Settings of the HTTP service's session routes: bearer keys with their scopes, CORS, the event stream.
+
+``AGENT_TOOLS_SERVICE__API_KEYS`` is a JSON list of keys::
+
+    [{"key": "k-console", "name": "console", "scopes": ["read", "answer"], "agents": ["assistant"]}]
+
+A key's secret is a ``SecretStr``: it never shows in a repr, a log line or a validation error.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr
+
+Scope = Literal["start", "answer", "read"]
+SCOPES: tuple[Scope, ...] = ("start", "answer", "read")
+
+
+class ServiceKey(BaseModel):
+    """One bearer key: what it may do (``scopes``), for which agents, and in which memory scope it starts."""
+
+    key: SecretStr = Field(min_length=16, description="The bearer secret (at least 16 characters)")
+    name: str = Field(
+        default="api", min_length=1, max_length=100, description="Shown as who answered or decided; never the key"
+    )
+    scopes: list[Scope] = Field(default_factory=lambda: list(SCOPES))
+    agents: list[str] | Literal["all"] = "all"
+    organisation: str = Field(default="default", min_length=1, max_length=100)
+    project: str = Field(default="default", min_length=1, max_length=100)
+    user: str = Field(default="default", min_length=1, max_length=200)
+
+    def allows_agent(self, agent: str | None) -> bool:
+        return self.agents == "all" or (agent is not None and agent in self.agents)
+
+
+class ServiceSettings(BaseModel):
+    """The session routes' keys (none configured: every session route answers 401), CORS origins (none:
+    no cross-origin browser may call), and the event stream's pacing."""
+
+    api_keys: list[ServiceKey] = Field(default_factory=list)
+    cors_origins: list[str] = Field(
+        default_factory=list, description='Origins allowed to call, e.g. ["https://app.example"]'
+    )
+    # An idle event stream sends a comment this often, so that proxies and browsers keep it open.
+    keepalive_seconds: float = Field(default=15.0, gt=0, le=300)
+    # How often a stream asks a busy session for new items (it asks an idle one less and less often).
+    poll_seconds: float = Field(default=0.1, gt=0, le=5)
+    # Bodies of the session routes larger than this are refused (413) before they are parsed.
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)

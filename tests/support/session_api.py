@@ -1,0 +1,117 @@
+"""The session routes on a real socket, their keys, and a reader of their server-sent events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import uvicorn
+
+from agent_tools._client import AgentToolsClient
+from agent_tools._service.app import create_app
+from agent_tools._settings import Settings
+from agent_tools.contracts._service import ServiceKey, ServiceSettings
+
+FULL = "key-full-0123456789abcdef"
+READER = "key-read-0123456789abcdef"
+ANSWERER = "key-answer-0123456789abcdef"
+OTHER_AGENT = "key-ops-only-0123456789abcdef"
+KEYS = [
+    ServiceKey.model_validate(k)
+    for k in (
+        {"key": FULL, "name": "tester"},
+        {"key": READER, "name": "reader", "scopes": ["read"]},
+        {"key": ANSWERER, "name": "answerer", "scopes": ["answer"]},
+        {"key": OTHER_AGENT, "name": "ops", "agents": ["ops"]},
+    )
+]
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@asynccontextmanager
+async def session_api(
+    settings: Settings, client: AgentToolsClient | None, **service: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The service app served by uvicorn on 127.0.0.1, over ``client``, with :data:`KEYS`; an HTTP client
+    pointed at it. A real socket: httpx's in-process transport does not stream a response."""
+    cfg = ServiceSettings(api_keys=KEYS, keepalive_seconds=service.pop("keepalive_seconds", 0.5), **service)
+    state: dict[str, Any] = {} if client is None else {"agent_client": client}
+    app = create_app(settings.model_copy(update={"service": cfg}), **state)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
+        await asyncio.sleep(0.01)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            yield http
+    finally:
+        server.should_exit = True
+        await task
+
+
+@dataclass
+class SseEvent:
+    id: str | None
+    event: str
+    data: Any
+
+
+@dataclass
+class SseRead:
+    events: list[SseEvent]
+    comments: int
+    ended: bool
+
+    @property
+    def items(self) -> list[SseEvent]:
+        return [e for e in self.events if e.event == "message"]
+
+
+async def read_sse(
+    http: httpx.AsyncClient,
+    path: str,
+    headers: dict[str, str],
+    *,
+    stop: Any = None,
+    timeout: float = 60.0,
+) -> SseRead:
+    """Read an event stream until ``end`` (or ``stop(event)`` holds, which then closes the connection)."""
+    read = SseRead(events=[], comments=0, ended=False)
+
+    async def go() -> None:
+        async with http.stream("GET", path, headers=headers, timeout=timeout) as resp:
+            assert resp.status_code == 200, (resp.status_code, await resp.aread())
+            assert resp.headers["content-type"].startswith("text/event-stream")
+            fields: dict[str, str] = {}
+            async for line in resp.aiter_lines():
+                if line.startswith(":"):
+                    read.comments += 1
+                elif line == "":
+                    if "data" in fields:
+                        event = SseEvent(fields.get("id"), fields.get("event", "message"), json.loads(fields["data"]))
+                        read.events.append(event)
+                        if event.event in ("end", "error"):
+                            read.ended = event.event == "end"
+                            return
+                        if stop is not None and stop(event):
+                            return
+                    fields = {}
+                else:
+                    name, _, value = line.partition(":")
+                    fields[name] = value[1:] if value.startswith(" ") else value
+
+    await asyncio.wait_for(go(), timeout)
+    return read

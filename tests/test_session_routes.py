@@ -1,0 +1,284 @@
+"""The session routes against a real dev server and worker: start, read, answer, approve, stop; the event
+stream resumed with Last-Event-ID mid-session (every item once); the keys' scopes; the OpenAPI document."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import pytest
+
+from agent_tools._progress_resume import ProgressCursor
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.polling import eventually
+from tests.support.session_api import (
+    ANSWERER,
+    FULL,
+    KEYS,
+    OTHER_AGENT,
+    READER,
+    SseEvent,
+    auth,
+    read_sse,
+    session_api,
+)
+
+ASK = {
+    "name": "askUser",
+    "arguments": {
+        "questions": [
+            {
+                "question": "Which one?",
+                "header": "Choice",
+                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
+            }
+        ]
+    },
+}
+WORDS = " ".join(f"word{i}" for i in range(40))
+
+
+def _key(e: SseEvent) -> tuple[str, int]:
+    return (str(e.data["session_id"]), int(e.data["offset"]))
+
+
+async def test_a_stream_resumed_twice_mid_session_loses_nothing_and_repeats_nothing(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    settings.model = script(
+        [
+            {"match": {"title": "Child"}, "turns": [{"say": "child " + WORDS, "word_seconds": 0.03}]},
+            {
+                "match": {"prompt_contains": "PARENT"},
+                "turns": [
+                    {"say": WORDS, "word_seconds": 0.02, "tool_calls": [ASK]},
+                    {
+                        "say": "thanks",
+                        "tool_calls": [
+                            {
+                                "name": "subAgent",
+                                "arguments": {"title": "Child", "instruction": "talk", "mode": "sync"},
+                            }
+                        ],
+                    },
+                    {"say": "all done " + WORDS, "word_seconds": 0.01},
+                ],
+            },
+        ]
+    )
+    async with worker_for() as client, session_api(settings, client) as http:
+        started = await http.post("/sessions", json={"prompt": "PARENT go"}, headers=auth(FULL))
+        assert started.status_code == 201, started.text
+        sid = started.json()["session_id"]
+        assert started.headers["location"] == f"/sessions/{sid}"
+        path = started.json()["links"]["events"]
+
+        # First connection: up to the question, then the browser goes away.
+        first = await read_sse(http, path, auth(READER), stop=lambda e: e.data.get("kind") == "question")
+        assert first.items[-1].data["kind"] == "question" and not first.ended
+        assert any(e.data["kind"] == "text_delta" for e in first.items)
+        view = (await http.get(f"/sessions/{sid}", headers=auth(READER))).json()
+        assert [q["question"] for q in view["pending_questions"]] == ["Which one?"]
+        answered = await http.post(f"/sessions/{sid}/answers", json={"Which one?": "First"}, headers=auth(ANSWERER))
+        assert answered.status_code == 200, answered.text
+
+        # Second: from the last id seen, until the sub-agent has said something; gone again mid-child.
+        second = await read_sse(
+            http,
+            path,
+            {**auth(READER), "Last-Event-ID": str(first.events[-1].id)},
+            stop=lambda e: e.data.get("session_id") == f"{sid}/sub-1" and e.data.get("kind") == "text_delta",
+        )
+        cursor = ProgressCursor.decode(sid, str(second.events[-1].id))
+        assert f"{sid}/sub-1" in cursor.offsets  # the sub-agent's stream is resumed from its own offset
+
+        # Third: to the end (the cursor goes in the query this time).
+        third = await read_sse(http, f"{path}?cursor={second.events[-1].id}", auth(READER))
+        assert third.ended and third.events[-1].data["status"] == "COMPLETED"
+
+        # Every item of the three connections, against one read of the whole stream after the end.
+        whole = await read_sse(http, path, auth(READER))
+        resumed = first.items + second.items + third.items
+        assert [_key(e) for e in resumed] == [_key(e) for e in whole.items]
+        assert [e.data for e in resumed] == [e.data for e in whole.items]
+        assert len({_key(e) for e in whole.items}) == len(whole.items)
+        assert [e.id for e in resumed] == [e.id for e in whole.items]
+        kinds = {e.data["kind"] for e in whole.items}
+        assert {"text_delta", "question", "answer", "subagent_started", "subagent_done", "turn_finished"} <= kinds
+        child = [e for e in whole.items if e.data["session_id"] == f"{sid}/sub-1"]
+        assert child and all(e.data["kind"] for e in child)
+        # The sub-agent's last words come before its parent's subagent_done.
+        done_at = next(i for i, e in enumerate(whole.items) if e.data["kind"] == "subagent_done")
+        assert max(i for i, e in enumerate(whole.items) if e.data["session_id"] == f"{sid}/sub-1") < done_at
+
+        # The session answers afterwards, and the transcript is there, paged.
+        page = await http.get(f"/sessions/{sid}/transcript", params={"limit": 2}, headers=auth(READER))
+        assert page.status_code == 200, page.text
+        assert len(page.json()["entries"]) == 2 and page.json()["next_offset"] == 2
+        listed = await http.get("/sessions", params={"root": sid}, headers=auth(READER))
+        assert {s["session_id"] for s in listed.json()["sessions"]} >= {sid}
+
+
+async def test_text_reaches_the_stream_while_the_model_writes(
+    settings: Settings, script: Script, worker_for: WorkerFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each text delta's arrival at an SSE client, against when the model wrote its last character (the
+    worker runs in this process: one clock): what the stream adds (the step's batching, the poll, the
+    HTTP hop), reported as p50/p95."""
+    from agent_tools.activities._providers.scripted import ScriptedProvider
+
+    written: list[tuple[int, float]] = []  # (characters written so far, when)
+    complete = ScriptedProvider.complete
+
+    async def timed(self: ScriptedProvider, request: Any, on_text: Any = None) -> Any:
+        def sink(piece: str) -> None:
+            written.append(((written[-1][0] if written else 0) + len(piece), time.monotonic()))
+            if on_text is not None:
+                on_text(piece)
+
+        return await complete(self, request, sink)
+
+    monkeypatch.setattr(ScriptedProvider, "complete", timed)
+    settings.model = script([{"say": WORDS + " " + WORDS, "word_seconds": 0.05}])
+    async with worker_for() as client, session_api(settings, client, poll_seconds=0.05) as http:
+        started = await http.post("/sessions", json={"prompt": "hello"}, headers=auth(FULL))
+        sid = started.json()["session_id"]
+        arrivals: list[tuple[float, SseEvent]] = []
+
+        def note(e: SseEvent) -> bool:
+            arrivals.append((time.monotonic(), e))
+            return False
+
+        read = await read_sse(http, f"/sessions/{sid}/events", auth(READER), stop=note)
+        assert read.ended
+        deltas = [(t, e) for t, e in arrivals if e.data.get("kind") == "text_delta"]
+        finished = next(t for t, e in arrivals if e.data.get("kind") == "assistant_message")
+        # Text arrived in several pieces, and well before the step ended: streamed, not sent at the end.
+        assert len(deltas) >= 5, [e.data for _, e in deltas]
+        assert finished - deltas[0][0] > 1.0
+        lags = []
+        for t, e in deltas:
+            delta = e.data["data"]  # the item's own data: its place in the step's text, and the text
+            end = int(delta["offset"]) + len(str(delta["text"]))
+            produced = next(when for count, when in written if count >= end)
+            lags.append(t - produced)
+        lags.sort()
+        p50, p95 = statistics.median(lags), lags[int(0.95 * (len(lags) - 1))]
+        print(f"text delta to SSE client over {len(lags)} deltas: p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
+        assert min(lags) >= 0 and p95 < 2.0
+
+
+async def test_start_approve_message_and_stop_through_the_routes(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    settings.model = script(
+        [
+            {"tool_calls": [{"name": "todoWrite", "arguments": {"todos": [{"content": "x", "status": "pending"}]}}]},
+            {"say": "listed"},
+            {"say": "second answer"},
+        ]
+    )
+    async with worker_for() as client, session_api(settings, client) as http:
+        body = {"prompt": "todo", "keep_alive": True, "options": {"approval": {"require": ["todoWrite"]}}}
+        started = await http.post("/sessions", json=body, headers=auth(FULL))
+        assert started.status_code == 201, started.text
+        sid = started.json()["session_id"]
+
+        async def pending() -> list[dict[str, Any]] | None:
+            view = (await http.get(f"/sessions/{sid}", headers=auth(READER))).json()
+            return view["pending_approvals"] or None
+
+        [approval] = await eventually(pending, timeout=30, what="a pending approval")
+        url = f"/sessions/{sid}/approvals/{approval['approval_id']}"
+        wrong = await http.post(url, json={"approve": True, "digest": "sha256:not-it"}, headers=auth(ANSWERER))
+        assert wrong.status_code == 409 and "digest" in wrong.json()["detail"]
+        decided = await http.post(url, json={"approve": True, "digest": approval["digest"]}, headers=auth(ANSWERER))
+        assert decided.status_code == 200 and decided.json()["approved"] is True, decided.text
+        again = await http.post(url, json={"approve": True, "digest": approval["digest"]}, headers=auth(ANSWERER))
+        assert again.status_code == 409 and "already decided" in again.json()["detail"]
+
+        async def idle() -> dict[str, Any] | None:
+            view = (await http.get(f"/sessions/{sid}", headers=auth(READER))).json()
+            return view if view["status"]["status"] == "idle" and view["status"]["turns"] >= 1 else None
+
+        await eventually(idle, timeout=30, what="the first turn done")
+        sent = await http.post(f"/sessions/{sid}/messages", json={"content": "again"}, headers=auth(ANSWERER))
+        assert sent.status_code == 200, sent.text
+
+        async def two_turns() -> dict[str, Any] | None:
+            view = (await http.get(f"/sessions/{sid}", headers=auth(READER))).json()
+            return view if view["status"]["turns"] >= 2 and view["status"]["status"] == "idle" else None
+
+        view = await eventually(two_turns, timeout=30, what="the second turn done")
+        assert view["status"]["usage"]["calls"] >= 3
+        stopped = await http.post(f"/sessions/{sid}/stop", json={"reason": "enough"}, headers=auth(FULL))
+        assert stopped.status_code == 202, stopped.text
+        result = await client.session(sid).result()
+        assert result.status == SessionStatus.stopped
+        decider = (await client.session(sid).approval_state()).decided[0].decided_by
+        assert decider == "answerer"  # the key's name, never the key
+        entries = await client.session(sid).transcript()
+        assert [e.content for e in entries if e.role == "user"] == ["todo", "again"]
+
+
+async def test_keys_and_scopes(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
+    settings.model = script([{"say": "hi"}])
+    async with worker_for() as client, session_api(settings, client) as http:
+        assert (await http.post("/sessions", json={"prompt": "x"})).status_code == 401
+        unknown = await http.get("/sessions", headers=auth("not-a-key-0123456789"))
+        assert unknown.status_code == 401 and unknown.headers["www-authenticate"] == "Bearer"
+        basic = await http.get("/sessions", headers={"Authorization": f"Basic {FULL}"})
+        assert basic.status_code == 401
+        refused = {
+            "a reader cannot start": await http.post("/sessions", json={"prompt": "x"}, headers=auth(READER)),
+            "an answerer cannot list": await http.get("/sessions", headers=auth(ANSWERER)),
+            "an ops key cannot start assistant": await http.post(
+                "/sessions", json={"prompt": "x"}, headers=auth(OTHER_AGENT)
+            ),
+        }
+        for label, resp in refused.items():
+            assert resp.status_code == 403, (label, resp.text)
+        started = await http.post("/sessions", json={"prompt": "x"}, headers=auth(FULL))
+        sid = started.json()["session_id"]
+        assert (await http.get(f"/sessions/{sid}", headers=auth(OTHER_AGENT))).status_code == 403
+        assert (await http.get(f"/sessions/{sid}/events", headers=auth(OTHER_AGENT))).status_code == 403
+        assert (await http.post(f"/sessions/{sid}/stop", headers=auth(ANSWERER))).status_code == 403
+        assert (await http.post(f"/sessions/{sid}/stop", headers=auth(READER))).status_code == 403
+        assert (
+            await http.get("/sessions", params={"agent": "assistant"}, headers=auth(OTHER_AGENT))
+        ).status_code == 403
+        mine = await http.get("/sessions", headers=auth(OTHER_AGENT))  # an ops key lists ops sessions only
+        assert mine.status_code == 200 and mine.json()["sessions"] == []
+        await client.session(sid).result()
+        for resp in [*refused.values(), unknown, basic]:
+            for key in KEYS:
+                assert key.key.get_secret_value() not in resp.text
+        assert (await http.get(f"/sessions/{sid}", headers=auth(READER))).status_code == 200
+
+
+async def test_no_keys_means_closed_and_cors_is_closed_by_default(settings: Settings) -> None:
+    from tests.support.session_api import session_api as serve
+
+    async with serve(settings, None) as http:
+        preflight = await http.options(
+            "/sessions",
+            headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+        )
+        assert "access-control-allow-origin" not in preflight.headers
+    async with serve(settings, None, cors_origins=["https://app.example"]) as http:
+        allowed = await http.options(
+            "/sessions",
+            headers={
+                "Origin": "https://app.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization,content-type",
+            },
+        )
+        assert allowed.headers["access-control-allow-origin"] == "https://app.example"
+        other = await http.options(
+            "/sessions", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
+        )
+        assert other.headers.get("access-control-allow-origin") != "https://evil.example"
