@@ -40,6 +40,7 @@ SLOW_MODULES = {
     "hostile/test_approvals.py",
     "hostile/test_event_signals.py",
     "hostile/test_output_schema.py",
+    "hostile/test_session_routes.py",
     "hostile/test_tools.py",
     "test_approval_crash.py",
     "test_approvals.py",

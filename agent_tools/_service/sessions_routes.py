@@ -24,6 +24,7 @@ import hmac
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -102,7 +103,8 @@ class SessionLinks(BaseModel):
 
 
 def _links(session_id: str) -> SessionLinks:
-    base = f"/sessions/{session_id}"
+    """The session's routes, its id percent-encoded (a header holds Latin-1 only; a sub-agent's ``/`` stays)."""
+    base = f"/sessions/{quote(session_id, safe='/')}"
     return SessionLinks(
         self=base,
         events=f"{base}/events",
@@ -403,8 +405,9 @@ async def start(request: Request, response: Response, key: Starter) -> SessionSt
         )
     except ValidationError as exc:
         raise HTTPException(422, describe_validation_error(exc, whole="(body)")) from None
-    response.headers["Location"] = f"/sessions/{handle.id}"
-    return SessionStarted(session_id=handle.id, links=_links(handle.id))
+    links = _links(handle.id)
+    response.headers["Location"] = links.self
+    return SessionStarted(session_id=handle.id, links=links)
 
 
 @_route("GET", "", response_model=SessionPage, summary="List sessions")

@@ -1,0 +1,151 @@
+"""The session routes with hostile input: deep and huge JSON, wrong types, NUL bytes and lone surrogates,
+huge numbers, unknown ids, oversized messages, Last-Event-IDs that are garbage or another session's. Each
+gets a 4xx with a reason (never a 500), and the session they were aimed at loses nothing and goes on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from agent_tools._progress_resume import ProgressCursor
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.hostile import task_failures
+from tests.support.polling import eventually
+from tests.support.session_api import FULL, auth, read_sse, session_api
+
+ASK = {
+    "name": "askUser",
+    "arguments": {
+        "questions": [
+            {
+                "question": "Which one?",
+                "header": "Choice",
+                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
+            }
+        ]
+    },
+}
+
+
+def _deep(levels: int) -> str:
+    return '{"x":' * levels + "1" + "}" * levels
+
+
+def _cases(sid: str) -> list[tuple[str, str, str, dict[str, Any], int]]:
+    """(label, method, path, request options, status)."""
+    s = f"/sessions/{sid}"
+    other = ProgressCursor.start("session-another").encode()
+    raw = {"Content-Type": "application/json"}
+    control = "\x01" * 100_000  # 100,000 characters, 600,000 bytes of JSON: over what a session takes
+    return [
+        ("start: nested 5,000 levels", "POST", "/sessions", {"content": '{"prompt": ' + _deep(5000) + "}"}, 400),
+        (
+            "start: options nested 40 levels",
+            "POST",
+            "/sessions",
+            {"content": '{"output_schema": ' + _deep(40) + "}"},
+            400,
+        ),
+        ("start: not JSON", "POST", "/sessions", {"content": "{nope"}, 400),
+        ("start: not an object", "POST", "/sessions", {"content": "[1, 2]"}, 400),
+        ("start: a wrong type", "POST", "/sessions", {"json": {"prompt": 12}}, 422),
+        ("start: a huge number", "POST", "/sessions", {"json": {"prompt": "x", "max_steps": 10**40}}, 422),
+        ("start: bad options", "POST", "/sessions", {"json": {"options": {"ask_user_timeout_seconds": "soon"}}}, 422),
+        ("start: a huge body", "POST", "/sessions", {"content": '{"prompt": "' + "y" * 2_000_000 + '"}'}, 413),
+        ("start: a huge prompt", "POST", "/sessions", {"json": {"prompt": "y" * 200_000}}, 422),
+        ("start: its own id again", "POST", "/sessions", {"json": {"prompt": "x", "session_id": sid}}, 409),
+        ("start: a NUL in the id (cleaned)", "POST", "/sessions", {"json": {"session_id": f"{sid}\x00b"}}, 201),
+        ("list: an unknown state", "GET", "/sessions?state=sleepy", {}, 422),
+        ("list: a huge limit", "GET", f"/sessions?limit={10**40}", {}, 422),
+        ("list: a NUL in the agent", "GET", "/sessions?agent=a%00b", {}, 400),
+        ("read: an unknown session", "GET", "/sessions/session-nobody", {}, 404),
+        ("read: a NUL in the id", "GET", "/sessions/a%00b", {}, 400),
+        ("read: a lone surrogate in the id", "GET", "/sessions/a%ED%A0%80b", {}, 404),  # decoded as U+FFFD
+        ("read: an id of 10,000 characters", "GET", "/sessions/" + "i" * 10_000, {}, 400),
+        ("transcript: unknown", "GET", "/sessions/session-nobody/transcript", {}, 404),
+        ("transcript: a zero limit", "GET", f"{s}/transcript?limit=0", {}, 422),
+        ("events: unknown", "GET", "/sessions/session-nobody/events", {}, 404),
+        ("events: garbage Last-Event-ID", "GET", f"{s}/events", {"headers": {"Last-Event-ID": "garbage"}}, 400),
+        ("events: another session's", "GET", f"{s}/events", {"headers": {"Last-Event-ID": other}}, 400),
+        ("events: a huge offset", "GET", f"{s}/events", {"headers": {"Last-Event-ID": "0a0a0a0a." + "9" * 40}}, 400),
+        ("events: a NUL cursor", "GET", f"{s}/events?cursor=ab%00", {}, 400),
+        ("events: a cursor of 9,000", "GET", f"{s}/events?cursor=" + "1" * 9000, {}, 422),
+        ("message: deep", "POST", f"{s}/messages", {"content": '{"content": ' + _deep(300) + "}"}, 400),
+        ("message: a wrong type", "POST", f"{s}/messages", {"json": {"content": 5}}, 422),
+        ("message: empty", "POST", f"{s}/messages", {"json": {"content": ""}}, 422),
+        ("message: 200,000 characters", "POST", f"{s}/messages", {"json": {"content": "m" * 200_000}}, 422),
+        ("message: over 512 KiB of JSON", "POST", f"{s}/messages", {"json": {"content": control}}, 422),
+        ("message: unknown session", "POST", "/sessions/session-nobody/messages", {"json": {"content": "hi"}}, 404),
+        ("answers: deep", "POST", f"{s}/answers", {"content": '{"Which one?": ' + _deep(300) + "}"}, 400),
+        ("answers: a list", "POST", f"{s}/answers", {"content": "[]"}, 400),
+        ("answers: empty", "POST", f"{s}/answers", {"json": {}}, 422),
+        ("answers: a wrong shape", "POST", f"{s}/answers", {"json": {"answers": [{"question": 5}]}}, 422),
+        ("answers: no such question", "POST", f"{s}/answers", {"json": {"Which two?": "First"}}, 409),
+        ("answers: no such option", "POST", f"{s}/answers", {"json": {"Which one?": "Third"}}, 409),
+        ("answers: unknown session", "POST", "/sessions/session-nobody/answers", {"json": {"a": "b"}}, 404),
+        ("approval: unknown id", "POST", f"{s}/approvals/ap-9", {"json": {"approve": False}}, 422),
+        ("approval: unknown, approved", "POST", f"{s}/approvals/ap-9", {"json": {"approve": True, "digest": "d"}}, 409),
+        ("approval: a wrong type", "POST", f"{s}/approvals/ap-9", {"json": {"approve": "yes please"}}, 422),
+        ("approval: a NUL in the id", "POST", f"{s}/approvals/a%00b", {"json": {"approve": False}}, 400),
+        ("stop: a huge reason", "POST", f"{s}/stop", {"json": {"reason": "r" * 100_000}}, 422),
+        ("stop: not JSON", "POST", f"{s}/stop", {"content": "{nope", "headers": raw}, 400),
+        ("stop: unknown session", "POST", "/sessions/session-nobody/stop", {}, 404),
+    ]
+
+
+async def test_hostile_requests_get_a_clear_4xx_and_the_session_goes_on(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    settings.model = script([{"say": "asking", "tool_calls": [ASK]}, {"say": "answered {{last_tool}}"}])
+    async with worker_for() as client, session_api(settings, client) as http:
+        started = await http.post("/sessions", json={"prompt": "go"}, headers=auth(FULL))
+        sid = started.json()["session_id"]
+
+        async def asked() -> list[Any] | None:
+            return (await http.get(f"/sessions/{sid}", headers=auth(FULL))).json()["pending_questions"] or None
+
+        await eventually(asked, timeout=30, what="the question pending")
+        wrong = []
+        for label, method, path, options, status in _cases(sid):
+            headers = {**auth(FULL), **options.pop("headers", {})}
+            resp = await http.request(method, path, headers=headers, **options)
+            detail = _detail(resp)
+            if resp.status_code != status or not (detail or status == 201):
+                wrong.append((label, resp.status_code, resp.text[:300]))
+        assert wrong == [], "\n".join(map(str, wrong))
+
+        # Nothing was lost: the one question is still pending; the session answers, and ends as it should.
+        view = (await http.get(f"/sessions/{sid}", headers=auth(FULL))).json()
+        assert [q["question"] for q in view["pending_questions"]] == ["Which one?"]
+        good = await http.post(f"/sessions/{sid}/answers", json={"Which one?": "First"}, headers=auth(FULL))
+        assert good.status_code == 200, good.text
+        read = await read_sse(http, f"/sessions/{sid}/events", auth(FULL))
+        assert read.ended and read.events[-1].data["status"] == "COMPLETED"
+        result = await client.session(sid).result()
+        assert result.status == SessionStatus.completed and "First" in (result.final_message or "")
+        assert await task_failures(client.temporal, sid) == []
+
+
+async def test_nul_and_lone_surrogates_in_a_start_are_cleaned(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    settings.model = script([{"say": "got {{last_user}}"}])
+    async with worker_for() as client, session_api(settings, client) as http:
+        body = '{"prompt": "a\\u0000b\\ud800c", "title": "t\\udfff"}'
+        started = await http.post(
+            "/sessions", content=body.encode(), headers={**auth(FULL), "Content-Type": "application/json"}
+        )
+        assert started.status_code == 201, started.text
+        result = await client.session(started.json()["session_id"]).result()
+        assert result.final_message == "got a\ufffdb\ufffdc"
+
+
+def _detail(resp: httpx.Response) -> Any:
+    try:
+        return resp.json().get("detail")
+    except (ValueError, json.JSONDecodeError, AttributeError):
+        return None
