@@ -44,7 +44,7 @@ from agent_tools._boundaries import (
     describe_validation_error,
     input_problems,
 )
-from agent_tools._errors import InvalidInput, SessionError, StoreNotReady
+from agent_tools._errors import ConfigurationError, InvalidInput, SessionError, StoreNotReady
 from agent_tools._service.events_routes import ErrorBody, _json_object, _read_body
 from agent_tools._session import SendMessage, SendMessageAccepted, SessionOptions, SessionStatus, StatusView
 from agent_tools._settings import Settings
@@ -365,6 +365,9 @@ def _route(method: str, path: str, **options: Any) -> Callable[[Callable[..., An
 
 def build_router(settings: Settings, state: Any) -> APIRouter:
     """The ``/sessions`` routes over the app's ``state``; their settings are ``settings.service``."""
+    problem = settings.service.key_problems()
+    if problem is not None:
+        raise ConfigurationError(f"AGENT_TOOLS_SERVICE__API_KEYS: {problem}")
     state.session_routes = _Sessions(settings, state)
     router = APIRouter(prefix="/sessions", tags=["sessions"], responses=_ERRORS)
     for method, path, fn, options in _ROUTES:
