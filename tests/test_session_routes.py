@@ -3,12 +3,15 @@ stream resumed with Last-Event-ID mid-session (every item once); the keys' scope
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import time
 from typing import Any
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
+from agent_tools._client import AgentToolsClient
 from agent_tools._progress_resume import ProgressCursor
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
@@ -222,6 +225,47 @@ async def test_start_approve_message_and_stop_through_the_routes(
         assert decider == "answerer"  # the key's name, never the key
         entries = await client.session(sid).transcript()
         assert [e.content for e in entries if e.role == "user"] == ["todo", "again"]
+
+
+async def test_without_a_worker_routes_say_so_and_the_stream_goes_on_with_the_next(
+    settings: Settings, script: Script, worker_for: WorkerFor, temporal_env: WorkflowEnvironment
+) -> None:
+    settings.model = script([{"say": "asking", "tool_calls": [ASK]}, {"say": "answered {{last_tool}} " + WORDS}])
+    client = AgentToolsClient(temporal_env.client, settings)
+    async with session_api(settings, client, call_timeout_seconds=1.0) as http:
+        async with worker_for():
+            started = await http.post("/sessions", json={"prompt": "go"}, headers=auth(FULL))
+            sid = started.json()["session_id"]
+            path = f"/sessions/{sid}/events"
+            seen: list[str] = []
+            follow = asyncio.create_task(
+                read_sse(http, path, auth(READER), timeout=90, stop=lambda e: seen.append(e.data["kind"]))
+            )
+
+            async def asked() -> list[str] | None:
+                return seen if "question" in seen else None
+
+            await eventually(asked, timeout=30, what="the question on the stream")
+        # No worker: a read or an answer says so instead of hanging; the open stream just waits.
+        gone = await http.get(f"/sessions/{sid}", headers=auth(READER))
+        assert gone.status_code == 503 and "worker" in gone.json()["detail"], gone.text
+        refused = await http.post(f"/sessions/{sid}/answers", json={"Which one?": "First"}, headers=auth(ANSWERER))
+        assert refused.status_code == 503, refused.text
+        assert not follow.done()
+        async with worker_for():
+            answer = await eventually(
+                lambda: http.post(f"/sessions/{sid}/answers", json={"Which one?": "First"}, headers=auth(ANSWERER)),
+                until=lambda r: r.status_code in (200, 409),
+                timeout=60,
+                what="the answer taken by the new worker",
+            )
+            assert answer.status_code in (200, 409), answer.text  # 409: the first try was taken after all
+            read = await follow
+            assert read.ended and read.comments >= 1
+            whole = await read_sse(http, path, auth(READER))
+        assert [e.data for e in read.items] == [e.data for e in whole.items]
+        assert [e.data["kind"] for e in read.items].count("question") == 1
+        assert "First" in str((await client.session(sid).result()).final_message)
 
 
 async def test_keys_and_scopes(settings: Settings, script: Script, worker_for: WorkerFor) -> None:

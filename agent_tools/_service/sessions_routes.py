@@ -279,10 +279,21 @@ class _Sessions:
             raise HTTPException(422, f"the body cannot be sent to a session: {problem}")
         return parsed
 
+    async def call(self, call: Coroutine[Any, Any, T]) -> T:
+        """A client call's result, or the HTTP answer its refusal is; 503 when no worker answers in time (a
+        query or an update needs one)."""
+        limit = self.cfg.call_timeout_seconds
+        try:
+            return await _answered(asyncio.wait_for(call, limit))
+        except TimeoutError:
+            raise HTTPException(
+                503, f"the session did not answer within {limit:g} s: is a worker running on its task queue?"
+            ) from None
+
     async def agent_of(self, key: ServiceKey, session_id: str) -> StatusView:
         """The session's status, once the key may see its agent (403 otherwise, 404 for no session)."""
         client = await self.client()
-        status: StatusView = await _answered(client.session(session_id).status())
+        status: StatusView = await self.call(client.session(session_id).status())
         if not key.allows_agent(status.agent):
             raise HTTPException(403, f"this key may not use sessions of agent {status.agent!r}")
         return status
@@ -389,7 +400,7 @@ async def start(request: Request, response: Response, key: Starter) -> SessionSt
         raise HTTPException(403, f"this key may not start sessions of agent {body.agent!r}")
     client = await _shared(request).client()
     try:
-        handle = await _answered(
+        handle = await _shared(request).call(
             client.start_session(
                 body.prompt,
                 session_id=body.session_id,
@@ -434,7 +445,7 @@ async def list_sessions(
         if value is not None and clean_text(value) != value:
             raise HTTPException(400, f"a filter holds characters no session id or agent has: {value[:80]!r}")
     client = await _shared(request).client()
-    found = await _answered(
+    found = await _shared(request).call(
         client.list_sessions(agent=agent, root_id=root, state=state.value if state else None, limit=offset + limit + 1)
     )
     page = found[offset : offset + limit]
@@ -468,7 +479,7 @@ async def transcript(
     sid = _session_id(session_id)
     await _shared(request).agent_of(key, sid)
     client = await _shared(request).client()
-    entries = await _answered(client.session(sid).transcript(offset, limit + 1))
+    entries = await _shared(request).call(client.session(sid).transcript(offset, limit + 1))
     return TranscriptPage(
         entries=[
             TranscriptItem(
@@ -547,7 +558,7 @@ async def message(session_id: SessionId, request: Request, key: Answerer) -> Sen
         raise HTTPException(422, "the message is over the limit of what one message may hold")
     await _shared(request).agent_of(key, sid)
     client = await _shared(request).client()
-    accepted: SendMessageAccepted = await _answered(client.session(sid).send(body.content))
+    accepted: SendMessageAccepted = await _shared(request).call(client.session(sid).send(body.content))
     return accepted
 
 
@@ -571,7 +582,7 @@ async def answers(session_id: SessionId, request: Request, key: Answerer) -> Ans
     except AnswerRejected as exc:
         raise HTTPException(422, str(exc)) from None
     parsed = parsed.model_copy(update={"answered_by": key.name})
-    accepted = await _answered(client.session(sid).answer_questions(parsed))
+    accepted = await _shared(request).call(client.session(sid).answer_questions(parsed))
     assert accepted is not None
     return accepted
 
@@ -590,7 +601,7 @@ async def decide(session_id: SessionId, approval_id: str, request: Request, key:
     body = await _shared(request).body(request, DecisionIn)
     await _shared(request).agent_of(key, sid)
     client = await _shared(request).client()
-    accepted = await _answered(
+    accepted = await _shared(request).call(
         client.session(sid).decide_approval(
             approval_id, approve=body.approve, digest=body.digest, reason=body.reason, decided_by=key.name
         )
@@ -616,7 +627,7 @@ async def stop(session_id: SessionId, request: Request, key: Starter) -> StopAcc
         raise HTTPException(422, describe_validation_error(exc, whole="(body)")) from None
     await _shared(request).agent_of(key, sid)
     client = await _shared(request).client()
-    await _answered(client.session(sid).stop(body.reason))
+    await _shared(request).call(client.session(sid).stop(body.reason))
     return StopAccepted(session_id=sid)
 
 
@@ -627,7 +638,7 @@ async def get_session(request: Request, session_id: SessionId, key: Reader) -> S
     client = await _shared(request).client()
     handle = client.session(sid)
     questions, approvals = await asyncio.gather(
-        _answered(handle.pending_questions()), _answered(handle.pending_approvals())
+        _shared(request).call(handle.pending_questions()), _shared(request).call(handle.pending_approvals())
     )
     return SessionView(status=status, pending_questions=questions, pending_approvals=approvals, links=_links(sid))
 

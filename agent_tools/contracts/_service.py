@@ -59,6 +59,9 @@ class ServiceSettings(BaseModel):
     keepalive_seconds: float = Field(default=15.0, gt=0, le=300)
     # How often a stream asks a busy session for new items (it asks an idle one less and less often).
     poll_seconds: float = Field(default=0.1, gt=0, le=5)
+    # A route whose session does not answer in this long (no worker: a query or an update waits for one)
+    # answers 503.
+    call_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     # Bodies of the session routes larger than this are refused (413) before they are parsed.
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
 
