@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+import uuid
 from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from agent_tools._agents import AgentDefinition
 from agent_tools._client import AgentToolsClient
 from agent_tools._progress_resume import ProgressCursor
 from agent_tools._session import SessionStatus
@@ -301,6 +303,37 @@ async def test_keys_and_scopes(settings: Settings, script: Script, worker_for: W
             for key in KEYS:
                 assert key.key.get_secret_value() not in resp.text
         assert (await http.get(f"/sessions/{sid}", headers=auth(READER))).status_code == 200
+
+
+async def test_listing_filters_and_pages(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
+    settings.model = script([{"say": "hi"}])
+    # An agent of this test's own: the dev server holds every test's sessions.
+    agent = f"pager-{uuid.uuid4().hex[:8]}"
+    async with worker_for(agents=[AgentDefinition(name=agent)]) as client, session_api(settings, client) as http:
+        ids = set()
+        for _ in range(3):
+            started = await http.post("/sessions", json={"prompt": "x", "agent": agent}, headers=auth(FULL))
+            ids.add(started.json()["session_id"])
+        for sid in ids:
+            await client.session(sid).result()
+
+        async def listed() -> dict[str, Any]:
+            query: dict[str, str | int] = {"state": "completed", "agent": agent, "limit": 2}
+            resp = await http.get("/sessions", params=query, headers=auth(READER))
+            assert resp.status_code == 200, resp.text
+            body: dict[str, Any] = resp.json()
+            return body
+
+        first = await eventually(
+            listed, until=lambda b: b["next_offset"] == 2, timeout=30, what="three completed sessions listed"
+        )
+        rest_query: dict[str, str | int] = {"state": "completed", "agent": agent, "limit": 2, "offset": 2}
+        rest = (await http.get("/sessions", params=rest_query, headers=auth(READER))).json()
+        assert rest["next_offset"] is None
+        assert {s["session_id"] for s in first["sessions"] + rest["sessions"]} == ids
+        assert all(s["state"] == "completed" and s["agent"] == agent for s in first["sessions"])
+        running = await http.get("/sessions", params={"state": "running", "agent": agent}, headers=auth(READER))
+        assert running.json() == {"sessions": [], "next_offset": None}
 
 
 async def test_no_keys_means_closed_and_cors_is_closed_by_default(settings: Settings) -> None:
