@@ -104,13 +104,19 @@ async def test_a_stream_resumed_twice_mid_session_loses_nothing_and_repeats_noth
         third = await read_sse(http, f"{path}?cursor={second.events[-1].id}", auth(READER))
         assert third.ended and third.events[-1].data["status"] == "COMPLETED"
 
-        # Every item of the three connections, against one read of the whole stream after the end.
+        # Every item of the three connections, against one read of the whole stream after the end: each
+        # session's items the same and in the same order, none twice (how a parent's items interleave with
+        # a sub-agent's is the timing's).
         whole = await read_sse(http, path, auth(READER))
         resumed = first.items + second.items + third.items
-        assert [_key(e) for e in resumed] == [_key(e) for e in whole.items]
-        assert [e.data for e in resumed] == [e.data for e in whole.items]
-        assert len({_key(e) for e in whole.items}) == len(whole.items)
-        assert [e.id for e in resumed] == [e.id for e in whole.items]
+        assert len({_key(e) for e in resumed}) == len(resumed)
+        for session in {e.data["session_id"] for e in whole.items}:
+            assert [e.data for e in resumed if e.data["session_id"] == session] == [
+                e.data for e in whole.items if e.data["session_id"] == session
+            ]
+        assert sorted(_key(e) for e in resumed) == sorted(_key(e) for e in whole.items)
+        for e in resumed:  # each id says: go on after this item of its session
+            assert ProgressCursor.decode(sid, str(e.id)).offsets[e.data["session_id"]] == e.data["offset"] + 1
         kinds = {e.data["kind"] for e in whole.items}
         assert {"text_delta", "question", "answer", "subagent_started", "subagent_done", "turn_finished"} <= kinds
         child = [e for e in whole.items if e.data["session_id"] == f"{sid}/sub-1"]
