@@ -224,6 +224,8 @@ async def follow_tree(temporal: Client, cursor: ProgressCursor, *, poll: float =
             except TimeoutError:
                 for out in tree.expire(loop.time()):
                     yield out
+                if tree.done(tree.root):
+                    return  # the root's end was held behind a sub-agent that did not end in time
                 continue
             if isinstance(item, BaseException):
                 raise item
