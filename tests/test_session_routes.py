@@ -46,6 +46,12 @@ ASK = {
 WORDS = " ".join(f"word{i}" for i in range(40))
 
 
+def _readers() -> int:
+    """The event streams' reading tasks running in this process (the service runs in the test's loop)."""
+    names = ("_event_stream.<locals>.pump", "_Tree._pump")
+    return sum(1 for t in asyncio.all_tasks() if getattr(t.get_coro(), "__qualname__", "") in names)
+
+
 def _key(e: SseEvent) -> tuple[str, int]:
     return (str(e.data["session_id"]), int(e.data["offset"]))
 
@@ -84,19 +90,26 @@ async def test_a_stream_resumed_twice_mid_session_loses_nothing_and_repeats_noth
         # First connection: up to the question, then the browser goes away.
         first = await read_sse(http, path, auth(READER), stop=lambda e: e.data.get("kind") == "question")
         assert first.items[-1].data["kind"] == "question" and not first.ended
-        assert any(e.data["kind"] == "text_delta" for e in first.items)
+
+        # The server (in this process) stops following once the browser has gone: no reader is left behind.
+        async def readers_left() -> int:
+            return _readers()
+
+        await eventually(readers_left, until=lambda n: n == 0, timeout=10, what="the readers gone")
         view = (await http.get(f"/sessions/{sid}", headers=auth(READER))).json()
         assert [q["question"] for q in view["pending_questions"]] == ["Which one?"]
         answered = await http.post(f"/sessions/{sid}/answers", json={"Which one?": "First"}, headers=auth(ANSWERER))
         assert answered.status_code == 200, answered.text
 
+        readers: list[int] = []
+
+        def in_child(e: SseEvent) -> bool:
+            readers.append(_readers())
+            return bool(e.data.get("session_id") == f"{sid}/sub-1" and e.data.get("kind") == "text_delta")
+
         # Second: from the last id seen, until the sub-agent has said something; gone again mid-child.
-        second = await read_sse(
-            http,
-            path,
-            {**auth(READER), "Last-Event-ID": str(first.events[-1].id)},
-            stop=lambda e: e.data.get("session_id") == f"{sid}/sub-1" and e.data.get("kind") == "text_delta",
-        )
+        second = await read_sse(http, path, {**auth(READER), "Last-Event-ID": str(first.events[-1].id)}, stop=in_child)
+        assert max(readers) >= 2  # while a stream is open, its reader and the root's pump run
         cursor = ProgressCursor.decode(sid, str(second.events[-1].id))
         assert f"{sid}/sub-1" in cursor.offsets  # the sub-agent's stream is resumed from its own offset
 
