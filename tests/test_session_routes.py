@@ -290,7 +290,7 @@ async def test_without_a_worker_routes_say_so_and_the_stream_goes_on_with_the_ne
 
 
 async def test_keys_and_scopes(settings: Settings, script: Script, worker_for: WorkerFor) -> None:
-    settings.model = script([{"say": "hi"}])
+    settings.model = script([{"say": '{"greeting": "hi"}'}])
     async with worker_for() as client, session_api(settings, client) as http:
         assert (await http.post("/sessions", json={"prompt": "x"})).status_code == 401
         unknown = await http.get("/sessions", headers=auth("not-a-key-0123456789"))
@@ -306,7 +306,8 @@ async def test_keys_and_scopes(settings: Settings, script: Script, worker_for: W
         }
         for label, resp in refused.items():
             assert resp.status_code == 403, (label, resp.text)
-        started = await http.post("/sessions", json={"prompt": "x"}, headers=auth(FULL))
+        schema = {"type": "object", "properties": {"greeting": {"type": "string"}}, "required": ["greeting"]}
+        started = await http.post("/sessions", json={"prompt": "x", "output_schema": schema}, headers=auth(FULL))
         sid = started.json()["session_id"]
         assert (await http.get(f"/sessions/{sid}", headers=auth(OTHER_AGENT))).status_code == 403
         assert (await http.get(f"/sessions/{sid}/events", headers=auth(OTHER_AGENT))).status_code == 403
@@ -317,7 +318,7 @@ async def test_keys_and_scopes(settings: Settings, script: Script, worker_for: W
         ).status_code == 403
         mine = await http.get("/sessions", headers=auth(OTHER_AGENT))  # an ops key lists ops sessions only
         assert mine.status_code == 200 and mine.json()["sessions"] == []
-        await client.session(sid).result()
+        assert (await client.session(sid).result()).output == {"greeting": "hi"}  # the schema went through
         for resp in [*refused.values(), unknown, basic]:
             for key in KEYS:
                 assert key.key.get_secret_value() not in resp.text

@@ -50,6 +50,7 @@ from agent_tools._session import SendMessage, SendMessageAccepted, SessionOption
 from agent_tools._settings import Settings
 from agent_tools.contracts._approvals import ApprovalAccepted, ApprovalRejected, PendingApproval
 from agent_tools.contracts._human import AnswerAccepted, AnswerRejected, PendingQuestion
+from agent_tools.contracts._output import schema_refusal
 from agent_tools.contracts._service import Scope, ServiceKey
 
 if TYPE_CHECKING:
@@ -398,6 +399,9 @@ async def start(request: Request, response: Response, key: Starter) -> SessionSt
     body = await _shared(request).body(request, StartSession)
     if not key.allows_agent(body.agent):
         raise HTTPException(403, f"this key may not start sessions of agent {body.agent!r}")
+    refusal = schema_refusal(body.output_schema) if body.output_schema is not None else None
+    if refusal is not None:
+        raise HTTPException(422, refusal)
     client = await _shared(request).client()
     try:
         handle = await _shared(request).call(

@@ -57,6 +57,8 @@ def _cases(sid: str) -> list[tuple[str, str, str, dict[str, Any], int]]:
         ("start: bad options", "POST", "/sessions", {"json": {"options": {"ask_user_timeout_seconds": "soon"}}}, 422),
         ("start: a huge body", "POST", "/sessions", {"content": '{"prompt": "' + "y" * 2_000_000 + '"}'}, 413),
         ("start: a huge prompt", "POST", "/sessions", {"json": {"prompt": "y" * 200_000}}, 422),
+        ("start: no schema", "POST", "/sessions", {"json": {"output_schema": {"type": "nonsense"}}}, 422),
+        ("start: a schema's $ref out", "POST", "/sessions", {"json": {"output_schema": {"$ref": "http://x/s"}}}, 422),
         ("start: its own id again", "POST", "/sessions", {"json": {"prompt": "x", "session_id": sid}}, 409),
         ("start: a NUL in the id (cleaned)", "POST", "/sessions", {"json": {"session_id": f"{sid}\x00b"}}, 201),
         ("list: an unknown state", "GET", "/sessions?state=sleepy", {}, 422),
