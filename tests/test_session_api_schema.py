@@ -111,3 +111,16 @@ async def test_refusals_never_echo_or_log_a_key(caplog: pytest.LogCaptureFixture
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=closed), base_url="http://svc") as http:
         refused = await http.get("/sessions", headers={"Authorization": f"Bearer {SECRET}"})
     assert refused.status_code == 401 and "no API keys" in refused.json()["detail"]
+
+
+def test_serve_binds_to_loopback_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    from agent_tools._cli.events import serve
+
+    calls: list[dict[str, object]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    monkeypatch.delenv("AGENT_TOOLS_EVENTS__HOST", raising=False)
+    serve()
+    serve(host="0.0.0.0", port=9000)
+    assert [(c["host"], c["port"]) for c in calls] == [("127.0.0.1", 8080), ("0.0.0.0", 9000)]
