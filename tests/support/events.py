@@ -3,15 +3,12 @@ event-waiting sessions."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-import uvicorn
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -30,6 +27,7 @@ from agent_tools.contracts._events import (
 )
 from agent_tools.contracts._events.settings import EventSettings, EventSource
 from agent_tools.contracts._events.signatures import sign_github
+from tests.support.asgi import served
 from tests.support.fixture_types import Script
 from tests.support.polling import eventually
 
@@ -58,20 +56,10 @@ async def ingress(
     if temporal is not None:
         state["temporal_client"] = temporal
     app = create_app(settings.model_copy(update={"events": event_settings}), **state)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
-        await asyncio.sleep(0.01)
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+        async with served(app, timeout=10) as http:
             yield http, store
     finally:
-        server.should_exit = True
-        await task
         await store.close()
 
 

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import uvicorn
 
 from agent_tools._client import AgentToolsClient
 from agent_tools._service.app import create_app
 from agent_tools._settings import Settings
 from agent_tools.contracts._service import ServiceKey, ServiceSettings
+from tests.support.asgi import served
 
 FULL = "key-full-0123456789abcdef"
 READER = "key-read-0123456789abcdef"
@@ -46,20 +45,8 @@ async def session_api(
     cfg = ServiceSettings(api_keys=KEYS, keepalive_seconds=service.pop("keepalive_seconds", 0.5), **service)
     state: dict[str, Any] = {} if client is None else {"agent_client": client}
     app = create_app(settings.model_copy(update={"service": cfg}), **state)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
-        await asyncio.sleep(0.01)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
-            yield http
-    finally:
-        server.should_exit = True
-        await task
+    async with served(app, timeout=30) as http:
+        yield http
 
 
 @dataclass
