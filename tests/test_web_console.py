@@ -1,0 +1,109 @@
+"""The web console in headless Chromium (Debian's, driven by Playwright) against the service on a real
+socket, a dev server and a worker: the key typed in, a session started and listed, its text seen while the
+model still writes, its todo list, its question answered in the page, its end; the model's markup shown as
+text."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_tools._session import SessionStatus
+from agent_tools._settings import Settings
+from tests import ui_screens
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.session_api import FULL, session_api
+
+WORDS = " ".join(f"word{i}" for i in range(40))
+SAID = "<b>not bold</b> " + WORDS
+TODO = {"name": "todoWrite", "arguments": {"todos": [{"content": "Pick one", "status": "in_progress"}]}}
+ASK = {
+    "name": "askUser",
+    "arguments": {
+        "questions": [
+            {
+                "question": "Which one?",
+                "header": "Choice",
+                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
+            }
+        ]
+    },
+}
+
+
+def _browser_or_skip() -> None:
+    missing = ui_screens.available()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+
+
+async def test_a_session_followed_and_answered_in_the_browser(
+    settings: Settings, script: Script, worker_for: WorkerFor, tmp_path: Path
+) -> None:
+    _browser_or_skip()
+    from playwright.async_api import async_playwright, expect
+
+    settings.model = script(
+        [
+            {"say": SAID, "word_seconds": 0.1, "tool_calls": [TODO, ASK]},
+            {"say": "You chose: {{last_tool}}"},
+        ]
+    )
+    async with worker_for() as client, session_api(settings, client) as http, async_playwright() as pw:
+        browser = await pw.chromium.launch_persistent_context(
+            str(tmp_path / "chromium"), executable_path=ui_screens.CHROMIUM, args=ui_screens.CHROMIUM_FLAGS
+        )
+        try:
+            page = await browser.new_page()
+            problems: list[str] = []
+            page.on("pageerror", lambda exc: problems.append(str(exc)))
+            page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+            await page.goto(str(http.base_url) + "/", wait_until="load")
+            await page.fill("#key", FULL)
+            await page.click("#key-form button")
+            await expect(page.locator("#main")).to_be_visible()
+
+            # Start it from the page: it opens on its own stream.
+            await page.fill("#start-prompt", "Pick for me")
+            await page.click("#start-form button")
+            pane = page.locator("#session-pane")
+            await expect(pane).to_be_visible(timeout=30_000)
+            sid = str(await pane.get_attribute("data-session"))
+            assert sid.startswith("session-"), sid
+            await expect(page.locator(f'#sessions li[data-id="{sid}"]')).to_be_visible(timeout=30_000)
+
+            # Text arrives while the model writes: part of the reply shown, the session still running.
+            live = page.locator(".reply.live")
+            await expect(live).to_contain_text("word3", timeout=60_000)
+            shown = await live.inner_text()
+            status = await client.session(sid).status()
+            assert status.status == SessionStatus.running, status.status
+            assert SAID.startswith(shown) and len(shown) < len(SAID), shown
+            assert shown.startswith("<b>not bold</b>")  # the model's markup is text, not markup
+            assert await page.locator("#timeline b").count() == 0
+            await expect(page.locator("#status")).to_have_text("running")
+
+            # The whole reply, the todo list, then the question: answered in the page.
+            await expect(page.locator(".reply").first).to_have_text(SAID, timeout=60_000)
+            await expect(page.locator("#todos")).to_contain_text("[~] Pick one", timeout=30_000)
+            ask = page.locator("form.ask")
+            await expect(ask.locator(".question")).to_have_text("Which one?", timeout=60_000)
+            await expect(page.locator("#status")).to_have_text("waiting_for_user", timeout=30_000)
+            await ask.get_by_label("Second").check()
+            await ask.get_by_role("button", name="Answer").click()
+
+            # The session goes on with the answer and ends; the page says so.
+            await expect(page.locator("#stream")).to_have_text("ended", timeout=60_000)
+            await expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
+            await expect(page.locator("#timeline")).to_contain_text("You chose:", timeout=10_000)
+            await expect(page.locator("form.ask")).to_have_count(0)
+            result = await client.session(sid).result()
+            assert result.status == SessionStatus.completed and "Second" in str(result.final_message)
+            assert "Second" in await page.locator("#timeline").inner_text()
+            assert not problems, problems
+        finally:
+            await browser.close()
