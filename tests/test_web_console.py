@@ -5,16 +5,26 @@ text."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
+from agent_tools._client import AgentToolsClient
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
 from tests import ui_screens
 from tests.support.fixture_types import Script, WorkerFor
-from tests.support.session_api import FULL, session_api
+from tests.support.session_api import FULL, auth, session_api
+
+ROOT = Path(__file__).resolve().parents[1]
 
 WORDS = " ".join(f"word{i}" for i in range(40))
 SAID = "<b>not bold</b> " + WORDS
@@ -107,3 +117,86 @@ async def test_a_session_followed_and_answered_in_the_browser(
             assert not problems, problems
         finally:
             await browser.close()
+
+
+STREAMED = " ".join(f"word{i}" for i in range(60))
+
+
+def _spawn_worker(env_vars: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, str(ROOT / "worker.py")], env={**os.environ, **env_vars}, cwd=ROOT)
+
+
+async def test_the_page_carries_on_after_the_worker_dies_mid_stream_and_its_stream_drops(
+    temporal_env: WorkflowEnvironment, settings: Settings, script: Script, tmp_path: Path
+) -> None:
+    """A worker process killed while the text streams and the page's connection dropped at that moment: the
+    page reconnects with Last-Event-ID, a second worker retries the step, and the page shows the reply once."""
+    _browser_or_skip()
+    from playwright.async_api import async_playwright, expect
+
+    settings.model = script([{"say": STREAMED, "word_seconds": 0.1}])
+    target = temporal_env.client.service_client.config.target_host
+    env_vars = {
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": target,
+        "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
+        "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+        "AGENT_TOOLS_MODEL": settings.model or "",
+        "AGENT_TOOLS_AGENTS_FILE": "",
+    }
+    client = AgentToolsClient(await Client.connect(target, data_converter=pydantic_data_converter), settings)
+    workers = [_spawn_worker(env_vars)]
+    try:
+        async with session_api(settings, client) as http, async_playwright() as pw:
+            body = {"prompt": "write", "options": {"heartbeat_timeout_seconds": 2}}
+            started = await http.post("/sessions", json=body, headers=auth(FULL))
+            assert started.status_code == 201, started.text
+            sid = started.json()["session_id"]
+            browser = await pw.chromium.launch_persistent_context(
+                str(tmp_path / "chromium"), executable_path=ui_screens.CHROMIUM, args=ui_screens.CHROMIUM_FLAGS
+            )
+            try:
+                page = await browser.new_page()
+                resumed: list[str] = []
+                page.on(
+                    "request",
+                    lambda r: resumed.append(r.headers["last-event-id"]) if "last-event-id" in r.headers else None,
+                )
+                await page.goto(str(http.base_url) + "/", wait_until="load")
+                await page.fill("#key", FULL)
+                await page.click("#key-form button")
+                listed = page.locator(f'#sessions li[data-id="{sid}"]')
+                for _ in range(60):  # the list is the dev server's visibility store: it may lag the start
+                    if await listed.count():
+                        break
+                    await page.click("#filter-form button")
+                    await asyncio.sleep(0.5)
+                await listed.click()
+                await expect(page.locator(".reply.live")).to_contain_text("word12", timeout=60_000)
+
+                workers[0].send_signal(signal.SIGKILL)  # mid-stream
+                await asyncio.to_thread(workers[0].wait, 10)
+                await page.evaluate("current.controller.abort()")  # and the browser's connection drops
+                workers.append(_spawn_worker(env_vars))
+
+                await expect(page.locator("#stream")).to_have_text("ended", timeout=90_000)
+                await expect(page.locator("#status")).to_have_text("completed", timeout=30_000)
+                await expect(page.locator(".reply")).to_have_count(1)
+                await expect(page.locator(".reply")).to_have_text(STREAMED)  # once: the retry's discard honoured
+                assert resumed, "the page never reconnected with Last-Event-ID"
+            finally:
+                await browser.close()
+        result = await client.session(sid).result()
+        assert result.status == SessionStatus.completed and result.final_message == STREAMED
+        history = await client.session(sid).workflow.fetch_history()
+        attempts = {
+            e.activity_task_started_event_attributes.attempt
+            for e in history.events
+            if e.HasField("activity_task_started_event_attributes")
+        }
+        assert 2 in attempts, attempts  # the step was retried: the kill landed mid-stream
+    finally:
+        for proc in workers:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=10)
+        await client.close()
