@@ -393,7 +393,7 @@ class SessionView {
 
   // -- the event stream: fetch (EventSource cannot send the key), resumed with Last-Event-ID.
   async follow() {
-    let wait = 500;
+    this.wait = 500;
     while (!this.closed) {
       try {
         const ended = await this.readOnce();
@@ -411,8 +411,8 @@ class SessionView {
       }
       if (this.closed) return;
       $("stream").textContent = "reconnecting";
-      await new Promise((resolve) => setTimeout(resolve, wait));
-      wait = Math.min(wait * 2, 5000);
+      await new Promise((resolve) => setTimeout(resolve, this.wait));
+      this.wait = Math.min(this.wait * 2, 5000);
     }
   }
 
@@ -429,6 +429,7 @@ class SessionView {
       throw new HttpError(res.status, typeof detail === "string" ? detail : JSON.stringify(detail));
     }
     $("stream").textContent = "live";
+    this.wait = 500; // a connection that was taken starts the backoff over
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     for (;;) {
