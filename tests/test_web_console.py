@@ -119,6 +119,52 @@ async def test_a_session_followed_and_answered_in_the_browser(
             await browser.close()
 
 
+async def test_an_approval_a_message_and_stop_from_the_page(
+    settings: Settings, script: Script, worker_for: WorkerFor, tmp_path: Path
+) -> None:
+    _browser_or_skip()
+    from playwright.async_api import async_playwright, expect
+
+    settings.model = script(
+        [{"say": "listing", "tool_calls": [TODO]}, {"say": "listed"}, {"say": "heard {{last_user}}"}]
+    )
+    async with worker_for() as client, session_api(settings, client) as http, async_playwright() as pw:
+        body = {"prompt": "todo", "keep_alive": True, "options": {"approval": {"require": ["todoWrite"]}}}
+        started = await http.post("/sessions", json=body, headers=auth(FULL))
+        assert started.status_code == 201, started.text
+        sid = started.json()["session_id"]
+        browser = await pw.chromium.launch_persistent_context(
+            str(tmp_path / "chromium"), executable_path=ui_screens.CHROMIUM, args=ui_screens.CHROMIUM_FLAGS
+        )
+        try:
+            page = await browser.new_page()
+            await page.goto(str(http.base_url) + "/", wait_until="load")
+            await page.fill("#key", FULL)
+            await page.click("#key-form button")
+            await expect(page.locator("#main")).to_be_visible()
+            await page.goto(f"{http.base_url}/#{sid}", wait_until="load")  # the key kept in the tab, the id in the hash
+            approval = page.locator(".approval")
+            await expect(approval).to_contain_text("todoWrite waits for approval", timeout=60_000)
+            await expect(approval.locator("pre")).to_contain_text("Pick one")
+            await approval.get_by_role("button", name="Approve").click()
+            await expect(page.locator(".tool.ok")).to_contain_text("todoWrite", timeout=60_000)
+            await expect(page.locator("#status")).to_have_text("idle", timeout=60_000)
+            await expect(page.locator(".approval")).to_have_count(0)
+
+            await page.fill("#message", "again & <i>again</i>")
+            await page.click("#message-form button")
+            await expect(page.locator("#timeline")).to_contain_text("heard again & <i>again</i>", timeout=60_000)
+            assert await page.locator("#timeline i").count() == 0
+            await page.click("#stop")
+            await expect(page.locator("#stream")).to_have_text("ended", timeout=60_000)
+            await expect(page.locator("#status")).to_have_text("stopped", timeout=30_000)
+        finally:
+            await browser.close()
+        session = client.session(sid)
+        assert (await session.approval_state()).decided[0].decided_by == "tester"  # the key's name
+        assert [e.content for e in await session.transcript() if e.role == "user"] == ["todo", "again & <i>again</i>"]
+
+
 STREAMED = " ".join(f"word{i}" for i in range(60))
 
 

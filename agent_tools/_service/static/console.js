@@ -530,9 +530,12 @@ document.addEventListener("DOMContentLoaded", () => {
   $("start-form").addEventListener("submit", startSession);
   $("message-form").addEventListener("submit", sendMessage);
   $("stop").addEventListener("click", stopSession);
-  if (!key()) return showKeyForm();
-  useKey().then(() => {
+  // The address's #<session id> names the open session: on load, and when it is changed by hand.
+  const fromHash = () => {
     const wanted = decodeURIComponent(location.hash.slice(1));
-    if (wanted) openSession(wanted);
-  });
+    if (wanted && key() && (!current || current.id !== wanted)) openSession(wanted);
+  };
+  window.addEventListener("hashchange", fromHash);
+  if (!key()) return showKeyForm();
+  useKey().then(fromHash);
 });
