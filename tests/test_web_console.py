@@ -125,8 +125,19 @@ async def test_an_approval_a_message_and_stop_from_the_page(
     _browser_or_skip()
     from playwright.async_api import async_playwright, expect
 
+    child = {"name": "subAgent", "arguments": {"title": "Child", "instruction": "say hi", "mode": "sync"}}
     settings.model = script(
-        [{"say": "listing", "tool_calls": [TODO]}, {"say": "listed"}, {"say": "heard {{last_user}}"}]
+        [
+            {"match": {"title": "Child"}, "turns": [{"say": "child says hi"}]},
+            {
+                "turns": [
+                    {"say": "listing", "tool_calls": [TODO]},
+                    {"say": "listed"},
+                    {"say": "heard {{last_user}}", "tool_calls": [child]},
+                    {"say": "the child is done"},
+                ]
+            },
+        ]
     )
     async with worker_for() as client, session_api(settings, client) as http, async_playwright() as pw:
         body = {"prompt": "todo", "keep_alive": True, "options": {"approval": {"require": ["todoWrite"]}}}
@@ -155,6 +166,10 @@ async def test_an_approval_a_message_and_stop_from_the_page(
             await page.click("#message-form button")
             await expect(page.locator("#timeline")).to_contain_text("heard again & <i>again</i>", timeout=60_000)
             assert await page.locator("#timeline i").count() == 0
+            # The sub-agent it started: in the tree with its state, its words under its title.
+            await expect(page.locator("#tree")).to_contain_text("Child · completed", timeout=60_000)
+            await expect(page.locator("#timeline")).to_contain_text("[Child]child says hi")
+            await expect(page.locator("#timeline")).to_contain_text("the child is done", timeout=60_000)
             await page.click("#stop")
             await expect(page.locator("#stream")).to_have_text("ended", timeout=60_000)
             await expect(page.locator("#status")).to_have_text("stopped", timeout=30_000)
