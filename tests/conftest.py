@@ -72,6 +72,7 @@ SLOW_MODULES = {
     "test_tool_offer.py",
     "test_ui_and_client.py",
     "test_ui_screenshots.py",
+    "test_web_console.py",
     "test_web_endpoints.py",
     "test_web_jsonquery.py",
     "test_web_research.py",

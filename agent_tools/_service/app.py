@@ -67,6 +67,10 @@ def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
 
+    from agent_tools._service import console
+
+    app.include_router(console.build_router())
+
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
