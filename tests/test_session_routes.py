@@ -21,6 +21,7 @@ from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
 from tests.support.session_api import (
     ANSWERER,
+    ASK,
     FULL,
     KEYS,
     OTHER_AGENT,
@@ -31,18 +32,6 @@ from tests.support.session_api import (
     session_api,
 )
 
-ASK = {
-    "name": "askUser",
-    "arguments": {
-        "questions": [
-            {
-                "question": "Which one?",
-                "header": "Choice",
-                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
-            }
-        ]
-    },
-}
 WORDS = " ".join(f"word{i}" for i in range(40))
 
 

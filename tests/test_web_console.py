@@ -22,25 +22,13 @@ from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
 from tests import ui_screens
 from tests.support.fixture_types import Script, WorkerFor
-from tests.support.session_api import FULL, auth, session_api
+from tests.support.session_api import ASK, FULL, auth, session_api
 
 ROOT = Path(__file__).resolve().parents[1]
 
 WORDS = " ".join(f"word{i}" for i in range(40))
 SAID = "<b>not bold</b> " + WORDS
 TODO = {"name": "todoWrite", "arguments": {"todos": [{"content": "Pick one", "status": "in_progress"}]}}
-ASK = {
-    "name": "askUser",
-    "arguments": {
-        "questions": [
-            {
-                "question": "Which one?",
-                "header": "Choice",
-                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
-            }
-        ]
-    },
-}
 
 
 def _browser_or_skip() -> None:

@@ -15,20 +15,7 @@ from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.hostile import task_failures
 from tests.support.polling import eventually
-from tests.support.session_api import FULL, auth, read_sse, session_api
-
-ASK = {
-    "name": "askUser",
-    "arguments": {
-        "questions": [
-            {
-                "question": "Which one?",
-                "header": "Choice",
-                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
-            }
-        ]
-    },
-}
+from tests.support.session_api import ASK, FULL, auth, read_sse, session_api
 
 
 def _deep(levels: int) -> str:

@@ -32,6 +32,21 @@ KEYS = [
 ]
 
 
+# The askUser call the session-route tests make: one question, two options.
+ASK = {
+    "name": "askUser",
+    "arguments": {
+        "questions": [
+            {
+                "question": "Which one?",
+                "header": "Choice",
+                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
+            }
+        ]
+    },
+}
+
+
 def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
