@@ -34,7 +34,8 @@ from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
 
-from agent_tools._boundaries import MESSAGE_CHARS, describe_validation_error
+from agent_tools._boundaries import MESSAGE_CHARS, clean_json, describe_validation_error
+from agent_tools._errors import InvalidInput
 from agent_tools._progress_resume import CursorRefused, ProgressCursor
 from agent_tools._service.agui_events import APPROVE_TOOL_CALL, ASK_USER, AguiMapper, initial_state
 from agent_tools._service.events_routes import _json_object, _read_body
@@ -193,12 +194,23 @@ async def _answer(request: Request, key: ServiceKey, sid: str, call_id: str, con
     return call_id
 
 
-def _answers(asked: list[PendingQuestion], content: str) -> Any:
-    """JSON of all answers as given, or plain text: the one pending question's option label or free text."""
+def _json_or(content: str, default: Any) -> Any:
+    """The tool message's content as JSON, or ``default`` when it is plain text."""
     try:
         data = json.loads(content)
     except ValueError:
-        data = None
+        return default
+    except RecursionError:
+        raise HTTPException(422, "the tool message's content is JSON nested too deep to be an answer") from None
+    try:  # as deep and as clean as a body may be, before a session sees it
+        return clean_json(data, what="the tool message's content")
+    except InvalidInput as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+def _answers(asked: list[PendingQuestion], content: str) -> Any:
+    """JSON of all answers as given, or plain text: the one pending question's option label or free text."""
+    data = _json_or(content, None)
     if isinstance(data, dict):
         return data
     if len(asked) != 1:
@@ -213,10 +225,7 @@ def _answers(asked: list[PendingQuestion], content: str) -> Any:
 
 def _decision(content: str) -> tuple[bool, str | None]:
     """A tool message's decision: ``{"approve": bool, "reason": ...}`` or a word (approve / deny ...)."""
-    try:
-        data = json.loads(content)
-    except ValueError:
-        data = content
+    data = _json_or(content, content)
     if isinstance(data, dict) and isinstance(data.get("approve"), bool):
         reason = data.get("reason")
         return data["approve"], reason[:2000] if isinstance(reason, str) else None
