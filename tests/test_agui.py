@@ -42,6 +42,10 @@ def _user(text: str) -> dict[str, Any]:
     return {"id": uuid.uuid4().hex, "role": "user", "content": text}
 
 
+def _tool(call_id: str, content: str) -> dict[str, Any]:
+    return {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": call_id, "content": content}
+
+
 def _types(events: list[AguiEvent]) -> list[str]:
     return [e.type for e in events]
 
@@ -204,7 +208,8 @@ async def test_ask_user_is_a_frontend_tool_call_answered_by_the_next_run(
 
         answer = {"id": "t1", "role": "tool", "toolCallId": call_id, "content": "second"}
         second = await run_agui(http, _input(thread, [*history, answer], state), auth(FULL))
-        assert second[-1].type == "RUN_FINISHED" and second[-1].data["result"]["status"] == "COMPLETED"
+        assert second[-1].type == "RUN_FINISHED", second[-1].data
+        assert second[-1].data["result"]["status"] == "COMPLETED"
         text = _text(second)
         assert "answered" in text and "Second" in text and "asking" not in text  # from the cursor on only
         result = await client.session(thread).result()
@@ -228,9 +233,54 @@ async def test_a_tool_approval_is_a_frontend_tool_call_too(
             )
         )
         assert args["tool"] == "todoWrite" and len(args["digest"]) == 64
-        answer = {"id": "t1", "role": "tool", "toolCallId": call.data["toolCallId"], "content": "approve"}
+        stale = json.dumps({"approve": True, "digest": "0" * 64})
+        refused = await http.post(
+            "/agui",
+            json=_input(thread, [_tool(call.data["toolCallId"], stale)], _state(first)),
+            headers=auth(FULL),
+        )
+        assert refused.status_code == 409 and "digest" in refused.json()["detail"], refused.text
+        garbled = await http.post(
+            "/agui", json=_input(thread, [_tool(call.data["toolCallId"], "maybe")]), headers=auth(FULL)
+        )
+        assert garbled.status_code == 422, garbled.text
+        answer = _tool(call.data["toolCallId"], "approve")
         second = await run_agui(http, _input(thread, [_user("go"), answer], _state(first)), auth(FULL))
         assert second[-1].data["result"]["status"] == "COMPLETED", _types(second)
         assert [t["content"] for t in _state(second)["todos"]] == ["write it"]
         assert "listed" in _text(second)
         assert (await client.session(thread).status()).status == "completed"
+
+
+async def test_a_failed_read_goes_on_from_the_last_cursor_and_gives_up_after_a_few() -> None:
+    from datetime import timedelta
+
+    from agent_tools._progress_resume import ResumableItem
+    from agent_tools._service.agui_routes import READ_RETRIES, _items
+
+    class Flaky:
+        """A handle whose reads fail after each item, ``fails`` times in all."""
+
+        def __init__(self, fails: int) -> None:
+            self.fails = fails
+            self.starts: list[str | None] = []
+
+        async def resumable_progress(self, cursor: str | None, *, poll: timedelta) -> Any:
+            self.starts.append(cursor)
+            n = 0 if cursor is None else int(cursor)
+            if n < 3:
+                yield ResumableItem(str(n + 1), n, _item("todos", todos=[]))
+            if self.fails > 0:
+                self.fails -= 1
+                raise RuntimeError("poll failed")
+
+    handle = Flaky(fails=2)
+    got = [item.offset async for item in _items(handle, None, 0.01, 5.0) if item is not None]
+    assert got == [0, 1, 2] and handle.starts == [None, "1", "2"]
+    stuck = Flaky(fails=100)
+    try:
+        [item async for item in _items(stuck, "3", 0.01, 5.0)]
+    except RuntimeError:
+        assert len(stuck.starts) == READ_RETRIES + 1
+    else:
+        raise AssertionError("a read that keeps failing must end the run")

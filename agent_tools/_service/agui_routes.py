@@ -35,7 +35,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
 
 from agent_tools._boundaries import MESSAGE_CHARS, clean_json, describe_validation_error
-from agent_tools._errors import InvalidInput
+from agent_tools._errors import InvalidInput, SessionError
 from agent_tools._progress_resume import CursorRefused, ProgressCursor
 from agent_tools._service.agui_events import APPROVE_TOOL_CALL, ASK_USER, AguiMapper, initial_state
 from agent_tools._service.events_routes import _json_object, _read_body
@@ -47,6 +47,9 @@ from agent_tools.contracts._service import Scope, ServiceKey
 
 __all__ = ["build_router"]
 
+# Reads of the progress that may fail in a row before the run ends with RUN_ERROR (each resumes losslessly
+# from the last item's cursor).
+READ_RETRIES = 3
 _APPROVE = frozenset({"approve", "approved", "yes", "allow", "ok"})
 _DENY = frozenset({"deny", "denied", "no", "reject", "rejected"})
 
@@ -187,9 +190,11 @@ async def _answer(request: Request, key: ServiceKey, sid: str, call_id: str, con
         raise HTTPException(
             409, f"no pending {ASK_USER} or {APPROVE_TOOL_CALL} call {call_id[:80]!r} on this session to answer"
         )
-    approve, reason = _decision(content)
+    approve, reason, digest = _decision(content)
     await shared.call(
-        handle.decide_approval(call_id, approve=approve, digest=approval.digest, reason=reason, decided_by=key.name)
+        handle.decide_approval(
+            call_id, approve=approve, digest=digest or approval.digest, reason=reason, decided_by=key.name
+        )
     )
     return call_id
 
@@ -223,15 +228,20 @@ def _answers(asked: list[PendingQuestion], content: str) -> Any:
     return {question.question: label if label is not None else {"other": text}}
 
 
-def _decision(content: str) -> tuple[bool, str | None]:
-    """A tool message's decision: ``{"approve": bool, "reason": ...}`` or a word (approve / deny ...)."""
+def _decision(content: str) -> tuple[bool, str | None, str | None]:
+    """A tool message's decision: ``{"approve": bool, "digest": ..., "reason": ...}`` or a word (approve /
+    deny ...): whether to approve, why, and the digest the person was shown (if it says)."""
     data = _json_or(content, content)
     if isinstance(data, dict) and isinstance(data.get("approve"), bool):
-        reason = data.get("reason")
-        return data["approve"], reason[:2000] if isinstance(reason, str) else None
+        reason, digest = data.get("reason"), data.get("digest")
+        return (
+            data["approve"],
+            reason[:2000] if isinstance(reason, str) else None,
+            digest[:200] if isinstance(digest, str) else None,
+        )
     word = data.strip().casefold() if isinstance(data, str) else ""
     if word in _APPROVE or word in _DENY:
-        return word in _APPROVE, None
+        return word in _APPROVE, None, None
     raise HTTPException(422, 'an approveToolCall answer is {"approve": true|false, "reason": "..."} or approve / deny')
 
 
@@ -257,9 +267,12 @@ async def _pending_calls(request: Request, sid: str) -> AguiMapper:
 
 async def _still_waiting(handle: Any, waiting: list[str]) -> list[str]:
     """Which of the calls (and "message": an idle chat) the run paused on the session still waits for."""
-    questions, approvals, status = await asyncio.gather(
-        handle.pending_questions(), handle.pending_approvals(), handle.status()
-    )
+    try:
+        questions, approvals, status = await asyncio.gather(
+            handle.pending_questions(), handle.pending_approvals(), handle.status()
+        )
+    except Exception:  # no answer now: end the run as waiting; the next run shows what still waits
+        return waiting
     open_ids = {q.ask_id for q in questions} | {a.approval_id for a in approvals}
     if status.status == "idle":
         open_ids.add("message")
@@ -334,12 +347,23 @@ async def _items(handle: Any, cursor: str | None, poll: float, keepalive: float)
     done = object()
 
     async def pump() -> None:
-        try:
-            async for item in handle.resumable_progress(cursor, poll=timedelta(seconds=poll)):
-                await queue.put(item)
-            await queue.put(done)
-        except Exception as exc:  # the reader raises it
-            await queue.put(exc)
+        at, failures = cursor, 0
+        while True:
+            try:
+                async for item in handle.resumable_progress(at, poll=timedelta(seconds=poll)):
+                    at, failures = item.cursor, 0
+                    await queue.put(item)
+                await queue.put(done)
+                return
+            except (SessionError, CursorRefused) as exc:  # no such session, or not its cursor: final
+                await queue.put(exc)
+                return
+            except Exception as exc:  # a poll that failed (Temporal busy): go on from the last cursor
+                failures += 1
+                if failures > READ_RETRIES:
+                    await queue.put(exc)
+                    return
+                await asyncio.sleep(0.2 * failures)
 
     task = asyncio.create_task(pump())
     try:
