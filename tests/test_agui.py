@@ -284,3 +284,19 @@ async def test_a_failed_read_goes_on_from_the_last_cursor_and_gives_up_after_a_f
         assert len(stuck.starts) == READ_RETRIES + 1
     else:
         raise AssertionError("a read that keeps failing must end the run")
+
+
+def test_the_openapi_document_says_the_agui_route() -> None:
+    from agent_tools._service.app import create_app
+
+    doc = create_app(Settings()).openapi()
+    op = doc["paths"]["/agui"]["post"]
+    assert op["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/AgUiRunAgentInput"
+    }
+    assert {"threadId", "runId", "messages", "state"} <= set(
+        doc["components"]["schemas"]["AgUiRunAgentInput"]["properties"]
+    )
+    assert "text/event-stream" in op["responses"]["200"]["content"]
+    assert op["security"] == [{"HTTPBearer": []}] and {"401", "403", "409", "422"} <= set(op["responses"])
+    assert "#/$defs/" not in json.dumps(doc)

@@ -67,12 +67,23 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
             "requestBody": {
                 "required": True,
                 "description": "An AG-UI RunAgentInput; threadId is the session id",
-                "content": {"application/json": {"schema": RunAgentInput.model_json_schema(by_alias=True)}},
+                "content": {"application/json": {"schema": {"$ref": _REF.format(model="RunAgentInput")}}},
             },
             "responses": {"200": {"description": "AG-UI events", "content": {"text/event-stream": {}}}},
         },
     )
     return router
+
+
+_REF = "#/components/schemas/AgUi{model}"
+
+
+def openapi_components() -> dict[str, Any]:
+    """RunAgentInput's schema and its parts, named ``AgUi...`` apart from the session routes' models."""
+    schema = RunAgentInput.model_json_schema(by_alias=True, ref_template=_REF)
+    found = {f"AgUi{name}": value for name, value in schema.pop("$defs", {}).items()}
+    found["AgUiRunAgentInput"] = schema
+    return found
 
 
 def _need(key: ServiceKey, scope: Scope) -> None:
