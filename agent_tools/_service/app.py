@@ -1,4 +1,4 @@
-"""ASGI app factory: the events ingress, the web tools' endpoints and the session routes, each a router of its
+"""ASGI app factory: the events ingress, the web tools' endpoints, the session routes and AG-UI, each a router of its
 capability. Cross-origin browsers may call only from ``settings.service.cors_origins`` (none by default).
 
 uvicorn --factory agent_tools._service.app:create_app
@@ -12,11 +12,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from agent_tools._service import events_routes, sessions_routes, tools_routes
+from agent_tools._service import agui_routes, events_routes, sessions_routes, tools_routes
 from agent_tools._settings import Settings
 
 # Modules exporting ``build_router(settings, state) -> fastapi.APIRouter``.
-ROUTER_MODULES = (events_routes, tools_routes, sessions_routes)
+ROUTER_MODULES = (events_routes, tools_routes, sessions_routes, agui_routes)
 
 
 # app.state attributes that routers create on first use and the app must close at shutdown.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -117,3 +118,33 @@ async def read_sse(
 
     await asyncio.wait_for(go(), timeout)
     return read
+
+
+@dataclass
+class AguiEvent:
+    at: float  # time.monotonic() of its arrival
+    data: dict[str, Any]
+
+    @property
+    def type(self) -> str:
+        return str(self.data["type"])
+
+
+async def run_agui(
+    http: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], *, timeout: float = 60.0
+) -> list[AguiEvent]:
+    """POST /agui and read its AG-UI events until RUN_FINISHED or RUN_ERROR (keep-alive comments skipped)."""
+    events: list[AguiEvent] = []
+
+    async def go() -> None:
+        async with http.stream("POST", "/agui", json=body, headers=headers, timeout=timeout) as resp:
+            assert resp.status_code == 200, (resp.status_code, await resp.aread())
+            assert resp.headers["content-type"].startswith("text/event-stream")
+            async for line in resp.aiter_lines():
+                if line.startswith("data:"):
+                    events.append(AguiEvent(time.monotonic(), json.loads(line[5:])))
+                    if events[-1].type in ("RUN_FINISHED", "RUN_ERROR"):
+                        return
+
+    await asyncio.wait_for(go(), timeout)
+    return events

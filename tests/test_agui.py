@@ -1,0 +1,302 @@
+"""POST /agui against a real dev server and worker: text streamed as AG-UI text events while the model
+writes, tool calls and their results, todos as state; askUser and tool approvals as frontend tool calls
+answered by a second run's tool message; and the mapping of progress items to AG-UI events on its own."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from agent_tools._activity_io import ProgressEvent
+from agent_tools._service.agui_events import AguiMapper
+from agent_tools._settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
+from tests.support.session_api import FULL, READER, AguiEvent, auth, run_agui, session_api
+
+ASK = {
+    "name": "askUser",
+    "arguments": {
+        "questions": [
+            {
+                "question": "Which one?",
+                "header": "Choice",
+                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
+            }
+        ]
+    },
+}
+WORDS = " ".join(f"word{i}" for i in range(40))
+TODO = {"name": "todoWrite", "arguments": {"todos": [{"content": "write it", "status": "in_progress"}]}}
+
+
+def _input(thread: str, messages: list[dict[str, Any]], state: Any = None, **props: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"threadId": thread, "runId": uuid.uuid4().hex, "messages": messages, "tools": []}
+    body["context"] = []
+    body["state"] = state if state is not None else {}
+    body["forwardedProps"] = props
+    return body
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"id": uuid.uuid4().hex, "role": "user", "content": text}
+
+
+def _tool(call_id: str, content: str) -> dict[str, Any]:
+    return {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": call_id, "content": content}
+
+
+def _types(events: list[AguiEvent]) -> list[str]:
+    return [e.type for e in events]
+
+
+def _text(events: list[AguiEvent]) -> str:
+    return "".join(e.data["delta"] for e in events if e.type == "TEXT_MESSAGE_CONTENT")
+
+
+def _state(events: list[AguiEvent]) -> dict[str, Any]:
+    """The state a client holds after the run: the snapshot with the deltas' ``add`` operations applied."""
+    state: dict[str, Any] = {}
+    for e in events:
+        if e.type == "STATE_SNAPSHOT":
+            state = json.loads(json.dumps(e.data["snapshot"]))
+        elif e.type == "STATE_DELTA":
+            for op in e.data["delta"]:
+                assert op["op"] == "add"
+                *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+                target = state
+                for p in parents:
+                    target = target[p]
+                target[last] = op["value"]
+    return state
+
+
+# The mapping, without a server.
+
+
+def _item(kind: str, **data: Any) -> ProgressEvent:
+    return ProgressEvent(kind=kind, session_id="s", data=data)  # type: ignore[arg-type]
+
+
+def _kinds(events: list[Any]) -> list[str]:
+    return [str(e.type.value) for e in events]
+
+
+def test_streamed_text_is_one_message_however_the_step_was_retried() -> None:
+    m = AguiMapper("s")
+    out = [
+        *m.feed(_item("text_delta", position=1, attempt=1, offset=0, text="Hel"), 0),
+        *m.feed(_item("text_delta", position=1, attempt=1, offset=0, text="Hello"), 1),
+        *m.feed(_item("text_discard", position=1, attempt=2), 2),
+        *m.feed(_item("text_delta", position=1, attempt=2, offset=0, text="Hi"), 3),
+        *m.feed(_item("text_delta", position=1, attempt=1, offset=5, text=" late"), 4),
+        *m.feed(_item("assistant_message", position=1, content="Hi there"), 5),
+    ]
+    assert _kinds(out) == [
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "CUSTOM",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+    ]
+    first, second = out[0].message_id, out[5].message_id  # type: ignore[attr-defined]
+    assert first != second and out[4].value == {"messageId": first, "text": "Hello"}  # type: ignore[attr-defined]
+    assert "".join(e.delta for e in out[6:8]) == "Hi there"  # type: ignore[attr-defined]
+    assert m.message_id is None and not m.waiting
+
+
+def test_tools_questions_approvals_todos_and_subagents_map_to_their_events() -> None:
+    m = AguiMapper("s")
+    call = m.feed(_item("tool_started", tool="readFile", call_id="c1", arguments={"path": "a"}), 0)
+    assert _kinds(call) == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
+    assert call[0].tool_call_name == "readFile" and json.loads(call[1].delta) == {"path": "a"}  # type: ignore[attr-defined]
+    [result] = m.feed(_item("tool_finished", tool="readFile", call_id="c1", preview="text of a"), 1)
+    assert result.tool_call_id == "c1" and result.content == "text of a"  # type: ignore[attr-defined]
+    # askUser is the frontend's call: its engine-side start and end show as nothing, its question as the call.
+    assert m.feed(_item("tool_started", tool="askUser", call_id="a1", arguments={}), 2) == []
+    ask = m.feed(_item("question", ask_id="a1", questions=ASK["arguments"]["questions"]), 3)  # type: ignore[index]
+    assert ask[0].tool_call_name == "askUser" and ask[0].tool_call_id == "a1"  # type: ignore[attr-defined]
+    assert json.loads(ask[1].delta) == ASK["arguments"] and m.pending_calls == ["a1"]  # type: ignore[attr-defined]
+    approval = m.feed(_item("approval", state="pending", approval_id="p1", tool="rm", digest="sha256:x"), 4)
+    assert approval[0].tool_call_name == "approveToolCall" and m.pending_calls == ["a1", "p1"]  # type: ignore[attr-defined]
+    assert m.feed(_item("approval", state="approved", approval_id="p1"), 5) == []
+    [todos] = m.feed(_item("todos", todos=[{"content": "x", "status": "pending"}]), 6)
+    assert todos.model_dump(mode="json")["delta"] == [
+        {"op": "add", "path": "/todos", "value": [{"content": "x", "status": "pending"}]}
+    ]
+    [child] = m.feed(_item("subagent_started", id="s/sub-1", title="Child", task="t"), 7)
+    assert child.model_dump(mode="json")["delta"][0]["path"] == "/subagents/s~1sub-1"
+    # A sub-agent's own text is not the thread's message.
+    sub = ProgressEvent(kind="text_delta", session_id="s/sub-1", data={"position": 1, "offset": 0, "text": "x"})
+    assert m.feed(sub, 0) == []
+    [done] = m.feed(_item("subagent_done", id="s/sub-1", status="completed", role="r", preview="p"), 8)
+    assert done.model_dump(mode="json")["delta"][0]["value"]["status"] == "completed"
+    assert _kinds(m.finish("cur")) == ["STATE_DELTA"]
+
+
+# Against a real server and worker.
+
+
+async def test_a_run_streams_text_tool_calls_and_todos_then_finishes(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    settings.model = script(
+        [{"say": "planning", "tool_calls": [TODO]}, {"say": WORDS + " " + WORDS, "word_seconds": 0.03}]
+    )
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    async with worker_for() as client, session_api(settings, client, poll_seconds=0.05) as http:
+        events = await run_agui(http, _input(thread, [_user("write")]), auth(FULL))
+        types = _types(events)
+        assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED", types
+        assert events[0].data["threadId"] == thread
+        assert events[-1].data["result"]["status"] == "COMPLETED"
+        start = types.index("TOOL_CALL_START")
+        assert events[start].data["toolCallName"] == "todoWrite"
+        assert types[start : start + 3] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
+        assert "TOOL_CALL_RESULT" in types[start:]
+        assert [(t["content"], t["status"]) for t in _state(events)["todos"]] == [("write it", "in_progress")]
+        # The long reply arrived in pieces while the model wrote it (about 2.4 s), not all at its end.
+        last = max(i for i, t in enumerate(types) if t == "TEXT_MESSAGE_START")
+        end = types.index("TEXT_MESSAGE_END", last)
+        contents = [e for e in events[last:end] if e.type == "TEXT_MESSAGE_CONTENT"]
+        assert len(contents) >= 5 and events[end].at - contents[0].at > 1.0
+        assert _text(events) == "planning" + WORDS + " " + WORDS
+        assert types.count("TEXT_MESSAGE_START") == types.count("TEXT_MESSAGE_END") == 2
+        assert (await client.session(thread).status()).status == "completed"
+
+
+async def test_ask_user_is_a_frontend_tool_call_answered_by_the_next_run(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    settings.model = script([{"say": "asking", "tool_calls": [ASK]}, {"say": "answered {{last_tool}}"}])
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    async with worker_for() as client, session_api(settings, client) as http:
+        first = await run_agui(http, _input(thread, [_user("go")]), auth(FULL))
+        types = _types(first)
+        assert types[-1] == "RUN_FINISHED" and first[-1].data["result"]["status"] == "waiting"
+        [call] = [e for e in first if e.type == "TOOL_CALL_START"]
+        assert call.data["toolCallName"] == "askUser"
+        call_id = call.data["toolCallId"]
+        args = next(e for e in first if e.type == "TOOL_CALL_ARGS")
+        assert json.loads(args.data["delta"])["questions"][0]["question"] == "Which one?"
+        assert first[-1].data["outcome"] == {"type": "success", "pendingToolCallIds": [call_id]}
+
+        # A reconnect that answers nothing shows the waiting call again, and the session still waits.
+        state = _state(first)
+        assert state["cursor"]
+        history = [
+            _user("go"),
+            {
+                "id": "m1",
+                "role": "assistant",
+                "toolCalls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "askUser", "arguments": args.data["delta"]},
+                    }
+                ],
+            },
+        ]
+        again = await run_agui(http, _input(thread, history, state), auth(READER))
+        assert [e.data["toolCallId"] for e in again if e.type == "TOOL_CALL_START"] == [call_id]
+        assert again[-1].data["result"]["status"] == "waiting"
+
+        answer = {"id": "t1", "role": "tool", "toolCallId": call_id, "content": "second"}
+        second = await run_agui(http, _input(thread, [*history, answer], state), auth(FULL))
+        assert second[-1].type == "RUN_FINISHED", second[-1].data
+        assert second[-1].data["result"]["status"] == "COMPLETED"
+        text = _text(second)
+        assert "answered" in text and "Second" in text and "asking" not in text  # from the cursor on only
+        result = await client.session(thread).result()
+        assert "Second" in str(result.final_message)
+
+
+async def test_a_tool_approval_is_a_frontend_tool_call_too(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    settings.model = script([{"tool_calls": [TODO]}, {"say": "listed"}])
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    options = {"approval": {"require": ["todoWrite"]}}
+    async with worker_for() as client, session_api(settings, client) as http:
+        first = await run_agui(http, _input(thread, [_user("go")], options=options), auth(FULL))
+        [call] = [e for e in first if e.type == "TOOL_CALL_START" and e.data["toolCallName"] == "approveToolCall"]
+        args = json.loads(
+            next(
+                e.data["delta"]
+                for e in first
+                if e.data.get("toolCallId") == call.data["toolCallId"] and e.type == "TOOL_CALL_ARGS"
+            )
+        )
+        assert args["tool"] == "todoWrite" and len(args["digest"]) == 64
+        stale = json.dumps({"approve": True, "digest": "0" * 64})
+        refused = await http.post(
+            "/agui",
+            json=_input(thread, [_tool(call.data["toolCallId"], stale)], _state(first)),
+            headers=auth(FULL),
+        )
+        assert refused.status_code == 409 and "digest" in refused.json()["detail"], refused.text
+        garbled = await http.post(
+            "/agui", json=_input(thread, [_tool(call.data["toolCallId"], "maybe")]), headers=auth(FULL)
+        )
+        assert garbled.status_code == 422, garbled.text
+        answer = _tool(call.data["toolCallId"], "approve")
+        second = await run_agui(http, _input(thread, [_user("go"), answer], _state(first)), auth(FULL))
+        assert second[-1].data["result"]["status"] == "COMPLETED", _types(second)
+        assert [t["content"] for t in _state(second)["todos"]] == ["write it"]
+        assert "listed" in _text(second)
+        assert (await client.session(thread).status()).status == "completed"
+
+
+async def test_a_failed_read_goes_on_from_the_last_cursor_and_gives_up_after_a_few() -> None:
+    from datetime import timedelta
+
+    from agent_tools._progress_resume import ResumableItem
+    from agent_tools._service.agui_routes import READ_RETRIES, _items
+
+    class Flaky:
+        """A handle whose reads fail after each item, ``fails`` times in all."""
+
+        def __init__(self, fails: int) -> None:
+            self.fails = fails
+            self.starts: list[str | None] = []
+
+        async def resumable_progress(self, cursor: str | None, *, poll: timedelta) -> Any:
+            self.starts.append(cursor)
+            n = 0 if cursor is None else int(cursor)
+            if n < 3:
+                yield ResumableItem(str(n + 1), n, _item("todos", todos=[]))
+            if self.fails > 0:
+                self.fails -= 1
+                raise RuntimeError("poll failed")
+
+    handle = Flaky(fails=2)
+    got = [item.offset async for item in _items(handle, None, 0.01, 5.0) if item is not None]
+    assert got == [0, 1, 2] and handle.starts == [None, "1", "2"]
+    stuck = Flaky(fails=100)
+    try:
+        [item async for item in _items(stuck, "3", 0.01, 5.0)]
+    except RuntimeError:
+        assert len(stuck.starts) == READ_RETRIES + 1
+    else:
+        raise AssertionError("a read that keeps failing must end the run")
+
+
+def test_the_openapi_document_says_the_agui_route() -> None:
+    from agent_tools._service.app import create_app
+
+    doc = create_app(Settings()).openapi()
+    op = doc["paths"]["/agui"]["post"]
+    assert op["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/AgUiRunAgentInput"
+    }
+    assert {"threadId", "runId", "messages", "state"} <= set(
+        doc["components"]["schemas"]["AgUiRunAgentInput"]["properties"]
+    )
+    assert "text/event-stream" in op["responses"]["200"]["content"]
+    assert op["security"] == [{"HTTPBearer": []}] and {"401", "403", "409", "422"} <= set(op["responses"])
+    assert "#/$defs/" not in json.dumps(doc)
