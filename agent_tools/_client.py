@@ -38,7 +38,7 @@ from agent_tools._boundaries import (
 )
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools._messages import Message
-from agent_tools._progress_poll import follow_by_query
+from agent_tools._progress_poll import follow_with_offsets
 from agent_tools._progress_resume import ProgressCursor, ResumableItem, follow_tree
 from agent_tools._session import (
     WORKFLOW_NAME,
@@ -360,7 +360,7 @@ class SessionHandle:
             return
         # By query: a watched session's history holds what it did, not the polls of whoever watched it.
         async with _existing(self.id):
-            async for event in follow_by_query(
+            async for _, event in follow_with_offsets(
                 self._client.temporal, self.id, "progress", from_offset, ProgressEvent, interval=poll.total_seconds()
             ):
                 yield event

@@ -27,7 +27,7 @@ from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.converter import PayloadConverter
 from temporalio.service import RPCError, RPCStatusCode
 
-__all__ = ["POLL_QUERY", "follow_by_query", "follow_with_offsets"]
+__all__ = ["POLL_QUERY", "follow_with_offsets"]
 
 T = TypeVar("T")
 
@@ -52,23 +52,6 @@ def decode_item(data: str) -> Payload:
     return payload
 
 
-async def follow_by_query(
-    temporal: Client,
-    workflow_id: str,
-    topic: str,
-    from_offset: int,
-    result_type: type[T],
-    *,
-    interval: float = 0.1,
-    idle_interval: float = 1.0,
-) -> AsyncIterator[T]:
-    """Items of ``topic`` from ``from_offset`` on, until the workflow's latest run has closed."""
-    async for _, value in follow_with_offsets(
-        temporal, workflow_id, topic, from_offset, result_type, interval=interval, idle_interval=idle_interval
-    ):
-        yield value
-
-
 async def follow_with_offsets(
     temporal: Client,
     workflow_id: str,
@@ -79,8 +62,9 @@ async def follow_with_offsets(
     interval: float = 0.1,
     idle_interval: float = 1.0,
 ) -> AsyncIterator[tuple[int, T]]:
-    """As :func:`follow_by_query`, each item with its offset in the workflow's stream: following again from
-    an item's offset plus one yields exactly the items after it."""
+    """Items of ``topic`` from ``from_offset`` on, each with its offset in the workflow's stream, until the
+    workflow's latest run has closed: following again from an item's offset plus one yields exactly the
+    items after it."""
     handle: WorkflowHandle[object, object] = temporal.get_workflow_handle(workflow_id)
     converter = temporal.data_converter.payload_converter
     offset, wait = from_offset, interval
