@@ -12,20 +12,8 @@ from agent_tools._activity_io import ProgressEvent
 from agent_tools._service.agui_events import AguiMapper
 from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
-from tests.support.session_api import FULL, READER, AguiEvent, auth, run_agui, session_api
+from tests.support.session_api import ASK, FULL, READER, AguiEvent, auth, run_agui, session_api
 
-ASK = {
-    "name": "askUser",
-    "arguments": {
-        "questions": [
-            {
-                "question": "Which one?",
-                "header": "Choice",
-                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
-            }
-        ]
-    },
-}
 WORDS = " ".join(f"word{i}" for i in range(40))
 TODO = {"name": "todoWrite", "arguments": {"todos": [{"content": "write it", "status": "in_progress"}]}}
 

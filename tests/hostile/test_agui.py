@@ -16,20 +16,7 @@ from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.hostile import task_failures
 from tests.support.polling import eventually
-from tests.support.session_api import FULL, READER, auth, run_agui, session_api
-
-ASK = {
-    "name": "askUser",
-    "arguments": {
-        "questions": [
-            {
-                "question": "Which one?",
-                "header": "Choice",
-                "options": [{"label": "First", "description": "a"}, {"label": "Second", "description": "b"}],
-            }
-        ]
-    },
-}
+from tests.support.session_api import ASK, FULL, READER, auth, run_agui, session_api
 
 
 def _deep(levels: int) -> str:
