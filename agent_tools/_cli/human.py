@@ -19,18 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import BaseModel
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from agent_tools._cli.running import run_or_explain
+from agent_tools._cli.running import Interrupted, run_or_explain, unless
 from agent_tools._errors import AgentToolsError, AnswerInputClosed
-from agent_tools._session import TERMINAL_STATUSES, SessionStatus
+from agent_tools._session import SessionStatus
 from agent_tools.contracts._human import (
     OTHER_LABEL,
     AnswerAccepted,
     AnsweredAsk,
     AnswerQuestions,
     AnswerRejected,
+    HumanState,
     PendingQuestion,
     QuestionAnswer,
     parse_answer_payload,
@@ -225,35 +226,42 @@ async def _unless_answered_elsewhere(
     handle: SessionHandle, asked: set[str], dialogue: Coroutine[Any, Any, AnswerQuestions]
 ) -> AnswerQuestions:
     """The dialogue's answers, unless every ask in ``asked`` stops pending first (then _AnsweredElsewhere)."""
-    typing = asyncio.ensure_future(dialogue)
     if not asked:
-        return await typing
-    watching = asyncio.ensure_future(_wait_until_answered(handle, asked))
-    try:
-        await asyncio.wait({typing, watching}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (typing, watching):
-            if not task.done():
-                task.cancel()
-    if typing.done() and not typing.cancelled():
-        return typing.result()
-    raise _AnsweredElsewhere(watching.result())
+        return await dialogue
+    got = await unless(dialogue, _wait_until_answered(handle, asked))
+    if isinstance(got, Interrupted):
+        raise _AnsweredElsewhere(got.value)
+    return got
 
 
 async def _wait_until_answered(handle: SessionHandle, asked: set[str]) -> str:
-    """Poll the session until none of ``asked`` is pending; returns what to tell the person."""
+    """Watch the session until none of ``asked`` is pending; returns what to tell the person. The server
+    says whether the run's history grew (no worker involved); the worker is asked only when it did, since
+    an answer is an update or a signal, which adds events."""
+    seen: tuple[str | None, int] | None = None
     while True:
         await asyncio.sleep(_ELSEWHERE_POLL_SECONDS)
         try:
-            state = await handle.human_state()
-        except Exception:  # the session ended, or the server is away for a moment: say so or try again
+            description = await handle.workflow.describe()
+        except Exception:
+            continue  # the server is away for a moment: try again
+        run_status = description.status
+        closed = run_status is not None and run_status != WorkflowExecutionStatus.RUNNING
+        now = (description.run_id, description.history_length)
+        if now == seen and not closed:
+            continue
+        try:
+            state: HumanState | None = await handle.human_state()
+        except Exception:
+            state = None  # no worker for a moment, or a run being replaced: ask again when the history moves
+        if state is not None:
+            seen = now
+            if not any(ask.ask_id in asked for ask in state.pending):
+                return _answered_line([a for a in state.answered if a.ask_id in asked])
+        if closed and run_status is not None:
             status = await _status_or_none(handle)
-            if status is not None and status in TERMINAL_STATUSES:
-                return f"The session ended ({status.value}) while the question waited here; nothing was sent."
-            continue
-        if any(ask.ask_id in asked for ask in state.pending):
-            continue
-        return _answered_line([a for a in state.answered if a.ask_id in asked])
+            ended = status.value if status is not None else run_status.name.lower()
+            return f"The session ended ({ended}) while the question waited here; nothing was sent."
 
 
 async def _status_or_none(handle: SessionHandle) -> SessionStatus | None:

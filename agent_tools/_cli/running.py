@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import typer
 from temporalio.client import WorkflowFailureError
@@ -16,10 +17,34 @@ from agent_tools._errors import AgentToolsError
 from agent_tools._settings import Settings
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 # The embedded mode's logs: the worker's and the Temporal core's, which would otherwise interleave with the
 # conversation on the terminal.
 LOG_DIR = Path(".agent-tools") / "logs"
+
+
+@dataclass(frozen=True)
+class Interrupted(Generic[U]):
+    """What came first instead of the awaited value (:func:`unless`)."""
+
+    value: U
+
+
+async def unless(wanted: Coroutine[Any, Any, T], interrupt: Coroutine[Any, Any, U]) -> T | Interrupted[U]:
+    """``wanted``'s value, or :class:`Interrupted` with ``interrupt``'s if that ends first; the other one is
+    cancelled (a terminal read in flight stays with the reader for the next prompt)."""
+    first = asyncio.ensure_future(wanted)
+    second = asyncio.ensure_future(interrupt)
+    try:
+        await asyncio.wait({first, second}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (first, second):
+            if not task.done():
+                task.cancel()
+    if first.done() and not first.cancelled():
+        return first.result()
+    return Interrupted(second.result())
 
 
 def failure_reason(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from agent_tools._cli.running import log_file, other_terminals, run_or_explain
+from agent_tools._cli.running import Interrupted, log_file, other_terminals, run_or_explain, unless
 from agent_tools._client import AgentToolsClient, SessionHandle, TranscriptEntry
 from agent_tools._model_spec import split_spec
 from agent_tools._session import TERMINAL_STATUSES
@@ -138,15 +138,8 @@ class _Terminal:
 
     async def _unless_busy(self, reading: Coroutine[Any, Any, str]) -> str | None:
         """The line typed, or None when the root starts a turn first (the line then goes to the next prompt)."""
-        typed = asyncio.ensure_future(reading)
-        started = asyncio.ensure_future(self.busy.wait())
-        try:
-            await asyncio.wait({typed, started}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (typed, started):
-                if not task.done():
-                    task.cancel()
-        return typed.result() if typed.done() and not typed.cancelled() else None
+        got = await unless(reading, self.busy.wait())
+        return None if isinstance(got, Interrupted) else got
 
     async def converse(self) -> None:
         """Read the next message whenever the root is idle, until ``/exit`` or the end of input."""
