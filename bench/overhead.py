@@ -70,14 +70,15 @@ def write_script(path: Path, turns: int) -> str:
 
 
 def bare_runner() -> Any:
-    """The bare loop's sandbox: the shared message model passed through, as a careful user would."""
+    """The bare loop's sandbox: its shared models passed through (bench/bare_messages.py), as a careful
+    user would."""
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
     # The sandbox re-imports the workflow module on every run: from bytecode, not source, as a deployed app's would.
     compileall.compile_file(str(ROOT / "bench" / "bare_loop.py"), quiet=2)
 
     return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("agent_tools", "pydantic", "yaml")
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("pydantic", "bench.bare_messages")
     )
 
 
@@ -324,7 +325,25 @@ def main() -> None:
     asyncio.run(driver(configs, args.rounds))
 
 
+def worker_and_exit() -> None:
+    """A worker process's life: it runs until the driver terminates it. The bare worker must not import
+    our package, so it leaves without ``agent_tools.run_and_exit``, through ``os._exit`` likewise."""
+    status = 0
+    try:
+        main()
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
+    if "--worker" in sys.argv:
+        worker_and_exit()
     from agent_tools._process_exit import run_and_exit
 
     run_and_exit(main)
