@@ -74,12 +74,17 @@ def bare_runner() -> Any:
     user would."""
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-    # The sandbox re-imports the workflow module on every run: from bytecode, not source, as a deployed app's would.
-    compileall.compile_file(str(ROOT / "bench" / "bare_loop.py"), quiet=2)
-
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules("pydantic", "bench.bare_messages")
     )
+
+
+def compile_bytecode() -> None:
+    """Bytecode for our package and the benches, as a deployed app has (pip compiles what it installs): a
+    checkout run with PYTHONDONTWRITEBYTECODE would otherwise compile every module of ours at each worker
+    start, and the bare loop's module at each sandboxed run, while the libraries load from bytecode."""
+    for folder in ("agent_tools", "bench"):
+        compileall.compile_dir(str(ROOT / folder), quiet=2)
 
 
 def engine_plugin(address: str, task_queue: str, db: str) -> Any:
@@ -241,6 +246,7 @@ def pair_ratios(engine_runs: list[dict[str, float]], bare_runs: list[dict[str, f
 async def driver(configs: list[tuple[int, int]], rounds: int) -> None:
     from agent_tools._devserver import start_dev_server
 
+    compile_bytecode()
     env = await start_dev_server(ui=False, log_level="error")
     address = env.client.service_client.config.target_host
     rows = []

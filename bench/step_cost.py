@@ -133,7 +133,9 @@ async def replay_cost(turns: int, replays: int) -> tuple[float, float]:
     from agent_tools._devserver import start_dev_server
     from agent_tools._session import SessionInput, SessionRequest
     from bench.bare_loop import BareAgentLoop, BareInput
-    from bench.overhead import bare_runner, bare_worker, engine_plugin, write_script
+    from bench.overhead import bare_runner, bare_worker, compile_bytecode, engine_plugin, write_script
+
+    compile_bytecode()
 
     tmp = Path(tempfile.mkdtemp(prefix="replay-cost-"))
     script = write_script(tmp / "script.json", turns)
