@@ -30,7 +30,9 @@ print(json.dumps({"activities": len(acts), "loaded": [m for m in watched if m in
 
 
 def test_a_worker_registers_its_activities_without_httpx_cli_or_unused_providers() -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["activities"] > 10
     assert found["loaded"] == []
