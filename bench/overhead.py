@@ -9,7 +9,8 @@ A "turn" here is one model step that calls a tool (plus the final answer step). 
 in its own process on a fresh task queue; worker CPU comes from /proc (utime+stime), RSS is the worker's
 peak (VmHWM) after the measured sessions and its RSS after one warm-up session; start-up is the time
 from spawning the worker process to the answer of a one-step session that was already waiting on its
-queue, with a new store (the engine's first start creates its schema); restart is the same with a second
+queue, with a new store (the engine's first start creates its schema), and the worker's CPU until then
+(steadier than the wall clock on a loaded machine); restart is the same with a second
 worker process once the first has stopped, which finds its store (a deployed worker's usual start; the
 bare loop has no store, so its two are alike). Each configuration runs engine, bare, engine, bare... (``--rounds`` of each, a fresh worker
 every time) and prints the median of every figure, the engine/bare ratio of the medians, and each
@@ -175,7 +176,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
         await handle.result()
         return time.perf_counter() - t0, handle.id
 
-    async def spawn_worker(i: int) -> tuple[subprocess.Popen[bytes], float]:
+    async def spawn_worker(i: int) -> tuple[subprocess.Popen[bytes], float, float]:
         """Start-up: a one-step session waits on the queue, then the worker process starts; the time until
         that session's answer covers the interpreter, the imports, the worker's set-up (store, sandbox
         probe) and its first workflow run, all a fresh worker pays before it serves."""
@@ -186,9 +187,10 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
             stdout=subprocess.DEVNULL, cwd=ROOT,
         )  # fmt: skip
         await waiting.result()
-        return proc, time.perf_counter() - spawned
+        # Its CPU too: on a loaded machine the wall clock mostly measures the wait for a core.
+        return proc, time.perf_counter() - spawned, proc_cpu_seconds(proc.pid)
 
-    proc, startup = await spawn_worker(-2)
+    proc, startup, startup_cpu = await spawn_worker(-2)
     # Warm up once so that imports and connection set-up are not billed to the measured sessions.
     await one(-1)
     rss_warm = proc_rss_mb(proc.pid)
@@ -217,7 +219,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     proc.wait(timeout=20)
     # A restart: the same measure with a worker that finds its store (a deployed worker's usual start; the
     # first start above also created the store's schema, which a store needs once).
-    proc, restart = await spawn_worker(-3)
+    proc, restart, _ = await spawn_worker(-3)
     proc.terminate()
     proc.wait(timeout=20)
     return {
@@ -225,6 +227,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
         "throughput": sessions / wall,
         "cpu_per_session_ms": 1000 * cpu / sessions,
         "startup_s": startup,
+        "startup_cpu_s": startup_cpu,
         "restart_s": restart,
         "rss_warm_mb": rss_warm,
         "rss_mb": rss,
@@ -291,6 +294,7 @@ def print_row(
         ("throughput", "throughput sessions/s"),
         ("cpu_per_session_ms", "worker CPU/session ms"),
         ("startup_s", "start-up to 1st answer s"),
+        ("startup_cpu_s", "start-up CPU s"),
         ("restart_s", "restart to 1st answer s"),
         ("rss_warm_mb", "RSS after warm-up MB"),
         ("rss_mb", "worker peak RSS MB"),
