@@ -18,8 +18,11 @@ The plugin composes with what the host application configured instead of replaci
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
+import sys
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -89,6 +92,20 @@ def compose_workflow_runner(existing: WorkflowRunner | None) -> WorkflowRunner:
             existing, restrictions=existing.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
         )
     return existing
+
+
+def _import_httpx_without_its_cli() -> None:
+    """Import httpx without ``httpx._main``, its command line, which ``import httpx`` loads whenever rich and
+    click are installed (our CLI's typer brings both): a worker would carry rich, click and pygments for a
+    ``main`` it never calls. Only ``httpx.main`` becomes httpx's stub; ``httpx._main`` imports as usual after."""
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    sys.modules["httpx._main"] = None  # type: ignore[assignment]  # the import fails: httpx defines its stub
+    try:
+        import httpx  # noqa: F401
+    finally:
+        if sys.modules.get("httpx._main", 0) is None:
+            del sys.modules["httpx._main"]
 
 
 class AgentToolsPlugin(SimplePlugin):
@@ -175,6 +192,7 @@ class AgentToolsPlugin(SimplePlugin):
         """The worker-side services (store, HTTP client, providers), opened on first use."""
         if self._holder is None:
             # Imported here so that `import agent_tools` stays light for clients.
+            _import_httpx_without_its_cli()
             from agent_tools.activities._registry import builtin_context_hooks
             from agent_tools.activities._services import ServicesHolder
 
@@ -194,6 +212,7 @@ class AgentToolsPlugin(SimplePlugin):
         return [*(existing or []), *all_workflows()]
 
     def _activities(self, existing: Sequence[Callable[..., Any]] | None) -> Sequence[Callable[..., Any]]:
+        _import_httpx_without_its_cli()
         from agent_tools.activities._registry import all_activities
 
         return [*(existing or []), *all_activities(self.holder, self.user_tools)]
@@ -241,17 +260,31 @@ class AgentToolsPlugin(SimplePlugin):
             # Open the services (and create or migrate the store) before the first task: clients never
             # create the store, so it must exist once a worker runs; a bad database URL fails here, once.
             services = await self.holder.get()
-            from agent_tools.activities._sandbox.tool import announce
-
-            # Probe the exec_python sandbox now, so the log says at start whether (and why not) it is offered.
-            await announce(services)
-            # The search engines too, now and then every web.probe_interval_s (the search tools follow it).
+            # Probe the exec_python sandbox as the worker starts, so the log says early whether (and why not) it
+            # is offered; beside the first tasks, not before them (the probe runs two interpreters), and a
+            # session's first exec_python waits for the same cached probe. The search engines too, now and then
+            # every web.probe_interval_s (the search tools follow it).
             services.start_probing()
+        announcing = (
+            asyncio.create_task(self._announce(), name="sandbox-announce") if self.register_activities else None
+        )
         try:
             yield
         finally:
+            if announcing is not None and not announcing.done():
+                announcing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await announcing
             if self._holder is not None:
                 await self._holder.close()
+
+    async def _announce(self) -> None:
+        from agent_tools.activities._sandbox.tool import announce
+
+        try:
+            await announce(await self.holder.get())
+        except Exception:  # a log line at start must never stop a worker
+            log.exception("probing the exec_python sandbox failed")
 
     async def ensure_search_attributes(self, client: Client) -> None:
         """Register the session search attributes on ``client``'s namespace if it lacks them (once).

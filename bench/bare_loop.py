@@ -1,30 +1,18 @@
 """The reference: the same agent loop as a minimal bare Temporal workflow that passes the whole message
-list to every model call (the common design), with the same scripted model and the same tool."""
+list to every model call (the common design), with the same script played by its own few-line scripted
+model and the same tool. It imports nothing of ours (tests/test_bench_reference.py holds it to that), so
+the ratios bill our package's imports and memory to us."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import BaseModel
 from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
-    from agent_tools._messages import Message
+    from bench.bare_messages import BareInput, BareLlmInput, BareToolInput, Message, scripted_reply
 
-
-class BareInput(BaseModel):
-    prompt: str
-    script: str
-    max_steps: int
-
-
-class BareLlmInput(BaseModel):
-    script: str
-    messages: list[Message]
-
-
-class BareToolInput(BaseModel):
-    topic: str
+__all__ = ["BareAgentLoop", "BareInput", "BareLlmInput", "BareToolInput", "bare_llm", "bare_lookup", "lookup"]
 
 
 async def lookup(topic: str) -> str:
@@ -34,13 +22,7 @@ async def lookup(topic: str) -> str:
 
 @activity.defn(name="bare.llm")
 async def bare_llm(inp: BareLlmInput) -> Message:
-    from agent_tools.activities._providers.base import ModelRequest
-    from agent_tools.activities._providers.scripted import ScriptedProvider
-
-    resp = await ScriptedProvider(inp.script).complete(
-        ModelRequest(model="bench", messages=inp.messages, meta={"agent": "assistant"})
-    )
-    return resp.message
+    return scripted_reply(inp.script, inp.messages)
 
 
 @activity.defn(name="bare.lookup")

@@ -9,7 +9,8 @@ A "turn" here is one model step that calls a tool (plus the final answer step). 
 in its own process on a fresh task queue; worker CPU comes from /proc (utime+stime), RSS is the worker's
 peak (VmHWM) after the measured sessions and its RSS after one warm-up session; start-up is the time
 from spawning the worker process to the answer of a one-step session that was already waiting on its
-queue, with a new store (the engine's first start creates its schema); restart is the same with a second
+queue, with a new store (the engine's first start creates its schema), and the worker's CPU until then
+(steadier than the wall clock on a loaded machine); restart is the same with a second
 worker process once the first has stopped, which finds its store (a deployed worker's usual start; the
 bare loop has no store, so its two are alike). Each configuration runs engine, bare, engine, bare... (``--rounds`` of each, a fresh worker
 every time) and prints the median of every figure, the engine/bare ratio of the medians, and each
@@ -70,15 +71,21 @@ def write_script(path: Path, turns: int) -> str:
 
 
 def bare_runner() -> Any:
-    """The bare loop's sandbox: the shared message model passed through, as a careful user would."""
+    """The bare loop's sandbox: its shared models passed through (bench/bare_messages.py), as a careful
+    user would."""
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-    # The sandbox re-imports the workflow module on every run: from bytecode, not source, as a deployed app's would.
-    compileall.compile_file(str(ROOT / "bench" / "bare_loop.py"), quiet=2)
-
     return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("agent_tools", "pydantic", "yaml")
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("pydantic", "bench.bare_messages")
     )
+
+
+def compile_bytecode() -> None:
+    """Bytecode for our package and the benches, as a deployed app has (pip compiles what it installs): a
+    checkout run with PYTHONDONTWRITEBYTECODE would otherwise compile every module of ours at each worker
+    start, and the bare loop's module at each sandboxed run, while the libraries load from bytecode."""
+    for folder in ("agent_tools", "bench"):
+        compileall.compile_dir(str(ROOT / folder), quiet=2)
 
 
 def engine_plugin(address: str, task_queue: str, db: str) -> Any:
@@ -169,7 +176,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
         await handle.result()
         return time.perf_counter() - t0, handle.id
 
-    async def spawn_worker(i: int) -> tuple[subprocess.Popen[bytes], float]:
+    async def spawn_worker(i: int) -> tuple[subprocess.Popen[bytes], float, float]:
         """Start-up: a one-step session waits on the queue, then the worker process starts; the time until
         that session's answer covers the interpreter, the imports, the worker's set-up (store, sandbox
         probe) and its first workflow run, all a fresh worker pays before it serves."""
@@ -180,9 +187,10 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
             stdout=subprocess.DEVNULL, cwd=ROOT,
         )  # fmt: skip
         await waiting.result()
-        return proc, time.perf_counter() - spawned
+        # Its CPU too: on a loaded machine the wall clock mostly measures the wait for a core.
+        return proc, time.perf_counter() - spawned, proc_cpu_seconds(proc.pid)
 
-    proc, startup = await spawn_worker(-2)
+    proc, startup, startup_cpu = await spawn_worker(-2)
     # Warm up once so that imports and connection set-up are not billed to the measured sessions.
     await one(-1)
     rss_warm = proc_rss_mb(proc.pid)
@@ -211,7 +219,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     proc.wait(timeout=20)
     # A restart: the same measure with a worker that finds its store (a deployed worker's usual start; the
     # first start above also created the store's schema, which a store needs once).
-    proc, restart = await spawn_worker(-3)
+    proc, restart, _ = await spawn_worker(-3)
     proc.terminate()
     proc.wait(timeout=20)
     return {
@@ -219,6 +227,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
         "throughput": sessions / wall,
         "cpu_per_session_ms": 1000 * cpu / sessions,
         "startup_s": startup,
+        "startup_cpu_s": startup_cpu,
         "restart_s": restart,
         "rss_warm_mb": rss_warm,
         "rss_mb": rss,
@@ -240,6 +249,7 @@ def pair_ratios(engine_runs: list[dict[str, float]], bare_runs: list[dict[str, f
 async def driver(configs: list[tuple[int, int]], rounds: int) -> None:
     from agent_tools._devserver import start_dev_server
 
+    compile_bytecode()
     env = await start_dev_server(ui=False, log_level="error")
     address = env.client.service_client.config.target_host
     rows = []
@@ -284,6 +294,7 @@ def print_row(
         ("throughput", "throughput sessions/s"),
         ("cpu_per_session_ms", "worker CPU/session ms"),
         ("startup_s", "start-up to 1st answer s"),
+        ("startup_cpu_s", "start-up CPU s"),
         ("restart_s", "restart to 1st answer s"),
         ("rss_warm_mb", "RSS after warm-up MB"),
         ("rss_mb", "worker peak RSS MB"),
@@ -324,7 +335,25 @@ def main() -> None:
     asyncio.run(driver(configs, args.rounds))
 
 
+def worker_and_exit() -> None:
+    """A worker process's life: it runs until the driver terminates it. The bare worker must not import
+    our package, so it leaves without ``agent_tools.run_and_exit``, through ``os._exit`` likewise."""
+    status = 0
+    try:
+        main()
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
+    if "--worker" in sys.argv:
+        worker_and_exit()
     from agent_tools._process_exit import run_and_exit
 
     run_and_exit(main)

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.overhead import medians, pair_ratios, parse_config, run_config  # noqa: E402
+from bench.overhead import compile_bytecode, medians, pair_ratios, parse_config, run_config  # noqa: E402
 
 FIGURES = [
     ("throughput", "throughput sessions/s"),
@@ -54,6 +54,7 @@ async def driver(configs: list[tuple[int, int]], rounds: int, with_peer: bool) -
     from agent_tools._devserver import start_dev_server
 
     modes = ["engine", "bare", *(["peer"] if with_peer else [])]
+    compile_bytecode()
     env = await start_dev_server(ui=False, log_level="error")
     address = env.client.service_client.config.target_host
     try:

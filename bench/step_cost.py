@@ -52,6 +52,7 @@ async def measure(sessions: int, turns: int) -> dict[str, list[float]]:
     from agent_tools.activities._services import Services
     from agent_tools.activities._tool_runner import _user_impl, run_tool
     from bench.bare_loop import BareLlmInput, BareToolInput, bare_llm, bare_lookup, lookup
+    from bench.bare_messages import Message as BareMessage
     from bench.overhead import write_script
 
     tmp = Path(tempfile.mkdtemp(prefix="step-cost-"))
@@ -90,8 +91,8 @@ async def measure(sessions: int, turns: int) -> dict[str, list[float]]:
 
     async def bare_session() -> None:
         messages = [
-            Message(role="system", content="You are a capable assistant."),
-            Message(role="user", content="research"),
+            BareMessage(role="system", content="You are a capable assistant."),
+            BareMessage(role="user", content="research"),
         ]
         while True:
             t0 = time.process_time()
@@ -104,7 +105,7 @@ async def measure(sessions: int, turns: int) -> dict[str, list[float]]:
                 t0 = time.process_time()
                 out = await bare_lookup(wire(BareToolInput(topic=str(call.arguments.get("topic", "")))))
                 figures["bare_tool"].append(time.process_time() - t0)
-                messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=out))
+                messages.append(BareMessage(role="tool", tool_call_id=call.id, name=call.name, content=out))
 
     try:
         await engine_session(-1)  # warm up: imports, schema, first connections
@@ -132,7 +133,9 @@ async def replay_cost(turns: int, replays: int) -> tuple[float, float]:
     from agent_tools._devserver import start_dev_server
     from agent_tools._session import SessionInput, SessionRequest
     from bench.bare_loop import BareAgentLoop, BareInput
-    from bench.overhead import bare_runner, bare_worker, engine_plugin, write_script
+    from bench.overhead import bare_runner, bare_worker, compile_bytecode, engine_plugin, write_script
+
+    compile_bytecode()
 
     tmp = Path(tempfile.mkdtemp(prefix="replay-cost-"))
     script = write_script(tmp / "script.json", turns)

@@ -1,19 +1,44 @@
 """Model specs (``openai:gpt-4.1-mini``, ``anthropic:...``, ``scripted:path``, ``<endpoint>:model``) to
-providers."""
+providers.
+
+Each provider's module is imported when a spec first names it: a worker on OpenAI never loads the scripted
+model's script parser, a scripted test never loads the HTTP providers.
+"""
 
 from __future__ import annotations
 
 import os
-
-import httpx
+from typing import TYPE_CHECKING
 
 from agent_tools._errors import ConfigurationError
 from agent_tools._model_spec import split_spec
 from agent_tools._settings import Settings
-from agent_tools.activities._providers.anthropic import AnthropicProvider
 from agent_tools.activities._providers.base import Provider
-from agent_tools.activities._providers.openai_compat import OpenAIProvider
-from agent_tools.activities._providers.scripted import ScriptedProvider
+
+if TYPE_CHECKING:
+    import httpx
+
+    from agent_tools.activities._providers.scripted import ScriptedProvider
+
+
+def _scripted(path: str) -> ScriptedProvider:
+    from agent_tools.activities._providers.scripted import ScriptedProvider
+
+    return ScriptedProvider(path)
+
+
+def _http_provider(
+    kind: str, client: httpx.AsyncClient, *, base_url: str, api_key: str | None, name: str | None = None,
+    stream: bool = True,
+) -> Provider:  # fmt: skip
+    """An ``openai`` (chat completions) or ``anthropic`` (messages) provider over ``client``."""
+    if kind == "anthropic":
+        from agent_tools.activities._providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(client, base_url=base_url, api_key=api_key, name=name, stream=stream)
+    from agent_tools.activities._providers.openai_compat import OpenAIProvider
+
+    return OpenAIProvider(client, base_url=base_url, api_key=api_key, name=name, stream=stream)
 
 
 class ProviderRegistry:
@@ -28,7 +53,7 @@ class ProviderRegistry:
     def resolve(self, spec: str) -> tuple[Provider, str]:
         prefix, model = split_spec(spec)
         if prefix == "scripted":
-            return ScriptedProvider(model), model
+            return _scripted(model), model
         if prefix not in self._cache:
             self._cache[prefix] = self._build(prefix)
         return self._cache[prefix], model
@@ -40,19 +65,20 @@ class ProviderRegistry:
         s = self.settings
         if prefix in s.providers:
             ep = s.providers[prefix]
-            if ep.kind == "anthropic":
-                return AnthropicProvider(
-                    self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix, stream=ep.stream
-                )
-            return OpenAIProvider(self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix, stream=ep.stream)
+            kind = "anthropic" if ep.kind == "anthropic" else "openai"
+            return _http_provider(
+                kind, self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix, stream=ep.stream
+            )
         if prefix == "openai":
             key = s.openai_api_key or os.environ.get("OPENAI_API_KEY")
-            return OpenAIProvider(self.client, base_url=s.openai_base_url, api_key=key)
+            return _http_provider("openai", self.client, base_url=s.openai_base_url, api_key=key)
         if prefix == "anthropic":
             key = s.anthropic_api_key or os.environ.get("ANTHROPIC_API_KEY")
-            return AnthropicProvider(self.client, base_url=s.anthropic_base_url, api_key=key)
+            return _http_provider("anthropic", self.client, base_url=s.anthropic_base_url, api_key=key)
         if prefix == "ollama":
-            return OpenAIProvider(self.client, base_url="http://localhost:11434/v1", api_key=None, name="ollama")
+            return _http_provider(
+                "openai", self.client, base_url="http://localhost:11434/v1", api_key=None, name="ollama"
+            )
         raise unknown_provider(prefix, s)
 
 
@@ -74,6 +100,6 @@ def check_spec(spec: str, settings: Settings) -> None:
     """
     prefix, model = split_spec(spec)
     if prefix == "scripted":
-        ScriptedProvider(model)
+        _scripted(model)
     elif prefix not in settings.providers and prefix not in BUILTIN_PREFIXES:
         raise unknown_provider(prefix, settings)

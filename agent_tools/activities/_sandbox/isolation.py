@@ -354,6 +354,7 @@ async def execute(
 # ---- the probe ------------------------------------------------------------------------------------------
 
 _AVAILABILITY: dict[IsolationConfig, Availability] = {}
+_PROBING: dict[tuple[IsolationConfig, asyncio.AbstractEventLoop], asyncio.Future[Availability]] = {}
 
 
 async def availability(config: IsolationConfig) -> Availability:
@@ -365,7 +366,16 @@ async def availability(config: IsolationConfig) -> Availability:
     key = dataclasses.replace(config, protected_paths=())
     found = _AVAILABILITY.get(key)
     if found is None:
-        found = _AVAILABILITY[key] = await _probe(key)
+        # Callers that come while the probe runs (the worker's start-up announcement, a first exec_python)
+        # share it: one probe per process, whoever asks first.
+        probing = _PROBING.get((key, asyncio.get_running_loop()))
+        if probing is None:
+            probing = _PROBING[(key, asyncio.get_running_loop())] = asyncio.ensure_future(_probe(key))
+        try:
+            found = _AVAILABILITY[key] = await asyncio.shield(probing)
+        finally:
+            if probing.done():
+                _PROBING.pop((key, asyncio.get_running_loop()), None)
     if found.sandbox is not None:
         clash = _clash((*SYSTEM_LIBRARY_DIRS, LOADER_CACHE, *found.sandbox.binds), config.protected_paths)
         if clash:
