@@ -38,8 +38,6 @@ from agent_tools._boundaries import (
 )
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools._messages import Message
-from agent_tools._progress_poll import follow_with_offsets
-from agent_tools._progress_resume import ProgressCursor, ResumableItem, follow_tree
 from agent_tools._session import (
     WORKFLOW_NAME,
     LatestMessageView,
@@ -53,7 +51,6 @@ from agent_tools._session import (
     StatusView,
     StopRequest,
 )
-from agent_tools._session_start import SessionStart, root_start
 from agent_tools._settings import Settings
 from agent_tools.contracts._approvals import (
     ApprovalAccepted,
@@ -72,6 +69,8 @@ from agent_tools.contracts._human import (
 from agent_tools.contracts._output import schema_dict, schema_refusal
 
 if TYPE_CHECKING:
+    from agent_tools._progress_resume import ResumableItem
+    from agent_tools._session_start import SessionStart
     from agent_tools._store.transcripts import TranscriptStore
     from agent_tools._web_client import ResearchClient, ToolsClient
 
@@ -358,6 +357,8 @@ class SessionHandle:
             async for event in self._tree_progress(from_offset, poll):
                 yield event
             return
+        from agent_tools._progress_poll import follow_with_offsets
+
         # By query: a watched session's history holds what it did, not the polls of whoever watched it.
         async with _existing(self.id):
             async for _, event in follow_with_offsets(
@@ -375,6 +376,8 @@ class SessionHandle:
             CursorRefused: ``cursor`` is malformed or belongs to another session.
             SessionError: there is no such session.
         """
+        from agent_tools._progress_resume import ProgressCursor, follow_tree
+
         start = ProgressCursor.decode(self.id, cursor) if cursor else ProgressCursor.start(self.id)
         async with _existing(self.id):
             async for item in follow_tree(self._client.temporal, start, poll=poll.total_seconds()):
@@ -508,9 +511,8 @@ class AgentToolsClient:
         if client is not None:
             return cls(client, settings)
         from agent_tools._connection import connect
-        from agent_tools._plugin import compose_data_converter
 
-        temporal = await connect(settings, data_converter=compose_data_converter(data_converter))
+        temporal = await connect(settings, data_converter=pydantic_converter(data_converter))
         # The namespace and address actually used, for the UI links.
         used = {
             "temporal_address": temporal.service_client.config.target_host,
@@ -623,6 +625,8 @@ class AgentToolsClient:
         sid = session_id or new_session_id()
         if len(sid) > ID_CHARS or clean_text(sid) != sid:
             raise SessionError(f"session ids are at most {ID_CHARS} characters of text, got {sid[:80]!r}")
+        from agent_tools._session_start import root_start
+
         start = root_start(request, sid, search_attributes=self.settings.search_attributes)
         try:
             await self._start_workflow(start, request)
@@ -758,6 +762,18 @@ class AgentToolsClient:
         await self.close()
 
 
+def pydantic_converter(existing: DataConverter | None) -> DataConverter:
+    """What ``compose_data_converter`` makes of ``existing``; without a host converter, made here: the plugin
+    module (the worker, the sandbox, the tool catalog) is for hosts that bring their own."""
+    if existing is None:
+        from temporalio.contrib.pydantic import PydanticPayloadConverter
+
+        return DataConverter(payload_converter_class=PydanticPayloadConverter)
+    from agent_tools._plugin import compose_data_converter
+
+    return compose_data_converter(existing)
+
+
 def _with_pydantic_payloads(temporal: Client) -> Client:
     """``temporal`` itself when it converts pydantic models; else a client on the same connection whose
     payload converter is pydantic's (codec, failure converter and interceptors kept)."""
@@ -765,10 +781,8 @@ def _with_pydantic_payloads(temporal: Client) -> Client:
 
     if temporal.data_converter.payload_converter_class is PydanticPayloadConverter:
         return temporal
-    from agent_tools._plugin import compose_data_converter
-
     config = temporal.config()
-    config["data_converter"] = compose_data_converter(config.get("data_converter"))
+    config["data_converter"] = pydantic_converter(config.get("data_converter"))
     # The plugins have configured this client already; configuring them again would stack their changes.
     config["plugins"] = []
     return Client(**config)

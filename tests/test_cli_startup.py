@@ -3,15 +3,25 @@ module, and the table it prints from matches what the modules register."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 import typer
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import DataConverter
+from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from agent_tools._cli import COMMANDS, app, module_commands
+from agent_tools._client import pydantic_converter
+from agent_tools._plugin import compose_data_converter
+from agent_tools._settings import Settings
+from tests.support.fixture_types import Script, WorkerFor
 
 
 def _first_paragraph(text: str | None) -> str:
@@ -31,7 +41,7 @@ def test_the_table_matches_what_each_module_registers(module: str) -> None:
         assert _first_paragraph(command.help) == COMMANDS[name].help, name
 
 
-def _loaded_after(args: list[str]) -> list[str]:
+def _loaded_after(args: list[str], env: dict[str, str] | None = None) -> list[str]:
     code = (
         "import sys, json\n"
         "from agent_tools._cli import app\n"
@@ -41,9 +51,10 @@ def _loaded_after(args: list[str]) -> list[str]:
         "    pass\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    modules: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
-    return modules
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60, env=env)
+    lines = out.stdout.strip().splitlines()
+    modules: list[str] = json.loads(lines[-1])
+    return ["\n".join(lines[:-1]), *modules] if env is not None else modules
 
 
 def test_help_imports_no_command_module_and_no_temporal_client() -> None:
@@ -71,3 +82,54 @@ def test_help_lists_every_command_with_its_line_and_unknown_ones_fail() -> None:
     assert bad.exit_code == 2 and "No such command" in bad.output
     sub = runner.invoke(app, ["events", "--help"])
     assert sub.exit_code == 0 and "send" in sub.output
+
+
+# What ``show`` has no use for: the worker side (the plugin, the SDK's worker and sandbox, the tool catalog),
+# starting a session, following progress, the live console.
+NOT_FOR_SHOW = (
+    "agent_tools._plugin",
+    "temporalio.worker",
+    "agent_tools._catalog.registry",
+    "agent_tools._session_start",
+    "agent_tools._progress_poll",
+    "agent_tools._progress_resume",
+    "agent_tools._cli.console",
+    "rich",
+)
+
+
+async def test_show_answers_without_the_worker_side_modules(
+    settings: Settings, script: Script, temporal_env: WorkflowEnvironment, worker_for: WorkerFor
+) -> None:
+    settings.model = script([{"say": "shown answer"}])
+    async with worker_for() as client:
+        handle = await client.start_session("hi")
+        await handle.result()
+        env = {
+            **os.environ,
+            "AGENT_TOOLS_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+            "AGENT_TOOLS_DATABASE_URL": settings.database_url,
+        }
+        # A thread: the worker answers the status query on this loop meanwhile.
+        output, *modules = await asyncio.to_thread(_loaded_after, ["show", handle.id], env)
+    assert '"status": "completed"' in output and "assistant: shown answer" in output, output
+    loaded = [m for m in modules if m in NOT_FOR_SHOW or m.startswith(tuple(f"{n}." for n in NOT_FOR_SHOW))]
+    assert loaded == [], loaded
+
+
+def _configured(converter: DataConverter) -> dict[str, object]:
+    """A converter's configuration (its converter instances are built per object and compare by identity)."""
+    return {
+        f.name: getattr(converter, f.name)
+        for f in dataclasses.fields(converter)
+        if f.init and f.name not in ("payload_converter", "failure_converter")
+    }
+
+
+def test_the_client_converter_is_the_plugins() -> None:
+    """The client makes the converter itself when the host brings none: it must be the one the plugin makes."""
+    ours, plugins = pydantic_converter(None), compose_data_converter(None)
+    assert _configured(ours) == _configured(plugins)
+    assert ours.payload_converter_class is PydanticPayloadConverter
+    custom = DataConverter(failure_converter_class=DataConverter.default.failure_converter_class)
+    assert _configured(pydantic_converter(custom)) == _configured(compose_data_converter(custom))
