@@ -127,6 +127,8 @@ class Workers:
     waited: float = 0.0
     # The reference's workers (bench/bare_chaos.py) instead of ours.
     bare: bool = False
+    # Seconds from spawn to "ready" of each worker started (a replacement is one worker fewer until then).
+    startups: list[float] = field(default_factory=list)
 
     def spawn(self) -> subprocess.Popen[bytes]:
         args = [sys.executable, __file__, "--worker", "--address", self.address, "--task-queue", self.task_queue]
@@ -134,13 +136,14 @@ class Workers:
         proc = subprocess.Popen([*args, "--db", self.db], stdout=subprocess.PIPE, cwd=ROOT)
         # The worker prints "ready" when it starts polling; a thread reads it so the killer can wait for it.
         self.ready[proc.pid] = threading.Event()
-        threading.Thread(target=self._watch, args=(proc,), daemon=True).start()
+        threading.Thread(target=self._watch, args=(proc, time.perf_counter()), daemon=True).start()
         return proc
 
-    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+    def _watch(self, proc: subprocess.Popen[bytes], spawned: float) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             if line.strip() == b"ready":
+                self.startups.append(time.perf_counter() - spawned)
                 self.ready[proc.pid].set()
 
     async def wait_ready(self) -> float:
@@ -191,6 +194,7 @@ class RunResult:
     sticky_pickups: list[float] = field(default_factory=list)
     heartbeat_timeouts: int = 0
     killer_waited: float = 0.0
+    startups: list[float] = field(default_factory=list)
 
 
 async def one_run(
@@ -244,7 +248,7 @@ async def one_run(
         workers.stop()
         await client.close()
     return RunResult(wall, workers.kills, run.retried_activities, failed, transcripts, run.gaps, run.sticky_pickups,
-                     run.heartbeat_timeouts, workers.waited)  # fmt: skip
+                     run.heartbeat_timeouts, workers.waited, workers.startups)  # fmt: skip
 
 
 async def killer(args: argparse.Namespace, workers: Workers, rng: random.Random) -> None:
@@ -306,7 +310,7 @@ async def bare_run(
     finally:
         workers.stop()
     return RunResult(wall, workers.kills, run.retried_activities, failed, transcripts, run.gaps, run.sticky_pickups,
-                     run.heartbeat_timeouts, workers.waited)  # fmt: skip
+                     run.heartbeat_timeouts, workers.waited, workers.startups)  # fmt: skip
 
 
 def analyse(histories: list[Any]) -> RunResult:
@@ -409,7 +413,7 @@ async def driver(args: argparse.Namespace) -> int:
                         f"    {name:>12}: chaos {k.wall_s:6.1f} s ({k.kills} kills after waiting {k.killer_waited:.0f} s"
                         f" for replacements, {k.retried_activities} activity"
                         f" retries, {k.heartbeat_timeouts} on heartbeats; sticky pickup p99 "
-                        f"{percentile(k.sticky_pickups, 99):.3f} s)   ratio {k.wall_s / f.wall_s:.2f}x   transcripts differing: "
+                        f"{percentile(k.sticky_pickups, 99):.3f} s; workers up {startup(k)})   ratio {k.wall_s / f.wall_s:.2f}x   transcripts differing: "
                         f"{len(diffs)}/{len(f.transcripts)}",
                         flush=True,
                     )
@@ -437,6 +441,13 @@ async def driver(args: argparse.Namespace) -> int:
     return 0
 
 
+def startup(run: RunResult) -> str:
+    """How long the run's workers took from spawn to polling: median and max."""
+    if not run.startups:
+        return "-"
+    return f"after median {statistics.median(run.startups):.1f} s, max {max(run.startups):.1f} s"
+
+
 def print_gaps(args: argparse.Namespace, free: RunResult, chaos: RunResult) -> None:
     extra = {key: secs - free.gaps.get(key, 0.0) for key, secs in chaos.gaps.items()}
     for key, secs in sorted(extra.items(), key=lambda kv: -kv[1])[:6]:
@@ -453,7 +464,8 @@ async def reference_round(
     diffs = compare(f, k)
     print(
         f"    {'bare loop':>12}: fault-free {f.wall_s:6.1f} s, chaos {k.wall_s:6.1f} s ({k.kills} kills after waiting "
-        f"{k.killer_waited:.0f} s, {k.retried_activities} activity retries, {k.heartbeat_timeouts} on heartbeats)"
+        f"{k.killer_waited:.0f} s, {k.retried_activities} activity retries, {k.heartbeat_timeouts} on heartbeats;"
+        f" workers up {startup(k)})"
         f"   ratio {k.wall_s / f.wall_s:.2f}x   transcripts differing: {len(diffs)}/{len(f.transcripts)}",
         flush=True,
     )
