@@ -1,13 +1,14 @@
 """Many waiting sessions on two workers and PostgreSQL; or one long-lived session of many turns.
 
     python bench/scale.py --sessions 500                  # then 2,000, then the default 10,000
-    python bench/scale.py --sessions 10000 --cache 1000 --rate 40
+    python bench/scale.py --sessions 10000 --cache 1000 --rate 10 --start-rate 20
     python bench/scale.py --long --turns 2000             # one chat of 2,000 turns with a watcher attached
 
 Wide (the default): a temporal dev server (the real binary, with the engine's dynamic config), a database
 ``bench_scale`` of its own on the local PostgreSQL (created fresh, dropped at the end), and two worker
-processes built with the production settings and ``max_cached_workflows=--cache``. N sessions start; each
-runs one scripted model step that calls askUser and then waits. Once all N wait, the bench answers them
+processes built with the production settings and ``max_cached_workflows=--cache``. N sessions start (at
+``--start-rate`` a second, at most ``--start-ahead`` ahead of those waiting); each runs one scripted model
+step that calls askUser and then waits. Once all N wait, the bench answers them
 at ``--rate`` a second, alternately by update and by signal (as ``SessionHandle.answer_questions`` does);
 halfway through it SIGKILLs one worker and starts a replacement. Each answered session runs its second
 model step and completes. The bench prints:
@@ -47,7 +48,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DB_NAME = "bench_scale"
+# BENCH_SCALE_DB names another database, for two runs at once (the name goes into SQL: letters and _).
+DB_NAME = os.environ.get("BENCH_SCALE_DB", "bench_scale")
+if not DB_NAME.replace("_", "").isalnum() or not DB_NAME.isascii():
+    raise SystemExit(f"BENCH_SCALE_DB: letters, digits and _ only, got {DB_NAME!r}")
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 QUESTION = "Which date formatting library should we use?"
 ASK_SCRIPT = {
@@ -314,6 +318,27 @@ async def start_one(client: Any, session_id: str, model: str) -> Any:
     raise AssertionError("unreachable")
 
 
+async def start_paced(
+    args: argparse.Namespace, client: Any, task_queue: str, model: str, sampler: Sampler
+) -> list[Any]:
+    """Starts the sessions at ``--start-rate`` a second, never more than ``--start-ahead`` ahead of those
+    waiting: unpaced, thousands of first workflow tasks queue up on the loaded workers, time out and run
+    again, and the start never catches up."""
+    query = f"WorkflowType = 'AgentSession' AND TaskQueue = '{task_queue}' AND SessionState = 'waiting_for_user'"
+    tasks: list[asyncio.Task[Any]] = []
+    waiting = 0
+    t0 = time.monotonic()
+    for i in range(args.sessions):
+        await asyncio.sleep(max(0.0, t0 + i / args.start_rate - time.monotonic()))
+        while i - waiting > args.start_ahead:
+            waiting = (await client.temporal.count_workflows(query)).count
+            sampler.started = waiting
+            if i - waiting > args.start_ahead:
+                await asyncio.sleep(0.5)
+        tasks.append(asyncio.create_task(start_one(client, f"{task_queue}-{i}", model)))
+    return list(await asyncio.gather(*tasks))
+
+
 async def wait_waiting(client: Any, task_queue: str, want: int, timeout: float, sampler: Sampler) -> None:
     query = f"WorkflowType = 'AgentSession' AND TaskQueue = '{task_queue}' AND SessionState = 'waiting_for_user'"
     t0 = time.monotonic()
@@ -321,6 +346,8 @@ async def wait_waiting(client: Any, task_queue: str, want: int, timeout: float, 
         if time.monotonic() - t0 > timeout:
             raise TimeoutError(f"{count} of {want} sessions waiting after {timeout} s")
         sampler.started = count
+        if int(time.monotonic() - t0) % 30 == 0:
+            print(f"    {count} waiting", flush=True)
         await asyncio.sleep(1.0)
     sampler.started = want
 
@@ -454,7 +481,7 @@ async def wide(args: argparse.Namespace) -> int:
                             agents_file=None)  # fmt: skip
         client = AgentToolsClient(env.client, settings)
         t0 = time.monotonic()
-        handles = await gather_limited(args.sessions, 20, lambda i: start_one(client, f"{task_queue}-{i}", model))
+        handles = await start_paced(args, client, task_queue, model, sampler)
         print(f"  started {args.sessions} in {time.monotonic() - t0:.0f} s", flush=True)
         await wait_waiting(client, task_queue, args.sessions, args.timeout, sampler)
         print(f"  all {args.sessions} waiting on askUser after {time.monotonic() - t0:.0f} s", flush=True)
@@ -586,7 +613,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--cache", type=int, default=1000, help="each worker's max_cached_workflows")
-    parser.add_argument("--rate", type=float, default=40.0, help="answers sent per second")
+    parser.add_argument("--rate", type=float, default=10.0, help="answers sent per second")
+    parser.add_argument("--start-rate", type=float, default=20.0, help="sessions started per second at most")
+    parser.add_argument("--start-ahead", type=int, default=200, help="sessions started ahead of those waiting")
     parser.add_argument("--concurrency", type=int, default=100, help="answers in flight at most")
     parser.add_argument("--no-kill", dest="kill", action="store_false", help="no worker killed halfway")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds the sessions may take to wait")
@@ -594,8 +623,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--turns-per-run", type=int, default=100, help="with --long: continue-as-new after")
     args = parser.parse_args()
-    if args.sessions < 2 or args.cache < 1 or args.rate <= 0 or args.turns < 1:
-        parser.error("--sessions >= 2, --cache >= 1, --rate > 0, --turns >= 1")
+    if args.sessions < 2 or args.cache < 1 or min(args.rate, args.start_rate) <= 0 or args.turns < 1:
+        parser.error("--sessions >= 2, --cache >= 1, --rate and --start-rate > 0, --turns >= 1")
     sys.exit(asyncio.run(long(args) if args.long else wide(args)))
 
 
