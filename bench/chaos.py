@@ -167,15 +167,20 @@ class Workers:
         self.procs[i] = self.spawn()
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs)
+
+
+def stop_processes(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM to every live one, then a wait; SIGKILL to one that outlives 30 s."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @dataclass
@@ -406,19 +411,7 @@ async def driver(args: argparse.Namespace) -> int:
                       f"max {percentile(f.sticky_pickups, 100):.3f} s)", flush=True)  # fmt: skip
                 for name, variant in variants.items():
                     chaos[name].append(await one_run(args, address, True, Path(tmp), seed=r, variant=variant))
-                    k = chaos[name][-1]
-                    diffs = compare(f, k)
-                    problems += k.failed + diffs
-                    print(
-                        f"    {name:>12}: chaos {k.wall_s:6.1f} s ({k.kills} kills after waiting {k.killer_waited:.0f} s"
-                        f" for replacements, {k.retried_activities} activity"
-                        f" retries, {k.heartbeat_timeouts} on heartbeats; sticky pickup p99 "
-                        f"{percentile(k.sticky_pickups, 99):.3f} s; workers up {startup(k)})   ratio {k.wall_s / f.wall_s:.2f}x   transcripts differing: "
-                        f"{len(diffs)}/{len(f.transcripts)}",
-                        flush=True,
-                    )
-                    if args.gaps:
-                        print_gaps(args, f, k)
+                    problems += k_report(args, name, f, chaos[name][-1])
                 if args.reference:
                     problems += await reference_round(args, address, r, first, bare)
     finally:
@@ -441,6 +434,21 @@ async def driver(args: argparse.Namespace) -> int:
     return 0
 
 
+def k_report(args: argparse.Namespace, name: str, f: RunResult, k: RunResult) -> list[str]:
+    """Prints a chaos run against its fault-free run (and with ``--gaps`` where it waited); its problems."""
+    diffs = compare(f, k)
+    print(
+        f"    {name:>12}: chaos {k.wall_s:6.1f} s ({k.kills} kills after waiting {k.killer_waited:.0f} s for"
+        f" replacements, {k.retried_activities} activity retries, {k.heartbeat_timeouts} on heartbeats; sticky"
+        f" pickup p99 {percentile(k.sticky_pickups, 99):.3f} s; workers up {startup(k)})   ratio"
+        f" {k.wall_s / f.wall_s:.2f}x   transcripts differing: {len(diffs)}/{len(f.transcripts)}",
+        flush=True,
+    )
+    if args.gaps:
+        print_gaps(args, f, k)
+    return k.failed + diffs
+
+
 def startup(run: RunResult) -> str:
     """How long the run's workers took from spawn to polling: median and max."""
     if not run.startups:
@@ -461,17 +469,7 @@ async def reference_round(
     f = await bare_run(args, address, False, seed=r, variant=variant)
     k = await bare_run(args, address, True, seed=r, variant=variant)
     out.append((f, k))
-    diffs = compare(f, k)
-    print(
-        f"    {'bare loop':>12}: fault-free {f.wall_s:6.1f} s, chaos {k.wall_s:6.1f} s ({k.kills} kills after waiting "
-        f"{k.killer_waited:.0f} s, {k.retried_activities} activity retries, {k.heartbeat_timeouts} on heartbeats;"
-        f" workers up {startup(k)})"
-        f"   ratio {k.wall_s / f.wall_s:.2f}x   transcripts differing: {len(diffs)}/{len(f.transcripts)}",
-        flush=True,
-    )
-    if args.gaps:
-        print_gaps(args, f, k)
-    return f.failed + k.failed + diffs
+    return f.failed + k_report(args, f"bare loop (fault-free {f.wall_s:.1f} s)", f, k)
 
 
 def print_reference(free: list[RunResult], chaos: list[RunResult], bare: list[tuple[RunResult, RunResult]]) -> None:

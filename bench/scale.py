@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -48,41 +49,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.askuser_memory import QUESTION  # noqa: E402 - after the path
+from bench.askuser_memory import SCRIPT as ASK_SCRIPT  # noqa: E402
+from bench.chaos import stop_processes  # noqa: E402
+
 # BENCH_SCALE_DB names another database, for two runs at once (the name goes into SQL: letters and _).
 DB_NAME = os.environ.get("BENCH_SCALE_DB", "bench_scale")
 if not DB_NAME.replace("_", "").isalnum() or not DB_NAME.isascii():
     raise SystemExit(f"BENCH_SCALE_DB: letters, digits and _ only, got {DB_NAME!r}")
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
-QUESTION = "Which date formatting library should we use?"
-ASK_SCRIPT = {
-    "conversations": [
-        {
-            "turns": [
-                {
-                    "say": "Let me ask.",
-                    "tool_calls": [
-                        {
-                            "name": "askUser",
-                            "arguments": {
-                                "questions": [
-                                    {
-                                        "question": QUESTION,
-                                        "header": "Date Library",
-                                        "options": [
-                                            {"label": "date-fns", "description": "Lightweight"},
-                                            {"label": "dayjs", "description": "Small, Moment-like"},
-                                        ],
-                                    }
-                                ]
-                            },
-                        }
-                    ],
-                },
-                {"say": "Thanks: {{last_tool}}"},
-            ]
-        }
-    ]
-}
 CHAT_SCRIPT = {"conversations": [{"repeat_last": True, "turns": [{"say": "noted: {{last_user}}"}]}]}
 LLM_STEP = "agent_tools.llm_step"
 
@@ -223,15 +198,7 @@ class Workers:
         self.procs[i] = self.spawn(i)
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs)
 
 
 # ---- database and server ---------------------------------------------------------------------------------
@@ -454,21 +421,50 @@ def print_samples(sampler: Sampler, n: int, cache: int) -> None:
         prev = end
 
 
-async def wide(args: argparse.Namespace) -> int:
-    from agent_tools._client import AgentToolsClient
-    from agent_tools._devserver import start_dev_server
-    from agent_tools._session import SessionStatus
-    from agent_tools._settings import Settings
+@dataclass
+class Run:
+    """A run's dev server, database, scripted model, workers and client."""
 
-    db = await fresh_database()
-    env = await start_dev_server(ui=False, log_level="error")
-    address = env.client.service_client.config.target_host
-    tmp = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    (tmp / "script.json").write_text(json.dumps(ASK_SCRIPT))
-    model = f"scripted:{tmp / 'script.json'}"
-    task_queue = f"scale-{uuid.uuid4().hex[:8]}"
-    workers = Workers(address, task_queue, db, args.cache, tmp)
-    workers.procs = [workers.spawn(0), workers.spawn(1)]
+    env: Any
+    address: str
+    db: str
+    tmp: Path
+    model: str
+    task_queue: str
+    workers: Workers
+    client: Any
+
+    @classmethod
+    async def set_up(cls, args: argparse.Namespace, script: dict[str, Any], prefix: str, workers: int) -> Run:
+        from agent_tools._client import AgentToolsClient
+        from agent_tools._devserver import start_dev_server
+        from agent_tools._settings import Settings
+
+        db = await fresh_database()
+        env = await start_dev_server(ui=False, log_level="error")
+        address = env.client.service_client.config.target_host
+        tmp = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+        (tmp / "script.json").write_text(json.dumps(script))
+        model = f"scripted:{tmp / 'script.json'}"
+        task_queue = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        procs = Workers(address, task_queue, db, args.cache, tmp)
+        procs.procs = [procs.spawn(i) for i in range(workers)]
+        settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, model=model,
+                            agents_file=None)  # fmt: skip
+        return cls(env, address, db, tmp, model, task_queue, procs, AgentToolsClient(env.client, settings))
+
+    async def tear_down(self) -> None:
+        self.workers.stop()
+        await self.env.shutdown()
+        await drop_database()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+async def wide(args: argparse.Namespace) -> int:
+    from agent_tools._session import SessionStatus
+
+    run = await Run.set_up(args, ASK_SCRIPT, "scale", 2)
+    address, task_queue, model, workers, client = run.address, run.task_queue, run.model, run.workers, run.client
     sampler = Sampler(server_pid(address.rsplit(":", 1)[1]), [p.pid for p in workers.procs])
     thread = threading.Thread(target=sampler.run, daemon=True)
     thread.start()
@@ -477,9 +473,6 @@ async def wide(args: argparse.Namespace) -> int:
           f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     problems: list[str] = []
     try:
-        settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, model=model,
-                            agents_file=None)  # fmt: skip
-        client = AgentToolsClient(env.client, settings)
         t0 = time.monotonic()
         handles = await start_paced(args, client, task_queue, model, sampler)
         print(f"  started {args.sessions} in {time.monotonic() - t0:.0f} s", flush=True)
@@ -502,12 +495,11 @@ async def wide(args: argparse.Namespace) -> int:
             if r.status != SessionStatus.completed or "dayjs" not in (r.final_message or ""):
                 problems.append(f"{h.id}: {r.status} {r.final_message!r}")
         facts = await gather_limited(len(handles), 50, lambda i: history_facts(handles[i], sent.get(handles[i].id)))
+        calls = model_calls(run.tmp)
     finally:
         sampler.stop.set()
         thread.join()
-        workers.stop()
-        await env.shutdown()
-        await drop_database()
+        await run.tear_down()
     half = len(handles) // 2
     for label, idx in (("by update", range(0, len(handles), 2)), ("by signal", range(1, len(handles), 2))):
         for part, sel in (
@@ -518,7 +510,7 @@ async def wide(args: argparse.Namespace) -> int:
             print(f"  answer {label:>9} -> next model step started, {part:>15}: {spread(lat)}")  # type: ignore[arg-type]
     every = [f.latency for f in facts if f.latency is not None]
     print(f"  answer -> next model step started, all: {spread(every)}   (target p99 < 1000 ms)")  # type: ignore[arg-type]
-    starts, done = model_calls(tmp)
+    starts, done = calls
     twice_started = sum(1 for c in starts.values() if c > 1)
     twice_done = sum(1 for c in done.values() if c > 1)
     steps = Counter(f.steps_scheduled for f in facts)
@@ -539,28 +531,14 @@ async def wide(args: argparse.Namespace) -> int:
 
 
 async def long(args: argparse.Namespace) -> int:
-    from agent_tools._client import AgentToolsClient
-    from agent_tools._devserver import start_dev_server
-    from agent_tools._settings import Settings
-
-    db = await fresh_database()
-    env = await start_dev_server(ui=False, log_level="error")
-    address = env.client.service_client.config.target_host
-    tmp = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    (tmp / "script.json").write_text(json.dumps(CHAT_SCRIPT))
-    model = f"scripted:{tmp / 'script.json'}"
-    task_queue = f"long-{uuid.uuid4().hex[:8]}"
-    workers = Workers(address, task_queue, db, args.cache, tmp)
-    workers.procs = [workers.spawn(0)]
+    run = await Run.set_up(args, CHAT_SCRIPT, "long", 1)
+    env, client = run.env, run.client
     per_turn: list[float] = []
     finished = asyncio.Event()
     seen = {"turns": 0, "events": 0}
     try:
-        settings = Settings(temporal_address=address, task_queue=task_queue, database_url=db, model=model,
-                            agents_file=None)  # fmt: skip
-        client = AgentToolsClient(env.client, settings)
         handle = await client.start_session(
-            None, session_id=f"{task_queue}-chat", model=model, keep_alive=True,
+            None, session_id=f"{run.task_queue}-chat", model=run.model, keep_alive=True,
             options={"continue_as_new_after_turns": args.turns_per_run},
         )  # fmt: skip
 
@@ -592,12 +570,9 @@ async def long(args: argparse.Namespace) -> int:
         print(f"  {len(runs)} runs; history events per run: min {lengths[0] if lengths else 0}, max "
               f"{lengths[-1] if lengths else 0}; the watcher saw {seen['events']} events, {seen['turns']} turns")  # fmt: skip
         await handle.stop()
-        with_timeout = asyncio.wait_for(watcher, timeout=60)
-        await with_timeout
+        await asyncio.wait_for(watcher, timeout=60)
     finally:
-        workers.stop()
-        await env.shutdown()
-        await drop_database()
+        await run.tear_down()
     buckets = [statistics.median(per_turn[k : k + 100]) for k in range(0, len(per_turn), 100)]
     if buckets:
         print(f"  per-turn median by 100-turn bucket: first {buckets[0] * 1000:.1f} ms, last {buckets[-1] * 1000:.1f} ms,"
