@@ -20,8 +20,12 @@ def build_context(
     used = sum(len(m.content) for m in system)
     cut_points = [i for i, m in enumerate(rest) if m.role == "user"]
     start = cut_points[-1] if cut_points else 0
+    # The size of rest[i:], grown one exchange at a time: linear in the transcript (a long chat builds its
+    # context every turn).
+    size, end = 0, len(rest)
     for i in reversed(cut_points):
-        size = sum(len(m.content) + 20 * len(m.tool_calls) for m in rest[i:])
+        size += sum(len(m.content) + 20 * len(m.tool_calls) for m in rest[i:end])
+        end = i
         if used + size > budget_chars and i != cut_points[-1]:
             break
         start = i

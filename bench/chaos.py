@@ -125,20 +125,25 @@ class Workers:
     ready: dict[int, threading.Event] = field(default_factory=dict)
     # Seconds the killer waited for a replacement to start before its next kill.
     waited: float = 0.0
+    # The reference's workers (bench/bare_chaos.py) instead of ours.
+    bare: bool = False
+    # Seconds from spawn to "ready" of each worker started (a replacement is one worker fewer until then).
+    startups: list[float] = field(default_factory=list)
 
     def spawn(self) -> subprocess.Popen[bytes]:
         args = [sys.executable, __file__, "--worker", "--address", self.address, "--task-queue", self.task_queue]
-        args += ["--variant-json", json.dumps(self.variant)]
+        args += ["--variant-json", json.dumps(self.variant), *(["--bare"] if self.bare else [])]
         proc = subprocess.Popen([*args, "--db", self.db], stdout=subprocess.PIPE, cwd=ROOT)
         # The worker prints "ready" when it starts polling; a thread reads it so the killer can wait for it.
         self.ready[proc.pid] = threading.Event()
-        threading.Thread(target=self._watch, args=(proc,), daemon=True).start()
+        threading.Thread(target=self._watch, args=(proc, time.perf_counter()), daemon=True).start()
         return proc
 
-    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+    def _watch(self, proc: subprocess.Popen[bytes], spawned: float) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             if line.strip() == b"ready":
+                self.startups.append(time.perf_counter() - spawned)
                 self.ready[proc.pid].set()
 
     async def wait_ready(self) -> float:
@@ -162,15 +167,20 @@ class Workers:
         self.procs[i] = self.spawn()
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs)
+
+
+def stop_processes(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM to every live one, then a wait; SIGKILL to one that outlives 30 s."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @dataclass
@@ -189,12 +199,12 @@ class RunResult:
     sticky_pickups: list[float] = field(default_factory=list)
     heartbeat_timeouts: int = 0
     killer_waited: float = 0.0
+    startups: list[float] = field(default_factory=list)
 
 
 async def one_run(
     args: argparse.Namespace, address: str, chaos: bool, workdir: Path, seed: int, variant: dict[str, float]
 ) -> RunResult:
-    from temporalio.api.enums.v1 import TaskQueueKind, TimeoutType
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -221,13 +231,7 @@ async def one_run(
             for i in range(args.sessions)
         ]  # fmt: skip
 
-        async def killer() -> None:
-            while True:
-                await asyncio.sleep(rng.uniform(args.kill_min, args.kill_max))
-                workers.waited += await workers.wait_ready()
-                workers.kill_one(rng)
-
-        kill_task = asyncio.create_task(killer()) if chaos else None
+        kill_task = asyncio.create_task(killer(args, workers, rng)) if chaos else None
         try:
             results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), timeout=args.timeout)
         finally:
@@ -236,10 +240,6 @@ async def one_run(
         wall = time.perf_counter() - t0
         failed = [h.session_id for h, r in zip(handles, results, strict=True) if r.status != SessionStatus.completed]
         transcripts: dict[int, list[tuple[Any, ...]]] = {}
-        retried = 0
-        gaps: dict[str, float] = {}
-        pickups: list[float] = []
-        heartbeat_timeouts = 0
         for i, h in enumerate(handles):
             entries = await h.transcript(limit=500)
             if [e.seq for e in entries] != list(range(len(entries))):
@@ -248,39 +248,111 @@ async def one_run(
                 (e.role, e.content, e.name, json.dumps([(c.get("name"), c.get("arguments")) for c in e.tool_calls]))
                 for e in entries
             ]
-            history = await h.workflow.fetch_history()
-            retried += sum(
-                1
-                for e in history.events
-                if e.HasField("activity_task_started_event_attributes")
-                and e.activity_task_started_event_attributes.attempt > 1
-            )
-            sticky_at: dict[int, Any] = {}
-            for e in history.events:
-                if e.HasField("workflow_task_scheduled_event_attributes"):
-                    if (
-                        e.workflow_task_scheduled_event_attributes.task_queue.kind
-                        == TaskQueueKind.TASK_QUEUE_KIND_STICKY
-                    ):
-                        sticky_at[e.event_id] = e.event_time.ToDatetime()
-                elif e.HasField("workflow_task_started_event_attributes"):
-                    at = sticky_at.get(e.workflow_task_started_event_attributes.scheduled_event_id)
-                    if at is not None:
-                        pickups.append((e.event_time.ToDatetime() - at).total_seconds())
-                elif e.HasField("activity_task_started_event_attributes"):
-                    # A retried attempt's start names the failure of the attempt before it.
-                    last = e.activity_task_started_event_attributes.last_failure.timeout_failure_info
-                    heartbeat_timeouts += last.timeout_type == TimeoutType.TIMEOUT_TYPE_HEARTBEAT
-            for a, b in itertools.pairwise(history.events):
-                gap = b.event_time.ToDatetime() - a.event_time.ToDatetime()
-                if gap.total_seconds() > 1:
-                    key = f"{event_name(a.event_type)} -> {event_name(b.event_type)}"
-                    gaps[key] = gaps.get(key, 0.0) + gap.total_seconds()
+        run = analyse([await h.workflow.fetch_history() for h in handles])
     finally:
         workers.stop()
         await client.close()
-    return RunResult(wall, workers.kills, retried, failed, transcripts, gaps, sorted(pickups), heartbeat_timeouts,
-                     workers.waited)  # fmt: skip
+    return RunResult(wall, workers.kills, run.retried_activities, failed, transcripts, run.gaps, run.sticky_pickups,
+                     run.heartbeat_timeouts, workers.waited, workers.startups)  # fmt: skip
+
+
+async def killer(args: argparse.Namespace, workers: Workers, rng: random.Random) -> None:
+    """SIGKILLs one of the workers every kill-min..kill-max s and replaces it; ``rng`` (seeded by the round)
+    picks the intervals and the victims, so our run and the reference's of a round get the same schedule."""
+    while True:
+        await asyncio.sleep(rng.uniform(args.kill_min, args.kill_max))
+        workers.waited += await workers.wait_ready()
+        workers.kill_one(rng)
+
+
+async def bare_run(
+    args: argparse.Namespace, address: str, chaos: bool, seed: int, variant: dict[str, float]
+) -> RunResult:
+    """One run of the reference (bench/bare_chaos.py) with our production timeouts and the same kill schedule."""
+    from temporalio.client import Client
+
+    from bench.bare_chaos import BareChaosInput, BareChaosLoop, BareChaosResult, CallTimeouts
+
+    policy = variant_policy(variant)
+
+    def timeouts(call: Any) -> CallTimeouts:
+        return CallTimeouts(call.start_to_close_seconds, call.heartbeat_seconds, call.initial_interval_seconds,
+                            call.backoff_coefficient, call.maximum_interval_seconds, call.maximum_attempts)  # fmt: skip
+
+    from agent_tools._worker import HEARTBEAT_THROTTLE_SECONDS, STICKY_TIMEOUT_SECONDS
+
+    task_queue = f"bare-{'k' if chaos else 'f'}-{uuid.uuid4().hex[:8]}"
+    worker_variant = {"sticky": STICKY_TIMEOUT_SECONDS, "throttle": HEARTBEAT_THROTTLE_SECONDS, **variant}
+    workers = Workers(address, task_queue, "", variant=worker_variant, bare=True)
+    temporal = await Client.connect(address)
+    rng = random.Random(seed)
+    workers.start()
+    try:
+        t0 = time.perf_counter()
+        inp = BareChaosInput("research", args.turns, args.step_seconds, timeouts(policy.model_step),
+                             timeouts(policy.tool_call))  # fmt: skip
+        handles = [
+            await temporal.start_workflow(BareChaosLoop.run, inp, id=f"{task_queue}-{i}", task_queue=task_queue,
+                                          task_timeout=timedelta(seconds=policy.workflow_task_timeout_seconds))
+            for i in range(args.sessions)
+        ]  # fmt: skip
+        kill_task = asyncio.create_task(killer(args, workers, rng)) if chaos else None
+        try:
+            results: list[BareChaosResult] = await asyncio.wait_for(
+                asyncio.gather(*(h.result() for h in handles)), timeout=args.timeout
+            )
+        finally:
+            if kill_task is not None:
+                kill_task.cancel()
+        wall = time.perf_counter() - t0
+        transcripts = {
+            i: [(m["role"], m["content"], m.get("name"), json.dumps(m.get("tool_calls", []))) for m in r.messages]
+            for i, r in enumerate(results)
+        }
+        failed = [f"{h.id}: {len(r.messages)} messages" for h, r in zip(handles, results, strict=True)
+                  if len(r.messages) != 3 + 2 * args.turns]  # fmt: skip
+        run = analyse([await h.fetch_history() for h in handles])
+    finally:
+        workers.stop()
+    return RunResult(wall, workers.kills, run.retried_activities, failed, transcripts, run.gaps, run.sticky_pickups,
+                     run.heartbeat_timeouts, workers.waited, workers.startups)  # fmt: skip
+
+
+def analyse(histories: list[Any]) -> RunResult:
+    """What the histories of a run say: activity retries, where sessions waited, sticky pickups, heartbeat
+    timeouts (the rest of the result left empty)."""
+    from temporalio.api.enums.v1 import TaskQueueKind, TimeoutType
+
+    retried = 0
+    gaps: dict[str, float] = {}
+    pickups: list[float] = []
+    heartbeat_timeouts = 0
+    for history in histories:
+        retried += sum(
+            1
+            for e in history.events
+            if e.HasField("activity_task_started_event_attributes")
+            and e.activity_task_started_event_attributes.attempt > 1
+        )
+        sticky_at: dict[int, Any] = {}
+        for e in history.events:
+            if e.HasField("workflow_task_scheduled_event_attributes"):
+                if e.workflow_task_scheduled_event_attributes.task_queue.kind == TaskQueueKind.TASK_QUEUE_KIND_STICKY:
+                    sticky_at[e.event_id] = e.event_time.ToDatetime()
+            elif e.HasField("workflow_task_started_event_attributes"):
+                at = sticky_at.get(e.workflow_task_started_event_attributes.scheduled_event_id)
+                if at is not None:
+                    pickups.append((e.event_time.ToDatetime() - at).total_seconds())
+            elif e.HasField("activity_task_started_event_attributes"):
+                # A retried attempt's start names the failure of the attempt before it.
+                last = e.activity_task_started_event_attributes.last_failure.timeout_failure_info
+                heartbeat_timeouts += last.timeout_type == TimeoutType.TIMEOUT_TYPE_HEARTBEAT
+        for a, b in itertools.pairwise(history.events):
+            gap = b.event_time.ToDatetime() - a.event_time.ToDatetime()
+            if gap.total_seconds() > 1:
+                key = f"{event_name(a.event_type)} -> {event_name(b.event_type)}"
+                gaps[key] = gaps.get(key, 0.0) + gap.total_seconds()
+    return RunResult(0.0, 0, retried, [], {}, gaps, sorted(pickups), heartbeat_timeouts)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -316,6 +388,7 @@ async def driver(args: argparse.Namespace) -> int:
     free: list[RunResult] = []
     chaos: dict[str, list[RunResult]] = {name: [] for name in variants}
     problems: list[str] = []
+    bare: list[tuple[RunResult, RunResult]] = []
     print(
         f"{args.sessions} sessions x {args.turns} tool steps of {args.step_seconds} s, two workers; "
         f"chaos: one worker SIGKILLed every {args.kill_min}-{args.kill_max} s and replaced",
@@ -338,21 +411,9 @@ async def driver(args: argparse.Namespace) -> int:
                       f"max {percentile(f.sticky_pickups, 100):.3f} s)", flush=True)  # fmt: skip
                 for name, variant in variants.items():
                     chaos[name].append(await one_run(args, address, True, Path(tmp), seed=r, variant=variant))
-                    k = chaos[name][-1]
-                    diffs = compare(f, k)
-                    problems += k.failed + diffs
-                    print(
-                        f"    {name:>12}: chaos {k.wall_s:6.1f} s ({k.kills} kills after waiting {k.killer_waited:.0f} s"
-                        f" for replacements, {k.retried_activities} activity"
-                        f" retries, {k.heartbeat_timeouts} on heartbeats; sticky pickup p99 "
-                        f"{percentile(k.sticky_pickups, 99):.3f} s)   ratio {k.wall_s / f.wall_s:.2f}x   transcripts differing: "
-                        f"{len(diffs)}/{len(f.transcripts)}",
-                        flush=True,
-                    )
-                    if args.gaps:
-                        extra = {key: secs - f.gaps.get(key, 0.0) for key, secs in k.gaps.items()}
-                        for key, secs in sorted(extra.items(), key=lambda kv: -kv[1])[:6]:
-                            print(f"      +{secs / args.sessions:5.2f} s/session more than fault-free between {key}")
+                    problems += k_report(args, name, f, chaos[name][-1])
+                if args.reference:
+                    problems += await reference_round(args, address, r, first, bare)
     finally:
         await env.shutdown()
     mf = statistics.median(f.wall_s for f in free)
@@ -364,11 +425,66 @@ async def driver(args: argparse.Namespace) -> int:
             f"  {name:>12}: chaos {mk:.1f} s -> ratio {mk / mf:.2f}x (per round {' '.join(f'{x:.2f}' for x in ratios)};"
             f" spread {min(ratios):.2f}-{max(ratios):.2f}; target <= 1.5x)"
         )
+    if bare:
+        print_reference(free, chaos[next(iter(chaos))], bare)
     if problems:
         print("PROBLEMS:\n  " + "\n  ".join(problems[:20]))
         return 1
     print("every session completed; every chaos transcript equals the fault-free one")
     return 0
+
+
+def k_report(args: argparse.Namespace, name: str, f: RunResult, k: RunResult) -> list[str]:
+    """Prints a chaos run against its fault-free run (and with ``--gaps`` where it waited); its problems."""
+    diffs = compare(f, k)
+    print(
+        f"    {name:>12}: chaos {k.wall_s:6.1f} s ({k.kills} kills after waiting {k.killer_waited:.0f} s for"
+        f" replacements, {k.retried_activities} activity retries, {k.heartbeat_timeouts} on heartbeats; sticky"
+        f" pickup p99 {percentile(k.sticky_pickups, 99):.3f} s; workers up {startup(k)})   ratio"
+        f" {k.wall_s / f.wall_s:.2f}x   transcripts differing: {len(diffs)}/{len(f.transcripts)}",
+        flush=True,
+    )
+    if args.gaps:
+        print_gaps(args, f, k)
+    return k.failed + diffs
+
+
+def startup(run: RunResult) -> str:
+    """How long the run's workers took from spawn to polling: median and max."""
+    if not run.startups:
+        return "-"
+    return f"after median {statistics.median(run.startups):.1f} s, max {max(run.startups):.1f} s"
+
+
+def print_gaps(args: argparse.Namespace, free: RunResult, chaos: RunResult) -> None:
+    extra = {key: secs - free.gaps.get(key, 0.0) for key, secs in chaos.gaps.items()}
+    for key, secs in sorted(extra.items(), key=lambda kv: -kv[1])[:6]:
+        print(f"      +{secs / args.sessions:5.2f} s/session more than fault-free between {key}")
+
+
+async def reference_round(
+    args: argparse.Namespace, address: str, r: int, variant: dict[str, float], out: list[tuple[RunResult, RunResult]]
+) -> list[str]:
+    """The bare loop's fault-free and chaos runs of round ``r`` (the same kill schedule as ours); problems."""
+    f = await bare_run(args, address, False, seed=r, variant=variant)
+    k = await bare_run(args, address, True, seed=r, variant=variant)
+    out.append((f, k))
+    return f.failed + k_report(args, f"bare loop (fault-free {f.wall_s:.1f} s)", f, k)
+
+
+def print_reference(free: list[RunResult], chaos: list[RunResult], bare: list[tuple[RunResult, RunResult]]) -> None:
+    """Our recovery ratio over the bare loop's, per round (each pair of runs interleaved) and of the medians."""
+    ours = [k.wall_s / f.wall_s for f, k in zip(free, chaos, strict=True)]
+    theirs = [k.wall_s / f.wall_s for f, k in bare]
+    per_round = [a / b for a, b in zip(ours, theirs, strict=True)]
+    mf, mk = statistics.median(f.wall_s for f, _ in bare), statistics.median(k.wall_s for _, k in bare)
+    ratio = statistics.median(k.wall_s for k in chaos) / statistics.median(f.wall_s for f in free)
+    print(
+        f"     bare loop: fault-free {mf:.1f} s, chaos {mk:.1f} s -> ratio {mk / mf:.2f}x (per round "
+        f"{' '.join(f'{x:.2f}' for x in theirs)})\n"
+        f"  our recovery ratio / the bare loop's: {ratio / (mk / mf):.2f}x (per round "
+        f"{' '.join(f'{x:.2f}' for x in per_round)}; spread {min(per_round):.2f}-{max(per_round):.2f}; target <= 1.2x)"
+    )
 
 
 async def replay_cost(args: argparse.Namespace) -> int:
@@ -515,6 +631,12 @@ def main() -> None:
         "--legacy-timeouts", action="store_true", help="the same as --variant legacy --variant defaults"
     )
     parser.add_argument("--variant-json", help=argparse.SUPPRESS)
+    parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also run the bare loop (bench/bare_chaos.py) each round, with the same timeouts and kill schedule",
+    )
     parser.add_argument(
         "--replay-steps", type=int, help="instead: time the workflow task that replays sessions of this many steps"
     )
@@ -523,6 +645,12 @@ def main() -> None:
     parser.add_argument("--gaps", action="store_true", help="print where the chaos runs' sessions waited")
     parser.add_argument("--timeout", type=int, default=900, help="seconds a run may take before it fails")
     args = parser.parse_args()
+    if args.worker and args.bare:
+        from bench.bare_chaos import run_worker
+
+        v = json.loads(args.variant_json)
+        asyncio.run(run_worker(args.address, args.task_queue, v["sticky"], v["throttle"], 200))
+        return
     if args.worker:
         asyncio.run(worker_main(args.address, args.task_queue, args.db, json.loads(args.variant_json or "{}")))
         return
