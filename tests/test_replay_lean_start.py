@@ -223,9 +223,12 @@ def test_a_cached_run_keeps_only_the_identity_of_its_request() -> None:
     first, second = runs
     assert first.request is None
     carried = first._carried_request()
-    assert carried.model_dump() == SessionRequest.model_construct(
-        agent="helper", title="t", parent_id="parent", root_id="root", depth=2
-    ).model_dump()
+    assert (
+        carried.model_dump()
+        == SessionRequest.model_construct(
+            agent="helper", title="t", parent_id="parent", root_id="root", depth=2
+        ).model_dump()
+    )
     assert carried.prompt is None and carried.history == [] and carried.system_prompt is None
     assert second.config.tools is first.config.tools == ["askUser", "recall"]
     first._keep_only_what_runs_need()  # again (a run that resumes): nothing left to drop, identity kept
