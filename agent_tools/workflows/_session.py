@@ -500,6 +500,9 @@ class AgentSession:
                         break
                     new_messages = [verdict.feedback]
                     continue
+                # A session waits in its step's calls for as long as they take (askUser: days): it keeps the
+                # message, not the step's whole output (its usage is already added up).
+                del out
             outputs = await self._step_calls(step + 1, message, resume)
             resume = None
             new_messages = [
