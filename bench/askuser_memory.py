@@ -4,6 +4,8 @@
     python bench/askuser_memory.py --sessions 1000 --cache 100
     python bench/askuser_memory.py --sessions 300 --before /path/to/older/checkout   # before / after / bare
     python bench/askuser_memory.py --sessions 150 --profile   # where the sessions' Python memory went
+    python bench/askuser_memory.py --sessions 500 --cache 10 --batches 5   # RSS as the waiting count grows
+    python bench/askuser_memory.py --sessions 300 --workflow-threads 4     # a smaller workflow task executor
 
 Starts an embedded Temporal dev server and a worker in a subprocess (so that its RSS is the worker's
 alone), warms the worker up with one session, starts N sessions whose scripted model calls askUser, waits
@@ -19,6 +21,11 @@ one's, then the bare one, and prints the three. It also prints the figure after 
 collection, then glibc returns its free pages, so what is left is what the waiting sessions hold rather than
 the heap the work before the wait freed but kept mapped. It is a measurement, not a test (it asserts only
 that every session got its answer).
+
+``--batches K`` starts the sessions (and the bare workflows) in K batches and reads the RSS once each batch
+waits: the slope past the first batch is what one more waiting session costs, without what a worker pays
+once under load (its threads, pools, and the heap the first burst of work leaves mapped). Every session's
+history is then read for activity attempts past the first (a model step run twice).
 
 ``--profile`` runs the engine once with ``tracemalloc`` in the worker and prints the Python allocations the
 waiting sessions hold, by line, by file and by traceback. tracemalloc sees Python's heap only; for the rest
