@@ -214,23 +214,8 @@ class AgentSession:
         self.approvals.park = self._mid_wait_can and self.patched(PATCH_APPROVAL_PARKED)
         # A lean run's first search attributes (the tree's and the first status) go in one command.
         self._attributes_due = {} if self._implied_patches else None
-        request = self.request
         if self._config is None:
-            assert request is not None  # dropped only once the config is resolved
-            refusal = self._input_error or (request_problems(request) if self.bounded_inputs else None)
-            if refusal is not None:
-                self.state.inbox.clear()
-                self.state.status = SessionStatus.failed
-                raise ApplicationError(
-                    f"refused to start: {refusal}", type=error_type(InvalidInput), non_retryable=True
-                )
-        if self._config is None:
-            assert request is not None
-            prepared = await self._prepare(request)
-            self._config = prepared.config
-            metrics.session_started(self._config.agent)
-            self.state.transcript_len = prepared.transcript_len
-            self.state.created_at = self.now_iso()
+            await self._first_run_start()
         self._keep_only_what_runs_need()
         self._upsert_tree_attributes()
         for part in self._parts.values():
@@ -273,6 +258,22 @@ class AgentSession:
         # a tuple, not a model (a model with its defaults costs each cached session about 3 KiB).
         self._identity = (r.agent, r.title, r.parent_id, r.root_id, r.depth)
         self.request = None
+
+    async def _first_run_start(self) -> None:
+        """Refuse a request out of bounds, else resolve it into the config. Its own frame: the run's would keep
+        the request for as long as the session lives."""
+        request = self.request
+        assert request is not None  # dropped only once the config is resolved
+        refusal = self._input_error or (request_problems(request) if self.bounded_inputs else None)
+        if refusal is not None:
+            self.state.inbox.clear()
+            self.state.status = SessionStatus.failed
+            raise ApplicationError(f"refused to start: {refusal}", type=error_type(InvalidInput), non_retryable=True)
+        prepared = await self._prepare(request)
+        self._config = prepared.config
+        metrics.session_started(self._config.agent)
+        self.state.transcript_len = prepared.transcript_len
+        self.state.created_at = self.now_iso()
 
     def _carried_request(self) -> SessionRequest:
         """The request continue-as-new carries: only the identity fields, as the client sent them."""
