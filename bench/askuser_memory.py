@@ -4,6 +4,8 @@
     python bench/askuser_memory.py --sessions 1000 --cache 100
     python bench/askuser_memory.py --sessions 300 --before /path/to/older/checkout   # before / after / bare
     python bench/askuser_memory.py --sessions 150 --profile   # where the sessions' Python memory went
+    python bench/askuser_memory.py --sessions 500 --cache 10 --batches 5   # RSS as the waiting count grows
+    python bench/askuser_memory.py --sessions 300 --workflow-threads 4     # a smaller workflow task executor
 
 Starts an embedded Temporal dev server and a worker in a subprocess (so that its RSS is the worker's
 alone), warms the worker up with one session, starts N sessions whose scripted model calls askUser, waits
@@ -19,6 +21,11 @@ one's, then the bare one, and prints the three. It also prints the figure after 
 collection, then glibc returns its free pages, so what is left is what the waiting sessions hold rather than
 the heap the work before the wait freed but kept mapped. It is a measurement, not a test (it asserts only
 that every session got its answer).
+
+``--batches K`` starts the sessions (and the bare workflows) in K batches and reads the RSS once each batch
+waits: the slope past the first batch is what one more waiting session costs, without what a worker pays
+once under load (its threads, pools, and the heap the first burst of work leaves mapped). Every session's
+history is then read for activity attempts past the first (a model step run twice).
 
 ``--profile`` runs the engine once with ``tracemalloc`` in the worker and prints the Python allocations the
 waiting sessions hold, by line, by file and by traceback. tracemalloc sees Python's heap only; for the rest
@@ -84,6 +91,19 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
+def batch_sizes(n: int, batches: int) -> list[int]:
+    """N split into ``batches`` nearly equal batches, started one after the other."""
+    return [n // batches + (1 if i < n % batches else 0) for i in range(batches)]
+
+
+def marginal(series: list[tuple[int, int]]) -> float | None:
+    """KiB each waiting workflow added from the first batch to the last: the slope, without what a worker
+    pays once under load (threads, pools, the heap the first burst of work leaves mapped)."""
+    if len(series) < 2 or series[-1][0] == series[0][0]:
+        return None
+    return round((series[-1][1] - series[0][1]) / (series[-1][0] - series[0][0]), 1)
+
+
 def mib(kib: int) -> str:
     return f"{kib / 1024:.1f} MiB"
 
@@ -100,7 +120,7 @@ async def run_bare_worker(address: str, task_queue: str, cache: int) -> None:
     client = await Client.connect(address)
     worker = Worker(
         client, task_queue=task_queue, workflows=[BareWaiter], max_cached_workflows=cache,
-        max_concurrent_workflow_tasks=200,
+        max_concurrent_workflow_tasks=200, **workflow_threads(),
     )  # fmt: skip
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -109,8 +129,9 @@ async def run_bare_worker(address: str, task_queue: str, cache: int) -> None:
         await stop.wait()
 
 
-async def drive_bare(env: Any, n: int, cache: int) -> int:
-    """KiB per waiting bare workflow: RSS with N waiting minus RSS after one warm-up, over N."""
+async def drive_bare(env: Any, n: int, cache: int, batches: int = 1) -> tuple[int, float | None]:
+    """RSS with N bare workflows waiting minus RSS after one warm-up (KiB), and the KiB each waiting one
+    adds past the first batch (None with one batch)."""
     from bench.bare_waiter import BareWaiter
 
     tmp = Path(tempfile.mkdtemp(prefix="askuser-bare-"))
@@ -132,15 +153,20 @@ async def drive_bare(env: Any, n: int, cache: int) -> int:
                     BareWaiter.run, f"b{i}", id=f"{task_queue}-{i}", task_queue=task_queue
                 )
 
-        handles = await asyncio.gather(*(start(i) for i in range(n)))
-        # Every one has run its first workflow task (and sits in the cache) once its history has 3+ events.
-        for h in handles:
-            for _ in range(600):
-                if len((await h.fetch_history()).events) >= 4:
-                    break
-                await asyncio.sleep(0.1)
-        await asyncio.sleep(2.0)
-        waiting = rss_kib(proc.pid)
+        handles: list[Any] = []
+        series: list[tuple[int, int]] = []
+        for size in batch_sizes(n, batches):
+            batch = await asyncio.gather(*(start(i) for i in range(len(handles), len(handles) + size)))
+            # Every one has run its first workflow task (and sits in the cache) once its history has 4 events.
+            for h in batch:
+                for _ in range(600):
+                    if len((await h.fetch_history()).events) >= 4:
+                        break
+                    await asyncio.sleep(0.1)
+            handles += batch
+            await asyncio.sleep(2.0)
+            series.append((len(handles), rss_kib(proc.pid)))
+        waiting = series[-1][1]
 
         async def answer(h: Any) -> None:
             async with sem:
@@ -149,7 +175,7 @@ async def drive_bare(env: Any, n: int, cache: int) -> int:
         await asyncio.gather(*(answer(h) for h in handles))
         results = await asyncio.gather(*(h.result() for h in handles))
         assert all(r.endswith("dayjs") for r in results)
-        return waiting - baseline
+        return waiting - baseline, marginal(series)
     finally:
         await stop_worker(proc)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -176,7 +202,9 @@ async def run_worker(address: str, task_queue: str, database_url: str, model: st
     )
     plugin = AgentToolsPlugin(settings)
     client = await Client.connect(address, plugins=[plugin])
-    worker = build_worker(client, plugin, max_cached_workflows=cache, max_concurrent_workflow_tasks=200)
+    worker = build_worker(
+        client, plugin, max_cached_workflows=cache, max_concurrent_workflow_tasks=200, **workflow_threads()
+    )
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     if profile := os.environ.get(PROFILE_ENV):
@@ -188,6 +216,16 @@ async def run_worker(address: str, task_queue: str, database_url: str, model: st
 
 
 PROFILE_ENV = "AGENT_TOOLS_BENCH_PROFILE"
+THREADS_ENV = "AGENT_TOOLS_BENCH_WORKFLOW_THREADS"
+
+
+def workflow_threads() -> dict[str, Any]:
+    """``--workflow-threads``: the worker's workflow task executor (by default the SDK makes one with a
+    thread per workflow task slot, here 200); the same for the engine's worker and the bare one."""
+    import concurrent.futures
+
+    threads = int(os.environ.get(THREADS_ENV) or 0)
+    return {"workflow_task_executor": concurrent.futures.ThreadPoolExecutor(threads)} if threads else {}
 
 
 def collect_and_trim() -> None:
@@ -223,6 +261,9 @@ def install_profiler(out: Path) -> None:
             total = sum(d.size_diff for d in diff)
             lines.append(f"-- by {group}: {total / 1024:.0f} KiB grown in all")
             lines += [f"{d.size_diff / 1024:9.1f} KiB {d.count_diff:8d} blocks  {d.traceback}" for d in diff[:40]]
+            ours = [d for d in diff if "agent_tools" in str(d.traceback)][:40]
+            lines.append(f"-- ours by {group}: {sum(d.size_diff for d in ours) / 1024:.0f} KiB in the largest 40")
+            lines += [f"{d.size_diff / 1024:9.1f} KiB {d.count_diff:8d} blocks  {d.traceback}" for d in ours]
         diff = snapshots[-1].compare_to(snapshots[0], "traceback")
         lines.append("-- the 12 largest by traceback")
         for d in diff[:12]:
@@ -247,7 +288,9 @@ async def wait_count(client: Any, query: str, want: int, timeout: float) -> floa
         await asyncio.sleep(0.5)
 
 
-async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool = False) -> dict[str, Any]:
+async def drive(
+    env: Any, n: int, cache: int, root: Path = ROOT, profile: bool = False, batches: int = 1
+) -> dict[str, Any]:
     from agent_tools._client import AgentToolsClient
     from agent_tools._settings import Settings
 
@@ -292,6 +335,7 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool =
                 return await client.start_session(f"bench {i}")
 
         waiting_query = f"{base_query} AND SessionState = 'waiting_for_user'"
+        series: list[tuple[int, int]] = []
         if profile:
             # Traced allocations make a workflow task several times slower: ten at a time, each ten waiting
             # before the next start, keeps them within their timeout.
@@ -300,7 +344,12 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool =
                 handles += await asyncio.gather(*(start(i) for i in range(first, min(n, first + 10))))
                 await wait_count(client, waiting_query, len(handles), 600)
         else:
-            handles = await asyncio.gather(*(start(i) for i in range(n)))
+            handles = []
+            for size in batch_sizes(n, batches):
+                handles += await asyncio.gather(*(start(i) for i in range(len(handles), len(handles) + size)))
+                await wait_count(client, waiting_query, len(handles), 600)
+                await asyncio.sleep(2.0)
+                series.append((len(handles), rss_kib(proc.pid)))
         start_seconds = time.monotonic() - started
         await wait_count(client, waiting_query, n, 600)
         all_waiting_seconds = time.monotonic() - started
@@ -316,20 +365,6 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool =
                     break
                 await asyncio.sleep(0.5)
             print(profile_path.read_text(), flush=True)
-        # A loaded worker must not be taken for dead: model steps run again after a heartbeat timeout.
-        retried = 0
-        why: dict[str, int] = {}
-        for h in handles[:100]:
-            for e in (await h.workflow.fetch_history()).events:
-                attrs = e.activity_task_started_event_attributes
-                if e.HasField("activity_task_started_event_attributes") and attrs.attempt > 1:
-                    retried += 1
-                    # The attempt's start names the failure before it (a heartbeat timeout, an error).
-                    reason = attrs.last_failure.message[:80] or "?"
-                    why[reason] = why.get(reason, 0) + 1
-        if why:
-            print(f"  retried attempts, by the failure before them: {why}", flush=True)
-
         # A fresh worker while every session waits: the wait itself holds no worker memory.
         await stop_worker(proc)
         proc = await start_worker(worker_args, tmp / "worker-2.log", root)
@@ -346,8 +381,9 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool =
         answer_seconds = time.monotonic() - started
         await wait_count(client, f"{base_query} AND ExecutionStatus = 'Completed'", n + 1, 600)
         done_seconds = time.monotonic() - started
-        results = await asyncio.gather(*(h.result() for h in handles[:20]))
+        results = await asyncio.gather(*(h.result() for h in handles))
         assert all('"dayjs"' in (r.final_message or "") for r in results), results[0]
+        retried, steps = await count_attempts(handles)
         await asyncio.sleep(2.0)
         after = rss_kib(proc.pid)
         return {
@@ -359,10 +395,13 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool =
             "delta_while_waiting": mib(waiting - baseline),
             "per_waiting_session_kib": round((waiting - baseline) / n, 1),
             "per_waiting_session_kib_after_malloc_trim": round((trimmed - baseline_trimmed) / n, 1),
+            "rss_by_waiting_count": " ".join(f"{k}:{mib(v)}" for k, v in series),
+            "marginal_kib_per_waiting_session": marginal(series),
             "delta_kib": waiting - baseline,
             "fresh_worker_rss_while_all_wait": mib(fresh_waiting),
             "fresh_worker_rss_after_answering_all": mib(after),
-            "retried_activities_in_first_100_sessions": retried,
+            "activities_run_again_in_all_sessions": retried,
+            "model_steps_per_session": round(steps / n, 2),
             "seconds_to_start": round(start_seconds, 1),
             "seconds_until_all_waiting": round(all_waiting_seconds, 1),
             "seconds_to_answer_all_by_update_fresh_worker": round(answer_seconds, 1),
@@ -376,6 +415,28 @@ async def drive(env: Any, n: int, cache: int, root: Path = ROOT, profile: bool =
         await stop_worker(proc)
         if failed is None:
             shutil.rmtree(tmp, ignore_errors=True)  # kept (with the worker logs) when the run failed
+
+
+async def count_attempts(handles: list[Any]) -> tuple[int, int]:
+    """Activity attempts past the first in these sessions' histories (a loaded worker must not be taken for
+    dead: a model step then runs again after a heartbeat timeout), and the model steps they scheduled."""
+    from agent_tools._activity_io import ACTIVITY_LLM_STEP
+
+    retried = steps = 0
+    why: dict[str, int] = {}
+    for h in handles:
+        for e in (await h.workflow.fetch_history()).events:
+            if e.HasField("activity_task_scheduled_event_attributes"):
+                steps += e.activity_task_scheduled_event_attributes.activity_type.name == ACTIVITY_LLM_STEP
+            attrs = e.activity_task_started_event_attributes
+            if e.HasField("activity_task_started_event_attributes") and attrs.attempt > 1:
+                retried += 1
+                # The attempt's start names the failure before it (a heartbeat timeout, an error).
+                reason = attrs.last_failure.message[:80] or "?"
+                why[reason] = why.get(reason, 0) + 1
+    if why:
+        print(f"  retried attempts, by the failure before them: {why}", flush=True)
+    return retried, steps
 
 
 async def answer_once(handle: Any) -> None:
@@ -443,21 +504,33 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--cache", type=int, default=1000, help="worker max_cached_workflows (SDK default 1000)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating engine / bare rounds")
+    parser.add_argument(
+        "--workflow-threads",
+        type=int,
+        default=0,
+        help="threads of both workers' workflow task executor (0: the SDK's default, one per task slot)",
+    )
+    parser.add_argument(
+        "--batches", type=int, default=1,
+        help="start the sessions in this many batches, reading RSS after each: the slope past the first batch",
+    )  # fmt: skip
     parser.add_argument("--before", type=Path, help="a checkout of older code, run first in every round")
     parser.add_argument(
         "--profile", action="store_true",
         help="instead: one engine run under tracemalloc, printing where the waiting sessions' Python memory went",
     )  # fmt: skip
     args = parser.parse_args()
-    if args.rounds < 1 or args.sessions < 1:
-        parser.error("--rounds and --sessions must be positive")
+    if args.rounds < 1 or args.sessions < 1 or not 1 <= args.batches <= args.sessions:
+        parser.error("--rounds and --sessions must be positive, --batches between 1 and --sessions")
     if args.before is not None and not (args.before / "bench" / "askuser_memory.py").is_file():
         parser.error(f"--before {args.before}: no bench/askuser_memory.py there")
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    if args.workflow_threads:
+        os.environ[THREADS_ENV] = str(args.workflow_threads)  # the workers inherit it
     if args.profile:
         asyncio.run(profile_once(args.sessions, args.cache))
         return
-    asyncio.run(compare(args.sessions, args.cache, args.rounds, args.before))
+    asyncio.run(compare(args.sessions, args.cache, args.rounds, args.before, args.batches))
 
 
 async def profile_once(n: int, cache: int) -> None:
@@ -473,7 +546,7 @@ async def profile_once(n: int, cache: int) -> None:
         await env.shutdown()
 
 
-async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -> None:
+async def compare(n: int, cache: int, rounds: int, before: Path | None = None, batches: int = 1) -> None:
     import statistics
 
     from agent_tools._devserver import start_dev_server
@@ -484,13 +557,20 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -
     bare_kib: list[float] = []
     trimmed_kib: list[float] = []
     before_trimmed_kib: list[float] = []
+    # The slopes (KiB each waiting one adds past the first batch), with --batches above 1.
+    slopes: dict[str, list[float]] = {"engine": [], "before": [], "bare": []}
     try:
         for r in range(rounds):
             if before is not None:
-                old = await drive(env, n, cache, before.resolve())
+                old = await drive(env, n, cache, before.resolve(), batches=batches)
                 before_kib.append(old["delta_kib"] / n)
-            figures = await drive(env, n, cache)
-            bare = await drive_bare(env, n, cache)
+                if old["marginal_kib_per_waiting_session"] is not None:
+                    slopes["before"].append(old["marginal_kib_per_waiting_session"])
+            figures = await drive(env, n, cache, batches=batches)
+            bare, bare_slope = await drive_bare(env, n, cache, batches)
+            if figures["marginal_kib_per_waiting_session"] is not None and bare_slope is not None:
+                slopes["engine"].append(figures["marginal_kib_per_waiting_session"])
+                slopes["bare"].append(bare_slope)
             engine_kib.append(figures["delta_kib"] / n)
             trimmed_kib.append(figures["per_waiting_session_kib_after_malloc_trim"])
             if before is not None:
@@ -500,6 +580,9 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -
             print(f"round {r + 1}: {told}engine {engine_kib[-1]:.1f} KiB per waiting session (all waiting "
                   f"{figures['worker_rss_all_waiting']}), bare {bare_kib[-1]:.1f} "
                   f"KiB per waiting workflow, ratio {engine_kib[-1] / bare_kib[-1]:.2f}x", flush=True)  # fmt: skip
+            if slopes["bare"]:
+                print("  past the first batch, KiB each: "
+                      + ", ".join(f"{k} {v[-1]:.1f}" for k, v in slopes.items() if v), flush=True)  # fmt: skip
             if r == rounds - 1:
                 width = max(len(k) for k in figures)
                 for key, value in figures.items():
@@ -519,6 +602,15 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None) -
         + (f", before {statistics.median(before_trimmed_kib):.1f} KiB (per round "
            f"{' '.join(f'{x:.1f}' for x in before_trimmed_kib)})" if before_trimmed_kib else "")
     )  # fmt: skip
+    if slopes["bare"]:
+        print(
+            "past the first batch (the slope, without what a worker pays once under load), median KiB each: "
+            + ", ".join(
+                f"{k} {statistics.median(v):.1f} (per round {' '.join(f'{x:.1f}' for x in v)})"
+                for k, v in slopes.items()
+                if v
+            )
+        )
     if before_kib:
         m = statistics.median(before_kib)
         print(

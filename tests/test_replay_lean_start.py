@@ -195,3 +195,41 @@ def test_sessions_of_a_worker_share_one_policy_object() -> None:
     assert again is first
     other = ExecutionPolicy().model_copy(update={"model_step": ExecutionPolicy().tool_call})
     assert shared_policy(other) is not first and shared_policy(other) == other
+
+
+def test_a_cached_run_keeps_only_the_identity_of_its_request() -> None:
+    """Once prepared, a run keeps the request's identity fields (what continue-as-new carries, as before)
+    and the worker's one tool list, not the request's prompt, history and options."""
+    from agent_tools._messages import Message
+    from agent_tools._session import SessionConfig, SessionRequest
+    from agent_tools.workflows._session import AgentSession
+
+    def config(session_id: str) -> SessionConfig:
+        return SessionConfig(
+            session_id=session_id, agent="helper", organisation="o", project="p", user="u", title="t",
+            model="scripted:x", tools=["askUser", "recall"], max_steps=5, root_id="root",
+        )  # fmt: skip
+
+    runs = []
+    for session_id in ("a", "b"):
+        run = AgentSession.__new__(AgentSession)
+        run._config = config(session_id)
+        run.request = SessionRequest(
+            agent="helper", prompt="a long prompt " * 50, title="t", parent_id="parent", root_id="root", depth=2,
+            history=[Message(role="user", content="before")], system_prompt="be brief",
+        )  # fmt: skip
+        run._keep_only_what_runs_need()
+        runs.append(run)
+    first, second = runs
+    assert first.request is None
+    carried = first._carried_request()
+    assert (
+        carried.model_dump()
+        == SessionRequest.model_construct(
+            agent="helper", title="t", parent_id="parent", root_id="root", depth=2
+        ).model_dump()
+    )
+    assert carried.prompt is None and carried.history == [] and carried.system_prompt is None
+    assert second.config.tools is first.config.tools == ["askUser", "recall"]
+    first._keep_only_what_runs_need()  # again (a run that resumes): nothing left to drop, identity kept
+    assert first._carried_request().depth == 2

@@ -147,13 +147,30 @@ _SHARED_POLICIES_MAX = 64
 
 def shared_policy(policy: ExecutionPolicy) -> ExecutionPolicy:
     """The worker's one object equal to ``policy`` (``policy`` itself the first time)."""
-    key = policy.model_dump_json()
-    shared = _SHARED_POLICIES.get(key)
+    return _shared(_SHARED_POLICIES, policy.model_dump_json(), policy)
+
+
+# Likewise one list per distinct tool list in a worker's process: the sessions of one agent have the same
+# tools, and no workflow code changes a config's list (a change would reach every session sharing it).
+_SHARED_NAMES: dict[tuple[str, ...], list[str]] = {}
+
+
+def shared_names(names: list[str]) -> list[str]:
+    """The worker's one list equal to ``names`` (``names`` itself the first time)."""
+    return _shared(_SHARED_NAMES, tuple(names), names)
+
+
+V = typing.TypeVar("V")
+K = typing.TypeVar("K")
+
+
+def _shared(cache: dict[K, V], key: K, value: V) -> V:
+    shared = cache.get(key)
     if shared is not None:
         return shared
-    if len(_SHARED_POLICIES) < _SHARED_POLICIES_MAX:
-        _SHARED_POLICIES[key] = policy
-    return policy
+    if len(cache) < _SHARED_POLICIES_MAX:
+        cache[key] = value
+    return value
 
 
 class InflightStep:

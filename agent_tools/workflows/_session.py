@@ -93,6 +93,7 @@ from agent_tools.workflows._base import (
     call_options,
     failure_detail,
     local_call_options,
+    shared_names,
     shared_policy,
 )
 from agent_tools.workflows._budget import BudgetPart
@@ -156,7 +157,9 @@ class AgentSession:
         except Exception as exc:
             decoded = SessionInput(request=SessionRequest())
             self._input_error = f"the session input cannot be read: {exc}"[:1000]
-        self.request = decoded.request
+        # The request until prepare has resolved it into the config (then only its identity fields are kept).
+        self.request: SessionRequest | None = decoded.request
+        self._identity: tuple[str, str | None, str | None, str | None, int] = ("", None, None, None, 0)
         self._config = decoded.config
         self.state = decoded.state or SessionState()
         self.stream = WorkflowStream(prior_state=load_stream_state(decoded.stream_state))
@@ -212,19 +215,7 @@ class AgentSession:
         # A lean run's first search attributes (the tree's and the first status) go in one command.
         self._attributes_due = {} if self._implied_patches else None
         if self._config is None:
-            refusal = self._input_error or (request_problems(self.request) if self.bounded_inputs else None)
-            if refusal is not None:
-                self.state.inbox.clear()
-                self.state.status = SessionStatus.failed
-                raise ApplicationError(
-                    f"refused to start: {refusal}", type=error_type(InvalidInput), non_retryable=True
-                )
-        if self._config is None:
-            prepared = await self._prepare(self.request)
-            self._config = prepared.config
-            metrics.session_started(self._config.agent)
-            self.state.transcript_len = prepared.transcript_len
-            self.state.created_at = self.now_iso()
+            await self._first_run_start()
         self._keep_only_what_runs_need()
         self._upsert_tree_attributes()
         for part in self._parts.values():
@@ -256,13 +247,39 @@ class AgentSession:
     def _keep_only_what_runs_need(self) -> None:
         """Once the config is resolved, the run (cached for as long as the session waits) and the runs it
         continues as keep no copy of what prepare consumed: the request's prompt, history, system prompt and
-        options went into the inbox, the transcript and the config; and the config's policy is the worker's
-        shared object. Neither changes a command."""
+        options went into the inbox, the transcript and the config; and the config's policy and tool list are
+        the worker's shared objects. Neither changes a command."""
         self.config.policy = shared_policy(self.config.policy)
+        self.config.tools = shared_names(self.config.tools)
         r = self.request
-        # The identity fields, as the client sent them (a status query before the config reads them).
-        self.request = SessionRequest.model_construct(
-            agent=r.agent, title=r.title, parent_id=r.parent_id, root_id=r.root_id, depth=r.depth
+        if r is None:
+            return  # already kept
+        # The identity fields, as the client sent them: continue-as-new carries them as its request. Kept as
+        # a tuple, not a model (a model with its defaults costs each cached session about 3 KiB).
+        self._identity = (r.agent, r.title, r.parent_id, r.root_id, r.depth)
+        self.request = None
+
+    async def _first_run_start(self) -> None:
+        """Refuse a request out of bounds, else resolve it into the config. Its own frame: the run's would keep
+        the request for as long as the session lives."""
+        request = self.request
+        assert request is not None  # dropped only once the config is resolved
+        refusal = self._input_error or (request_problems(request) if self.bounded_inputs else None)
+        if refusal is not None:
+            self.state.inbox.clear()
+            self.state.status = SessionStatus.failed
+            raise ApplicationError(f"refused to start: {refusal}", type=error_type(InvalidInput), non_retryable=True)
+        prepared = await self._prepare(request)
+        self._config = prepared.config
+        metrics.session_started(self._config.agent)
+        self.state.transcript_len = prepared.transcript_len
+        self.state.created_at = self.now_iso()
+
+    def _carried_request(self) -> SessionRequest:
+        """The request continue-as-new carries: only the identity fields, as the client sent them."""
+        agent, title, parent_id, root_id, depth = self._identity
+        return SessionRequest.model_construct(
+            agent=agent, title=title, parent_id=parent_id, root_id=root_id, depth=depth
         )
 
     async def _prepare(self, request: SessionRequest) -> PrepareOutput:
@@ -413,7 +430,7 @@ class AgentSession:
         stream_state.log = stream_state.log[drop:]
         workflow.continue_as_new(
             SessionInput(
-                request=self.request,
+                request=self._carried_request(),
                 config=self._config,
                 state=self.state,
                 stream_state=dump_stream_state(stream_state),
@@ -484,6 +501,9 @@ class AgentSession:
                         break
                     new_messages = [verdict.feedback]
                     continue
+                # A session waits in its step's calls for as long as they take (askUser: days): it keeps the
+                # message, not the step's whole output (its usage is already added up).
+                del out
             outputs = await self._step_calls(step + 1, message, resume)
             resume = None
             new_messages = [
@@ -826,19 +846,25 @@ class AgentSession:
 
     @workflow.query(name=QUERY_STATUS)
     def query_status(self) -> StatusView:
-        c = self._config
+        c, r = self._config, self.request
+        if c is not None:
+            agent, title, parent_id, root_id, depth = c.agent, c.title, c.parent_id, c.root_id, c.depth
+        else:
+            assert r is not None  # dropped only once the config is resolved
+            agent, title, parent_id, depth = r.agent, r.title or "", r.parent_id, r.depth
+            root_id = r.root_id or workflow.info().workflow_id
         return StatusView(
             session_id=workflow.info().workflow_id,
-            agent=c.agent if c else self.request.agent,
-            title=c.title if c else (self.request.title or ""),
+            agent=agent,
+            title=title,
             status=self.state.status,
             turns=self.state.turns,
             steps=self.state.steps,
             usage=self.state.usage,
             tree_usage=self.state.tree_usage,
-            parent_id=c.parent_id if c else self.request.parent_id,
-            root_id=c.root_id if c else (self.request.root_id or workflow.info().workflow_id),
-            depth=c.depth if c else self.request.depth,
+            parent_id=parent_id,
+            root_id=root_id,
+            depth=depth,
             pending_inbox=len(self.state.inbox),
             created_at=self.state.created_at,
             updated_at=self.state.updated_at,
