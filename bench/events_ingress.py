@@ -1,21 +1,18 @@
-"""Bench: events per second through the ingress to waiting sessions, and the latency from the POST to
-the session's next activity (``agent_tools.events.load_event``, started when the router's signal wakes it: the
-workflow task that scheduled it, or that recorded it as a local activity, completed).
+"""Bench: events per second through the ingress to waiting sessions, against raw signals to bare workflows.
 
-    python bench/events_ingress.py --sessions 200 --concurrency 32 [--paths direct,router] [--other-waits 5000]
+    python bench/events_ingress.py --sessions 200 --concurrency 32 [--scales 1,2] [--paths direct,router]
+        [--other-waits 5000]
 
-Everything runs on this machine: the embedded Temporal dev server, one worker (in the bench's process, with
-the raw reference's worker beside it; ``--worker-process`` runs both in a process of their own), the ingress (uvicorn on a
-127.0.0.1 socket), SQLite in a temp dir, the scripted model. Latency uses the server's timestamp of the
-ActivityTaskScheduled event minus the client's clock before the POST (same host, same clock).
+Everything runs on this machine: the embedded Temporal dev server, the workers (in the bench's process, with
+the raw reference's worker beside it; in processes of their own with ``--worker-process`` or a scale above 1),
+the ingress (``agent-tools serve`` processes on 127.0.0.1 sockets), SQLite in a temp dir, the scripted model.
 
-Before each phase, the same number of bare workflows waiting on a signal are signalled directly on the
-same server (a worker on its own queue in the same process): the raw Temporal figure the events path is
-compared with, printed with the ratio. Two rates
-for the events: "reached", events per second of the burst until the last session's next activity started
-(the measure: the event is in the session's code), and "sessions done", until every woken session
-finished the turn it woke for (a model step and the session's completion after it: work a bare workflow does
-not have).
+Before each phase the same number of bare workflows waiting on a signal are signalled directly on the same
+server: the raw reference. Both sides count a signal *reached* when it is in the workflow's history (the
+server's event time of the ``event_arrived`` signal, of the raw signal), from the first send; *sessions done*
+is until every woken session finished the turn it woke for (a model step and its completion: work a bare
+workflow does not have), against the bare workflows' completions. ``--scales 1,2`` runs the burst at one and
+two worker processes and ingress processes in the same rounds, and prints the ratio of the two.
 """
 
 from __future__ import annotations
