@@ -477,6 +477,7 @@ async def main() -> None:
                                 project, f"{TOKEN}-{project}", clients[k], ingresses, n, conc, path, args.other_waits
                             )
                         )
+                        print_pair(results[-1], raw_results[-1])  # as it comes: a failed later round keeps it
             for client in clients.values():
                 await client.close()
             for http in https.values():
@@ -484,7 +485,10 @@ async def main() -> None:
     finally:
         for proc in [*(p for p, _base in servers.values()), *workers_procs]:
             proc.terminate()
-            proc.wait(10)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:  # a loaded machine: the figures above are printed already
+                proc.kill()
         await env.shutdown()
     report(results, raw_results, paths, scales)
 
@@ -497,29 +501,31 @@ def rates(results: list[dict[str, Any]]) -> str:
     return " ".join(f"{r['reached_events_per_s']:.0f}" for r in results)
 
 
+def print_pair(r: dict[str, Any], raw: dict[str, Any]) -> None:
+    print(
+        f"{r['phase']:>8}: raw signals to {raw['sessions']} bare waiting workflows, concurrency "
+        f"{raw['concurrency']}, scale {r['scale']}: reached {raw['reached_events_per_s']:.0f}/s, done "
+        f"{raw['delivered_events_per_s']:.0f}/s; signal -> in history p50 {raw['signal_ms_p50']:.0f} ms, "
+        f"-> workflow done p50 {raw['latency_ms_p50']:.0f} ms"
+    )
+    print(
+        f"{r['phase']:>8}: [{r['path']}] {r['sessions']} sessions, concurrency {r['concurrency']}, scale "
+        f"{r['scale']}: ingress {r['ingress_events_per_s']:.0f} events/s, reached {r['reached_events_per_s']:.0f}"
+        f"/s (next activity {r['activity_events_per_s']:.0f}/s, sessions done {r['delivered_events_per_s']:.0f}/s); "
+        f"POST -> signal in the session p50 {r['signal_ms_p50']:.0f} ms, -> next activity p50 "
+        f"{r['latency_ms_p50']:.0f} ms, p95 {r['latency_ms_p95']:.0f} ms, -> session completed p50 "
+        f"{r['done_ms_p50']:.0f} ms"
+    )
+    print(
+        f"{'':>8}  events/raw: reached {r['reached_events_per_s'] / raw['reached_events_per_s']:.2f}x "
+        f"(target >= 0.5x), sessions done {r['delivered_events_per_s'] / raw['delivered_events_per_s']:.2f}x, "
+        f"signal p50 latency {r['signal_ms_p50'] / raw['signal_ms_p50']:.2f}x"
+    )
+
+
 def report(
     results: list[dict[str, Any]], raw_results: list[dict[str, Any]], paths: list[str], scales: list[int]
 ) -> None:
-    for r, raw in zip(results, raw_results, strict=True):
-        print(
-            f"{r['phase']:>8}: raw signals to {raw['sessions']} bare waiting workflows, concurrency "
-            f"{raw['concurrency']}, scale {r['scale']}: reached {raw['reached_events_per_s']:.0f}/s, done "
-            f"{raw['delivered_events_per_s']:.0f}/s; signal -> in history p50 {raw['signal_ms_p50']:.0f} ms, "
-            f"-> workflow done p50 {raw['latency_ms_p50']:.0f} ms"
-        )
-        print(
-            f"{r['phase']:>8}: [{r['path']}] {r['sessions']} sessions, concurrency {r['concurrency']}, scale "
-            f"{r['scale']}: ingress {r['ingress_events_per_s']:.0f} events/s, reached {r['reached_events_per_s']:.0f}"
-            f"/s (next activity {r['activity_events_per_s']:.0f}/s, sessions done {r['delivered_events_per_s']:.0f}/s); "
-            f"POST -> signal in the session p50 {r['signal_ms_p50']:.0f} ms, -> next activity p50 "
-            f"{r['latency_ms_p50']:.0f} ms, p95 {r['latency_ms_p95']:.0f} ms, -> session completed p50 "
-            f"{r['done_ms_p50']:.0f} ms"
-        )
-        print(
-            f"{'':>8}  events/raw: reached {r['reached_events_per_s'] / raw['reached_events_per_s']:.2f}x "
-            f"(target >= 0.5x), sessions done {r['delivered_events_per_s'] / raw['delivered_events_per_s']:.2f}x, "
-            f"signal p50 latency {r['signal_ms_p50'] / raw['signal_ms_p50']:.2f}x"
-        )
     pairs = list(zip(results, raw_results, strict=True))
     for phase, k in [("unloaded", 1)] + [("burst", k) for k in scales]:
         for path in paths:
