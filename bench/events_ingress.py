@@ -1,21 +1,18 @@
-"""Bench: events per second through the ingress to waiting sessions, and the latency from the POST to
-the session's next activity (``agent_tools.events.load_event``, started when the router's signal wakes it: the
-workflow task that scheduled it, or that recorded it as a local activity, completed).
+"""Bench: events per second through the ingress to waiting sessions, against raw signals to bare workflows.
 
-    python bench/events_ingress.py --sessions 200 --concurrency 32 [--paths direct,router] [--other-waits 5000]
+    python bench/events_ingress.py --sessions 200 --concurrency 32 [--scales 1,2] [--paths direct,router]
+        [--other-waits 5000]
 
-Everything runs on this machine: the embedded Temporal dev server, one worker (in the bench's process, with
-the raw reference's worker beside it; ``--worker-process`` runs both in a process of their own), the ingress (uvicorn on a
-127.0.0.1 socket), SQLite in a temp dir, the scripted model. Latency uses the server's timestamp of the
-ActivityTaskScheduled event minus the client's clock before the POST (same host, same clock).
+Everything runs on this machine: the embedded Temporal dev server, the workers (in the bench's process, with
+the raw reference's worker beside it; in processes of their own with ``--worker-process`` or a scale above 1),
+the ingress (``agent-tools serve`` processes on 127.0.0.1 sockets), SQLite in a temp dir, the scripted model.
 
-Before each phase, the same number of bare workflows waiting on a signal are signalled directly on the
-same server (a worker on its own queue in the same process): the raw Temporal figure the events path is
-compared with, printed with the ratio. Two rates
-for the events: "reached", events per second of the burst until the last session's next activity started
-(the measure: the event is in the session's code), and "sessions done", until every woken session
-finished the turn it woke for (a model step and the session's completion after it: work a bare workflow does
-not have).
+Before each phase the same number of bare workflows waiting on a signal are signalled directly on the same
+server: the raw reference. Both sides count a signal *reached* when it is in the workflow's history (the
+server's event time of the ``event_arrived`` signal, of the raw signal), from the first send; *sessions done*
+is until every woken session finished the turn it woke for (a model step and its completion: work a bare
+workflow does not have), against the bare workflows' completions. ``--scales 1,2`` runs the burst at one and
+two worker processes and ingress processes in the same rounds, and prints the ratio of the two.
 """
 
 from __future__ import annotations
@@ -149,7 +146,7 @@ async def run_phase(
     project: str,
     token: str,
     client: AgentToolsClient,
-    http: httpx.AsyncClient,
+    https: list[httpx.AsyncClient],
     sessions: int,
     concurrency: int,
     path: str,
@@ -165,7 +162,8 @@ async def run_phase(
     async def post(i: int) -> None:
         async with sem:
             sent_at[i] = time.time()
-            resp = await http.post(
+            # Round robin over the ingress processes of the phase's scale.
+            resp = await https[i % len(https)].post(
                 "/v1/events",
                 json={"kind": "bench.tick", "payload": {"n": str(i)}, "id": f"{project}-{i}"},
                 headers={"Authorization": f"Bearer {token}"},
@@ -187,26 +185,31 @@ async def run_phase(
     latencies = []
     to_signal = []
     to_done = []
-    reached_last = start_wall
+    reached_last = activity_last = start_wall
     for i, h in enumerate(handles):
         signalled, t, finished = await milestones(h)
         assert t is not None, h.id
-        reached_last = max(reached_last, t.timestamp())
+        # Reached: the signal is in the session's history, as the raw reference counts its signals. A
+        # session whose backlog check found the event (no signal) counts at its next activity.
+        reached_last = max(reached_last, (signalled or t).timestamp())
+        activity_last = max(activity_last, t.timestamp())
         latencies.append((t.timestamp() - sent_at[i]) * 1000)
-        if signalled is not None:  # None when the backlog check found it (no signal needed)
+        if signalled is not None:
             to_signal.append((signalled.timestamp() - sent_at[i]) * 1000)
         if finished is not None:
             to_done.append((finished.timestamp() - sent_at[i]) * 1000)
     return {
         "phase": project.rsplit("-", 2)[0],
         "path": path,
+        "scale": len(https),
+        "activity_events_per_s": sessions / max(activity_last - start_wall, 1e-6),
         "done_ms_p50": statistics.median(to_done) if to_done else float("nan"),
         "sessions": sessions,
         "concurrency": concurrency,
         "ingress_events_per_s": sessions / acked,
         "delivered_events_per_s": sessions / done,
-        # The measure: events that reached their sessions (each session's next activity started) per
-        # second of the burst; "delivered" above also waits for every woken session to finish its turn.
+        # The measure: events whose signal is in their session's history, per second of the burst;
+        # "delivered" above also waits for every woken session to finish its turn.
         "reached_events_per_s": sessions / max(reached_last - start_wall, 1e-6),
         "latency_ms_p50": statistics.median(latencies),
         "latency_ms_p95": pct(latencies, 95),
@@ -237,6 +240,7 @@ async def run_raw_phase(temporal: Client, task_queue: str, n: int, concurrency: 
             await handles[i].signal(BareWaiter.answer_question, "tick")
 
     start = time.perf_counter()
+    start_wall = time.time()
     if concurrency == 1:
         for i in range(n):
             await send(i)
@@ -247,12 +251,19 @@ async def run_raw_phase(temporal: Client, task_queue: str, n: int, concurrency: 
     await asyncio.gather(*(h.result() for h in handles))
     done = time.perf_counter() - start
     latencies = []
+    to_signal = []
+    reached_last = start_wall
     for i, h in enumerate(handles):
         async for ev in h.fetch_history_events():
+            at = ev.event_time.ToDatetime().replace(tzinfo=UTC).timestamp()
+            if ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+                reached_last = max(reached_last, at)
+                to_signal.append((at - sent_at[i]) * 1000)
             if ev.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-                latencies.append((ev.event_time.ToDatetime().replace(tzinfo=UTC).timestamp() - sent_at[i]) * 1000)
+                latencies.append((at - sent_at[i]) * 1000)
     return {
         "phase": "raw",
+        "reached_events_per_s": n / max(reached_last - start_wall, 1e-6),
         "sessions": n,
         "concurrency": concurrency,
         "ingress_events_per_s": n / acked,
@@ -260,35 +271,48 @@ async def run_raw_phase(temporal: Client, task_queue: str, n: int, concurrency: 
         "latency_ms_p50": statistics.median(latencies),
         "latency_ms_p95": pct(latencies, 95),
         "latency_ms_max": max(latencies),
-        "signal_ms_p50": float("nan"),
+        "signal_ms_p50": statistics.median(to_signal),
     }
 
 
-async def run_workers(address: str, namespace: str, task_queue: str, database_url: str, model: str) -> None:
-    """``--worker``: our worker and the raw reference's in a process of their own, apart from the bench's
+async def run_workers(address: str, namespace: str, queues: str, database_url: str, model: str) -> None:
+    """``--worker``: our workers and the raw reference's in a process of their own, apart from the bench's
     load (its HTTP client, its Temporal client's signals, its history polling), as a deployment runs its
-    worker apart from whoever sends it events."""
+    worker apart from whoever sends it events. ``queues``: the scales whose queues this process polls (a
+    scale of two is polled by two such processes)."""
     import signal
+    from contextlib import AsyncExitStack
 
-    settings = Settings(database_url=database_url, task_queue=task_queue, agents_file=None, model=model)
-    plugin = AgentToolsPlugin(settings)
-    temporal = await Client.connect(address, namespace=namespace, plugins=[plugin])
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    async with build_worker(temporal, plugin), raw_reference_worker(temporal):
+    async with AsyncExitStack() as stack:
+        for scale in (int(q) for q in queues.split(",")):
+            # The plugin serves its settings' queue only: one plugin (and client) per queue.
+            settings = Settings(database_url=database_url, task_queue=queue_for(scale), agents_file=None, model=model)
+            plugin = AgentToolsPlugin(settings)
+            temporal = await Client.connect(address, namespace=namespace, plugins=[plugin])
+            await stack.enter_async_context(build_worker(temporal, plugin))
+            await stack.enter_async_context(raw_reference_worker(temporal, scale))
         print("READY", flush=True)
         await stop.wait()
 
 
-RAW_QUEUE = "events-raw"
+def queue_for(scale: int) -> str:
+    """Our task queue at a scale (workers polling it): sessions of a one-worker phase run on a queue one
+    worker process polls, those of a two-worker phase on one that two processes poll."""
+    return f"events-bench-{scale}"
 
 
-def raw_reference_worker(temporal: Client) -> Worker:
+def raw_queue(scale: int) -> str:
+    return f"events-raw-{scale}"
+
+
+def raw_reference_worker(temporal: Client, scale: int = 1) -> Worker:
     """The raw reference's worker, on its own queue beside ours (the plugin leaves other queues' workers as the
     SDK builds them): the SDK's defaults, with room for a whole burst's workflow tasks."""
     from bench.bare_waiter import BareWaiter
 
-    return Worker(temporal, task_queue=RAW_QUEUE, workflows=[BareWaiter], max_concurrent_workflow_tasks=200)
+    return Worker(temporal, task_queue=raw_queue(scale), workflows=[BareWaiter], max_concurrent_workflow_tasks=200)
 
 
 def free_port() -> int:
@@ -310,7 +334,7 @@ async def wait_healthy(base: str, timeout: float = 30) -> None:
             await asyncio.sleep(0.1)
 
 
-def start_workers(client: Client, settings: Settings) -> subprocess.Popen[bytes]:
+def start_workers(client: Client, settings: Settings, scales: list[int]) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -318,7 +342,7 @@ def start_workers(client: Client, settings: Settings) -> subprocess.Popen[bytes]
             "--worker",
             client.service_client.config.target_host,
             client.namespace,
-            settings.task_queue,
+            ",".join(str(s) for s in scales),
             settings.database_url,
             str(settings.model),
         ],
@@ -332,7 +356,7 @@ def start_workers(client: Client, settings: Settings) -> subprocess.Popen[bytes]
     return proc
 
 
-async def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32)
@@ -347,10 +371,17 @@ async def main() -> None:
     )
     parser.add_argument(
         "--paths",
-        default="direct,router",
-        help="delivery paths measured side by side, each through its own ingress process: direct (the ingress "
+        default="direct",
+        help="delivery paths measured side by side, each through its own ingress process(es): direct (the ingress "
         "signals the waiting sessions from the store's subscriptions, and nothing else) and router "
         "(AGENT_TOOLS_EVENTS__DIRECT_DELIVERY=false: each event also routed through the EventRouter)",
+    )
+    parser.add_argument(
+        "--scales",
+        default="1",
+        help="worker processes and ingress processes of the burst, side by side in every round (e.g. 1,2): at "
+        "scale N the sessions run on a queue N worker processes poll, and the POSTs go round robin to N ingress "
+        "processes. Above 1 the workers run in processes of their own",
     )
     parser.add_argument(
         "--worker-process",
@@ -359,9 +390,31 @@ async def main() -> None:
         "HTTP client and polling: a profiler attached to it sees the worker alone. The ratios did not move "
         "with it",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def start_ingress(address: str, database_url: str, tokens: dict[str, str], path: str) -> tuple[Any, str]:
+    """One ingress process (`agent-tools serve`), as docker-compose runs it: its own Temporal client and store."""
+    port = free_port()
+    env_vars = {
+        **os.environ,
+        "AGENT_TOOLS_TEMPORAL_ADDRESS": address,
+        "AGENT_TOOLS_TASK_QUEUE": queue_for(1),
+        "AGENT_TOOLS_DATABASE_URL": database_url,
+        "AGENT_TOOLS_EVENTS__TOKENS": json.dumps(tokens),
+        "AGENT_TOOLS_EVENTS__DIRECT_DELIVERY": "true" if path == "direct" else "false",
+    }
+    cmd = [sys.executable, "-c", "from agent_tools._cli import main; main()", "serve", "--port", str(port)]
+    proc = subprocess.Popen([*cmd, "--log-level", "warning"], env=env_vars)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+async def main() -> None:
+    args = parse_args()
     paths = [p for p in args.paths.split(",") if p]
+    scales = sorted({int(x) for x in args.scales.split(",") if x})
     assert paths and set(paths) <= {"direct", "router"}, args.paths
+    assert scales and scales[0] >= 1, args.scales
     sys.path.insert(0, str(ROOT))  # bench.bare_waiter, the raw reference
 
     tmp = Path(tempfile.mkdtemp(prefix="events-bench-"))
@@ -372,124 +425,129 @@ async def main() -> None:
     ]
     model = write_script(tmp / "script.json", turns)
     settings = Settings(
-        database_url=f"sqlite+aiosqlite:///{tmp}/store.sqlite",
-        task_queue="events-bench",
-        agents_file=None,
-        model=model,
+        database_url=f"sqlite+aiosqlite:///{tmp}/store.sqlite", task_queue=queue_for(1), agents_file=None, model=model
     )
     env = await start_dev_server(ui=False)
+    address = env.client.service_client.config.target_host
     plugin = AgentToolsPlugin(settings)
-    temporal = await Client.connect(
-        env.client.service_client.config.target_host, namespace=env.client.namespace, plugins=[plugin]
-    )
-    tokens: dict[str, str] = {}
+    temporal = await Client.connect(address, namespace=env.client.namespace, plugins=[plugin])
+    # Phases of a round: the unloaded one at scale 1, the burst at every scale; raw and ours alternate per
+    # phase, so the machine's noise falls on all, and the paths swap places every round.
+    phases = [("unloaded", 1, args.unloaded, 1)] + [("burst", k, args.sessions, args.concurrency) for k in scales]
     rounds = [
-        {(name, path): f"{name}-{path}-{uuid.uuid4().hex[:6]}" for name in ("unloaded", "burst") for path in paths}
+        {(name, k, path): f"{name}-{path}-{uuid.uuid4().hex[:6]}" for name, k, _n, _c in phases for path in paths}
         for _ in range(args.rounds)
     ]
-    for project in (p for projects in rounds for p in projects.values()):
-        tokens[f"bench/{project}"] = f"{TOKEN}-{project}"  # one token per project, as in production
-    # The ingress runs as its own process (`agent-tools serve`), as it does in docker-compose: it opens its
-    # own Temporal client and store from the environment. One process per delivery path.
-    servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
-    for path in paths:
-        port = free_port()
-        env_vars = {
-            **os.environ,
-            "AGENT_TOOLS_TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
-            "AGENT_TOOLS_TASK_QUEUE": settings.task_queue,
-            "AGENT_TOOLS_DATABASE_URL": settings.database_url,
-            "AGENT_TOOLS_EVENTS__TOKENS": json.dumps(tokens),
-            "AGENT_TOOLS_EVENTS__DIRECT_DELIVERY": "true" if path == "direct" else "false",
-        }
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from agent_tools._cli import main; main()",
-                "serve",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-            env=env_vars,
-        )
-        servers[path] = (proc, f"http://127.0.0.1:{port}")
+    tokens = {f"bench/{p}": f"{TOKEN}-{p}" for projects in rounds for p in projects.values()}  # one per project
+    # One ingress process per delivery path and scale step: the burst at scale N posts to the first N.
+    servers = {
+        (path, j): start_ingress(address, settings.database_url, tokens, path)
+        for path in paths
+        for j in range(scales[-1])
+    }
     results = []
     raw_results = []
     from contextlib import AsyncExitStack
 
-    workers_proc: subprocess.Popen[bytes] | None = None
+    workers_procs: list[subprocess.Popen[bytes]] = []
     try:
         for _proc, base in servers.values():
             await wait_healthy(base)
         async with AsyncExitStack() as stack:
-            if not args.worker_process:
+            if not args.worker_process and scales == [1]:
                 # Both workers on the same server and in the bench's own process.
                 await stack.enter_async_context(build_worker(temporal, plugin))
                 await stack.enter_async_context(raw_reference_worker(temporal))
             else:
-                workers_proc = start_workers(env.client, settings)
-            https = {path: httpx.AsyncClient(base_url=base, timeout=60) for path, (_p, base) in servers.items()}
-            client = AgentToolsClient(temporal, settings)
+                # Worker process i polls the queues of the scales above i.
+                for i in range(scales[-1]):
+                    workers_procs.append(start_workers(env.client, settings, [k for k in scales if k > i]))
+            https = {key: httpx.AsyncClient(base_url=base, timeout=60) for key, (_p, base) in servers.items()}
+            clients = {
+                k: AgentToolsClient(temporal, settings.model_copy(update={"task_queue": queue_for(k)})) for k in scales
+            }
             for r, projects in enumerate(rounds):
-                for name, n, conc in (("unloaded", args.unloaded, 1), ("burst", args.sessions, args.concurrency)):
-                    # Raw and ours alternate per phase, so the machine's noise falls on all; the paths swap
-                    # places every round.
-                    order = paths[r % len(paths) :] + paths[: r % len(paths)]
-                    for path in order:
-                        project = projects[(name, path)]
-                        raw_results.append(await run_raw_phase(temporal, RAW_QUEUE, n, conc))
+                for name, k, n, conc in phases:
+                    for path in paths[r % len(paths) :] + paths[: r % len(paths)]:
+                        project = projects[(name, k, path)]
+                        raw_results.append(await run_raw_phase(temporal, raw_queue(k), n, conc))
+                        ingresses = [https[(path, j)] for j in range(k)]
                         results.append(
                             await run_phase(
-                                project, f"{TOKEN}-{project}", client, https[path], n, conc, path, args.other_waits
+                                project, f"{TOKEN}-{project}", clients[k], ingresses, n, conc, path, args.other_waits
                             )
                         )
-            await client.close()
+                        print_pair(results[-1], raw_results[-1])  # as it comes: a failed later round keeps it
+            for client in clients.values():
+                await client.close()
             for http in https.values():
                 await http.aclose()
     finally:
-        for proc in [*(p for p, _base in servers.values()), *([workers_proc] if workers_proc else [])]:
+        for proc in [*(p for p, _base in servers.values()), *workers_procs]:
             proc.terminate()
-            proc.wait(10)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:  # a loaded machine: the figures above are printed already
+                proc.kill()
         await env.shutdown()
-    for r, raw in zip(results, raw_results, strict=True):
-        print(
-            f"{r['phase']:>8}: raw signals to {raw['sessions']} bare waiting workflows, concurrency "
-            f"{raw['concurrency']}: delivered {raw['delivered_events_per_s']:.0f}/s; signal -> its workflow task "
-            f"done p50 {raw['latency_ms_p50']:.0f} ms, p95 {raw['latency_ms_p95']:.0f} ms"
-        )
-        print(
-            f"{r['phase']:>8}: [{r['path']}] {r['sessions']} sessions, concurrency {r['concurrency']}: "
-            f"ingress {r['ingress_events_per_s']:.0f} events/s, "
-            f"reached {r['reached_events_per_s']:.0f} events/s (sessions done {r['delivered_events_per_s']:.0f}/s); "
-            f"POST -> next activity p50 {r['latency_ms_p50']:.0f} ms, p95 {r['latency_ms_p95']:.0f} ms, "
-            f"max {r['latency_ms_max']:.0f} ms (POST -> signal in the session p50 "
-            f"{r['signal_ms_p50']:.0f} ms, -> session completed p50 {r['done_ms_p50']:.0f} ms)"
-        )
-        print(
-            f"{'':>8}  events/raw: reached {r['reached_events_per_s'] / raw['delivered_events_per_s']:.2f}x "
-            f"(target >= 0.5x; sessions done {r['delivered_events_per_s'] / raw['delivered_events_per_s']:.2f}x), "
-            f"p50 latency {r['latency_ms_p50'] / raw['latency_ms_p50']:.2f}x"
-        )
-    for phase in ("unloaded", "burst"):
+    report(results, raw_results, paths, scales)
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x (per round {' '.join(f'{x:.2f}' for x in values)})"
+
+
+def rates(results: list[dict[str, Any]]) -> str:
+    return " ".join(f"{r['reached_events_per_s']:.0f}" for r in results)
+
+
+def print_pair(r: dict[str, Any], raw: dict[str, Any]) -> None:
+    print(
+        f"{r['phase']:>8}: raw signals to {raw['sessions']} bare waiting workflows, concurrency "
+        f"{raw['concurrency']}, scale {r['scale']}: reached {raw['reached_events_per_s']:.0f}/s, done "
+        f"{raw['delivered_events_per_s']:.0f}/s; signal -> in history p50 {raw['signal_ms_p50']:.0f} ms, "
+        f"-> workflow done p50 {raw['latency_ms_p50']:.0f} ms"
+    )
+    print(
+        f"{r['phase']:>8}: [{r['path']}] {r['sessions']} sessions, concurrency {r['concurrency']}, scale "
+        f"{r['scale']}: ingress {r['ingress_events_per_s']:.0f} events/s, reached {r['reached_events_per_s']:.0f}"
+        f"/s (next activity {r['activity_events_per_s']:.0f}/s, sessions done {r['delivered_events_per_s']:.0f}/s); "
+        f"POST -> signal in the session p50 {r['signal_ms_p50']:.0f} ms, -> next activity p50 "
+        f"{r['latency_ms_p50']:.0f} ms, p95 {r['latency_ms_p95']:.0f} ms, -> session completed p50 "
+        f"{r['done_ms_p50']:.0f} ms"
+    )
+    print(
+        f"{'':>8}  events/raw: reached {r['reached_events_per_s'] / raw['reached_events_per_s']:.2f}x "
+        f"(target >= 0.5x), sessions done {r['delivered_events_per_s'] / raw['delivered_events_per_s']:.2f}x, "
+        f"signal p50 latency {r['signal_ms_p50'] / raw['signal_ms_p50']:.2f}x"
+    )
+
+
+def report(
+    results: list[dict[str, Any]], raw_results: list[dict[str, Any]], paths: list[str], scales: list[int]
+) -> None:
+    pairs = list(zip(results, raw_results, strict=True))
+    for phase, k in [("unloaded", 1)] + [("burst", k) for k in scales]:
         for path in paths:
-            pairs = [
-                (r, raw)
-                for r, raw in zip(results, raw_results, strict=True)
-                if r["phase"] == phase and r["path"] == path
-            ]
-            rates = [r["reached_events_per_s"] / raw["delivered_events_per_s"] for r, raw in pairs]
-            done = [r["delivered_events_per_s"] / raw["delivered_events_per_s"] for r, raw in pairs]
-            lat = [r["latency_ms_p50"] / raw["latency_ms_p50"] for r, raw in pairs]
-            sig = [r["signal_ms_p50"] for r, _ in pairs]
+            mine = [(r, raw) for r, raw in pairs if r["phase"] == phase and r["path"] == path and r["scale"] == k]
+            reached = [r["reached_events_per_s"] / raw["reached_events_per_s"] for r, raw in mine]
+            done = [r["delivered_events_per_s"] / raw["delivered_events_per_s"] for r, raw in mine]
+            lat = [r["signal_ms_p50"] / raw["signal_ms_p50"] for r, raw in mine]
             print(
-                f"{phase:>8} [{path}], medians of {len(pairs)} rounds: events/raw reached "
-                f"{statistics.median(rates):.2f}x (per round {' '.join(f'{x:.2f}' for x in rates)}; target >= 0.5x), "
-                f"sessions done {statistics.median(done):.2f}x (per round {' '.join(f'{x:.2f}' for x in done)}), "
-                f"p50 latency {statistics.median(lat):.2f}x (per round {' '.join(f'{x:.2f}' for x in lat)}), "
-                f"POST -> signal p50 per round {' '.join(f'{x:.0f}' for x in sig)} ms"
+                f"{phase:>8} [{path}] scale {k}, medians of {len(mine)} rounds: events/raw reached {spread(reached)} "
+                f"(target >= 0.5x), sessions done {spread(done)}, signal p50 latency {spread(lat)}; reached "
+                f"{rates([r for r, _ in mine])}/s, raw "
+                f"{rates([raw for _, raw in mine])}/s"
+            )
+    for path in paths:
+        one = [r for r in results if r["phase"] == "burst" and r["path"] == path and r["scale"] == 1]
+        for k in scales[1:]:
+            more = [r for r in results if r["phase"] == "burst" and r["path"] == path and r["scale"] == k]
+            reached = [b["reached_events_per_s"] / a["reached_events_per_s"] for a, b in zip(one, more, strict=True)]
+            done = [b["delivered_events_per_s"] / a["delivered_events_per_s"] for a, b in zip(one, more, strict=True)]
+            print(
+                f"   burst [{path}] scale {k} / scale 1, same rounds: reached {spread(reached)} (target >= 1.6x), "
+                f"sessions done {spread(done)}"
             )
 
 

@@ -23,6 +23,7 @@ from agent_tools._store.event_tables import (
     find_matching,
     get_event,
     get_subscription,
+    store_and_claim,
     store_event,
 )
 from agent_tools.contracts._events import MAX_PAYLOAD_KEYS, EventRecord, Subscription, match_index_key
@@ -219,3 +220,52 @@ async def test_a_match_the_store_cannot_keep_is_refused_and_left_to_the_router(s
     with pytest.raises(InvalidInput):
         await add_subscription(store, "acme", project, wait(project, "s1", "ci", _deep(100), t0))
     assert await get_subscription(store, f"sub-{project}-s1") is None
+
+
+def wait_on(project: str, sub_id: str, match: dict[str, object], since: datetime) -> Subscription:
+    return Subscription(
+        subscription_id=sub_id,
+        session_id=f"s-{sub_id}",
+        kind="ci",
+        match=match,
+        since=since,
+        deadline=since + timedelta(minutes=5),
+    )
+
+
+async def test_store_and_claim_claims_once_and_again_for_a_retry(store: Store) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    t0 = datetime.now(UTC)
+    await add_subscription(store, "acme", project, wait_on(project, f"w-{project}", {"n": 1}, t0))
+    first = record(project, "d1", "ci.done", {"n": 1}, t0 + timedelta(seconds=1))
+    stored, claimed = await store_and_claim(store, first, size=10, now=t0 + timedelta(seconds=1))
+    assert stored.created and [c.session_id for c in claimed] == [f"s-w-{project}"]
+    # A retried delivery with another body: the first body is kept and its claim is returned again.
+    retry = record(project, "d1", "ci.done", {"n": 2}, t0 + timedelta(seconds=2))
+    again, reclaimed = await store_and_claim(store, retry, size=10, now=t0 + timedelta(seconds=2))
+    assert not again.created and again.record.payload == {"n": 1} and reclaimed == claimed
+    other = record(project, "d2", "ci.done", {"n": 1}, t0 + timedelta(seconds=3))
+    assert (await store_and_claim(store, other, size=10, now=t0 + timedelta(seconds=3)))[1] == []
+    assert await count_events(store, organisation="acme", project=project) == 2
+
+
+async def test_store_and_claim_racing_a_subscribe_never_misses_the_wait(store: Store) -> None:
+    """Every (event, new wait) pair raced together is seen by the ingress's claim or by the wait's backlog
+    check, or both: the guarantee that lets the ingress store and claim in one SQLite transaction."""
+    import asyncio
+
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    t0 = datetime.now(UTC)
+
+    async def subscribe(i: int) -> bool:
+        await add_subscription(store, "acme", project, wait_on(project, f"w{i}-{project}", {"n": i}, t0))
+        found = await find_matching(store, organisation="acme", project=project, kind="ci", match={"n": i}, since=t0)
+        return found is not None
+
+    async def post(i: int) -> bool:
+        event = record(project, f"d{i}", "ci.done", {"n": i}, t0 + timedelta(milliseconds=1))
+        return bool((await store_and_claim(store, event, size=1, now=t0 + timedelta(milliseconds=1)))[1])
+
+    for i in range(40):
+        by_backlog, by_ingress = await asyncio.gather(subscribe(i), post(i))
+        assert by_backlog or by_ingress, i

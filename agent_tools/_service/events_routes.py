@@ -8,8 +8,8 @@ path before the ingress delivered on its own: the router skips the waits claimed
 
 Responses: 202 for a new event, 200 for a repeated delivery id (stored once; delivered again, which a session ignores); 400 malformed
 JSON or headers, 401 a bad token or signature or a timestamp outside the window, 403 a token of another
-project, 404 an unknown source, 413 a body over the limit, 422 a body of the wrong shape, 503 stored but not
-delivered (retry with the same delivery id).
+project, 404 an unknown source, 413 a body over the limit, 422 a body of the wrong shape, 503 not delivered
+(retry with the same delivery id).
 
 The service is a composition root like ``worker.py``: it opens the SQL store (``agent_tools._store``) and a
 Temporal client itself unless the app state provides them (``create_app(settings, temporal_client=...,
@@ -83,7 +83,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         404: "Unknown event source",
         413: "Body larger than the limit",
         422: "Body of the wrong shape",
-        503: "Stored but not routed; retry with the same delivery id",
+        503: "Not delivered (perhaps stored); retry with the same delivery id",
     }.items()
 }
 
@@ -153,7 +153,7 @@ class _Ingress:
 
         ``identity`` is what makes two deliveries the same event (the delivery id when omitted).
         """
-        from agent_tools._store.event_tables import claim_for_event, event_id_for, store_event
+        from agent_tools._store.event_tables import event_id_for, store_and_claim
 
         record = EventRecord(
             event_id=event_id_for(organisation, project, source, identity or delivery_id),
@@ -166,15 +166,21 @@ class _Ingress:
             payload=payload,
         )
         store = await self.store()
-        stored = await store_event(store, record, size=size)
-        record = stored.record
+        now = datetime.fromtimestamp(self.now(), UTC)
         # Delivered on every delivery, a repeated one too: if the first attempt stored the event but failed
         # to claim or signal, the sender's retry finds the same claims and signals them; if it did signal, the
         # sessions ignore a repeated delivery (and the router, when it is signalled, a repeated event id).
+        # The waits are claimed before any signal goes out, so the router (with direct_delivery off) skips
+        # them whichever signal reaches its target first. Stored and claimed in one trip where the store
+        # can keep both in one transaction safely (``store_and_claim``).
         try:
-            # The waits are claimed before any signal goes out, so the router (with direct_delivery off)
-            # skips them whichever signal reaches its target first.
-            claimed = await claim_for_event(store, record, now=datetime.fromtimestamp(self.now(), UTC))
+            stored, claimed = await store_and_claim(store, record, size=size, now=now)
+        except Exception as exc:  # the store unreachable: the sender retries, same delivery id
+            raise HTTPException(
+                503, f"event not delivered ({type(exc).__name__}: {exc}); retry with the same delivery id"
+            ) from exc
+        record = stored.record
+        try:
             signals = [self.signal_sessions(record, claimed)]
             if not self.cfg.direct_delivery:
                 signals.append(self.route(record))

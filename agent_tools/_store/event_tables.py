@@ -71,7 +71,12 @@ async def store_event(store: Database, record: EventRecord, *, size: int = 0) ->
 
     One transaction through ``Database.run`` (on a SQLite file, one trip to a worker thread), as are the
     reads below: the ingress and the woken sessions' ``load_event`` make them under a burst."""
-    row = {
+    row = _event_row(record, size)
+    return await store.run(lambda conn: _write_event(conn, record, row))
+
+
+def _event_row(record: EventRecord, size: int) -> dict[str, Any]:
+    return {
         "event_id": record.event_id,
         "organisation": record.organisation,
         "project": record.project,
@@ -83,13 +88,34 @@ async def store_event(store: Database, record: EventRecord, *, size: int = 0) ->
         "received_at": as_utc(record.received_at),
     }
 
-    def write(conn: Connection) -> StoredEvent:
-        if upsert_rows(conn, events, [row], keys=["event_id"]):
-            return StoredEvent(record=record, created=True)
-        stored = conn.execute(select(events).where(events.c.event_id == record.event_id)).one()
-        return StoredEvent(record=_record(stored), created=False)
 
-    return await store.run(write)
+def _write_event(conn: Connection, record: EventRecord, row: dict[str, Any]) -> StoredEvent:
+    if upsert_rows(conn, events, [row], keys=["event_id"]):
+        return StoredEvent(record=record, created=True)
+    stored = conn.execute(select(events).where(events.c.event_id == record.event_id)).one()
+    return StoredEvent(record=_record(stored), created=False)
+
+
+async def store_and_claim(
+    store: Database, record: EventRecord, *, size: int, now: datetime
+) -> tuple[StoredEvent, list[ClaimedDelivery]]:
+    """``store_event`` then ``claim_for_event`` on the stored record: the ingress's two writes per event.
+
+    On SQLite in one transaction (one trip to a worker thread, one commit): writers take the file's lock one
+    at a time and a transaction's reads start at its first write, so a wait whose row is committed after
+    this transaction still finds the event in its backlog check. Elsewhere (PostgreSQL reads each statement
+    at its start, before this transaction commits) the event is committed before the waits are read.
+    """
+    row = _event_row(record, size)
+    if store.dialect == "sqlite":
+
+        def both(conn: Connection) -> tuple[StoredEvent, list[ClaimedDelivery]]:
+            stored = _write_event(conn, record, row)
+            return stored, _claim_for_event(conn, stored.record, now)
+
+        return await store.run(both)
+    stored = await store.run(lambda conn: _write_event(conn, record, row))
+    return stored, await claim_for_event(store, stored.record, now=now)
 
 
 async def get_event(store: Database, event_id: str) -> EventRecord | None:
@@ -282,6 +308,10 @@ async def claim_for_event(store: Database, record: EventRecord, *, now: datetime
     before are returned again: a retried POST re-signals them (a session ignores a repeated delivery).
     Only the waits under the payload's match keys and those without a key are read (``match_index_key``).
     """
+    return await store.run(lambda conn: _claim_for_event(conn, record, now))
+
+
+def _claim_for_event(conn: Connection, record: EventRecord, now: datetime) -> list[ClaimedDelivery]:
     c = event_subscriptions.c
     received = as_utc(record.received_at)
     live = [
@@ -304,30 +334,27 @@ async def claim_for_event(store: Database, record: EventRecord, *, now: datetime
             c.match_key.in_(ordered[at : at + _CLAIM_CHUNK]) for at in range(0, len(ordered), _CLAIM_CHUNK)
         ]
 
-    def claim(conn: Connection) -> list[ClaimedDelivery]:
-        wanted: dict[str, str] = {}
-        for narrowing in narrowings:
-            where = live if narrowing is None else [*live, narrowing]
-            after: str | None = None
-            # Page by page in key order: every matching wait is found, however many wait on one kind (no
-            # router delivers the rest any more), and a page's rows stay bounded.
-            while True:
-                page = select(*columns).where(*where).order_by(c.subscription_id).limit(DIRECT_SCAN_LIMIT)
-                if after is not None:
-                    page = page.where(c.subscription_id > after)
-                rows = conn.execute(page).all()
-                for row in rows:
-                    if record.event_id in (row.exclude_event_ids or ()):
-                        continue
-                    if payload_matches(record.payload, row.match or {}):
-                        wanted[row.subscription_id] = row.session_id
-                if len(rows) < DIRECT_SCAN_LIMIT:
-                    break
-                after = rows[-1].subscription_id
-        won = _claim(conn, list(wanted), record.event_id, now, "ingress", own=False)
-        return [ClaimedDelivery(subscription_id=s, session_id=wanted[s]) for s in wanted if s in won]
-
-    return await store.run(claim)
+    wanted: dict[str, str] = {}
+    for narrowing in narrowings:
+        where = live if narrowing is None else [*live, narrowing]
+        after: str | None = None
+        # Page by page in key order: every matching wait is found, however many wait on one kind (no
+        # router delivers the rest any more), and a page's rows stay bounded.
+        while True:
+            page = select(*columns).where(*where).order_by(c.subscription_id).limit(DIRECT_SCAN_LIMIT)
+            if after is not None:
+                page = page.where(c.subscription_id > after)
+            rows = conn.execute(page).all()
+            for row in rows:
+                if record.event_id in (row.exclude_event_ids or ()):
+                    continue
+                if payload_matches(record.payload, row.match or {}):
+                    wanted[row.subscription_id] = row.session_id
+            if len(rows) < DIRECT_SCAN_LIMIT:
+                break
+            after = rows[-1].subscription_id
+    won = _claim(conn, list(wanted), record.event_id, now, "ingress", own=False)
+    return [ClaimedDelivery(subscription_id=s, session_id=wanted[s]) for s in wanted if s in won]
 
 
 async def claim_one(store: Database, subscription_id: str, event_id: str, *, now: datetime) -> str | None:
