@@ -261,10 +261,11 @@ class VectorIndex:
                 entry.blocks.append((block[0].copy(), block[1]))
                 entry.max_seq = max(entry.max_seq, int(block[1].max()))
             entry.through = _latest(entry.through, part)
-            if entry.nbytes > self.budget_bytes:
-                with self._lock:
+            with self._lock:
+                if entry.nbytes > self.budget_bytes:
                     self._oversize[key] = entry.nbytes
-                return None  # the rest is not read: the scan answers this search
+                    return None  # the rest is not read: the scan answers this search
+                self._fit(key, entry.nbytes)  # room made as it loads: the budget holds during a load too
         with self._lock:
             self._oversize.pop(key, None)
             current = self._scopes.get(key)
@@ -273,9 +274,10 @@ class VectorIndex:
             self._fit(key)
             return current.snapshot()
 
-    def _fit(self, keep: tuple[str, str]) -> None:
-        """Drop the least recently used scopes (never ``keep``) until the cache is within its budget."""
-        total = sum(e.nbytes for e in self._scopes.values())
+    def _fit(self, keep: tuple[str, str], loading: int = 0) -> None:
+        """Drop the least recently used scopes (never ``keep``) until the cache, and ``loading`` bytes of a
+        scope being loaded, are within the budget."""
+        total = loading + sum(e.nbytes for k, e in self._scopes.items() if k != keep or not loading)
         for key in list(self._scopes):
             if total <= self.budget_bytes:
                 break
