@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pydantic import ValidationError
 from sqlalchemy import Connection, update
 
 from agent_tools._store.db import Store
@@ -162,10 +161,3 @@ def _embedder(endpoint: EmbeddingsEndpoint) -> Any:
     from agent_tools.activities._embeddings import Embedder
 
     return Embedder(endpoint, httpx.AsyncClient())
-
-
-@pytest.mark.parametrize("value", [-1, 10**40, "lots", "256\x00", 1.5, None, [256], {"mb": 1}])
-def test_a_vector_cache_size_that_is_not_one_is_refused(value: Any) -> None:
-    with pytest.raises(ValidationError):
-        MemoryPolicy(vector_cache_mb=value)
-    assert MemoryPolicy().vector_cache_mb * 2**20 == 268_435_456
