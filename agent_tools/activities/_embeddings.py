@@ -19,9 +19,11 @@ the store, where liveness, tier and scope are checked as for full-text candidate
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -141,20 +143,50 @@ def rank_blocks(
     """The ``k`` best rows of ``blocks`` for the unit query ``q`` (one product per block).
 
     einsum, not ``matrix @ q``: its sum for a row does not depend on where the row sits in its block, so
-    cached blocks and a scan of the store score every row alike, to the bit (BLAS's kernels do not); and it
-    runs in the calling thread, where BLAS's threads spin against each other on a loaded machine."""
+    cached blocks and a scan of the store score every row alike, to the bit (BLAS's kernels do not). It
+    releases the GIL: the blocks are split over up to :data:`RANK_THREADS` threads, the caller's one."""
     import numpy as np
 
+    parts = min(RANK_THREADS, len(blocks))
+    share = -(-len(blocks) // parts) if parts else 0
+    groups = [blocks[i : i + share] for i in range(0, len(blocks), share)] if share else []
+    others = [_pool().submit(_rank_group, g, q, k, dead) for g in groups[1:]]
+    found = [_rank_group(groups[0], q, k, dead)] if groups else []
+    found += [f.result() for f in others]
+    if not found:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    return best(np.concatenate([v for _, v in found]), np.concatenate([s for s, _ in found]), k)
+
+
+# Threads for the products of one search beside the caller's (einsum runs in one thread).
+RANK_THREADS = min(4, os.cpu_count() or 1)
+_threads: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _threads
+    if _threads is None:
+        _threads = ThreadPoolExecutor(max_workers=max(1, RANK_THREADS - 1), thread_name_prefix="agent-tools-rank")
+    return _threads
+
+
+def _rank_group(
+    blocks: Sequence[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
+    q: np.ndarray[Any, Any],
+    k: int,
+    dead: frozenset[int],
+) -> tuple[Any, Any]:
+    import numpy as np
+
+    dead_seqs = np.fromiter(dead, dtype=np.int64) if dead else None
     parts_seqs, parts_sims = [], []
     for matrix, seqs in blocks:
         sims = np.einsum("ij,j->i", matrix, q)
-        if dead:
-            sims[np.isin(seqs, np.fromiter(dead, dtype=np.int64))] = -np.inf
+        if dead_seqs is not None:
+            sims[np.isin(seqs, dead_seqs)] = -np.inf
         s, v = best(sims, seqs, k)
         parts_seqs.append(s)
         parts_sims.append(v)
-    if not parts_seqs:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     return best(np.concatenate(parts_sims), np.concatenate(parts_seqs), k)
 
 
