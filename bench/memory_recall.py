@@ -6,6 +6,7 @@ memory_recall run), on SQLite and PostgreSQL, interleaved over several repeats w
     python bench/memory_recall.py --keep ...                    # keep (and reuse) the loaded rows
     python bench/memory_recall.py --hybrid ...                  # also semantic recall (embeddings + RRF)
     python bench/memory_recall.py --keep --scopes 2             # two large scopes in the table
+    python bench/memory_recall.py --keep --hybrid --vector-cache-mb 0   # a scope beyond the cache's budget
 
 ``--scopes N`` puts N large scopes of ``--memories`` each in the table (the timed one first): the search must
 narrow by scope inside the index, or it reads the other scopes' matches too.
@@ -209,6 +210,12 @@ async def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the loaded rows and reuse them next time")
     parser.add_argument("--hybrid", action="store_true", help="also time semantic (hybrid) recall")
     parser.add_argument(
+        "--vector-cache-mb",
+        type=int,
+        default=None,
+        help="the hybrid engine's vector cache (default: the setting's); 0 scans the store at every search",
+    )
+    parser.add_argument(
         "--scopes", type=int, default=1, help="large scopes of --memories each in the table (the timed one first)"
     )
     args = parser.parse_args()
@@ -228,7 +235,8 @@ async def main() -> None:
             print(f"{kind}: {args.memories} memories loaded in {load_s:.1f} s", flush=True)
             if endpoint is not None:
                 hscope, load_s = await load(store, args.memories, args.keep, vectors=True)
-                hybrid = MemoryEngine(store, MemoryPolicy(embeddings=endpoint), http=http)
+                cache = {} if args.vector_cache_mb is None else {"vector_cache_mb": args.vector_cache_mb}
+                hybrid = MemoryEngine(store, MemoryPolicy(embeddings=endpoint, **cache), http=http)
                 t = time.perf_counter()
                 await timed(hybrid, hscope, query_set(20, seed=3))  # the first search loads the scope's vectors
                 warm_s = time.perf_counter() - t

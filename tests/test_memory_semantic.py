@@ -219,4 +219,5 @@ async def test_concurrent_searches_and_saves_share_one_vector_index(services: Se
     final = [m.memory_id for m in await engine.search(scope, "car", limit=10)]
     assert len(final) == len(set(final)) == 10
     (entry,) = [e for (key, _), e in engine.vectors._scopes.items() if key == scope.key]
-    assert len(entry.seqs) == len(set(entry.seqs.tolist())) == 10
+    seqs = [int(s) for _, block in entry.blocks for s in block]
+    assert len(seqs) == len(set(seqs)) == 10

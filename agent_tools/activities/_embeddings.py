@@ -19,15 +19,17 @@ the store, where liveness, tier and scope are checked as for full-text candidate
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import httpx
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from agent_tools._errors import ProviderError
 from agent_tools._store.memory_tables import memories
@@ -105,51 +107,253 @@ class Embedder:
         return vectors
 
 
+# Rows per block of a cached scope (1.5 MB at 384 dimensions): saves rebuild only the last block, and a scan
+# of the store reads this many rows at a time.
+BLOCK_ROWS = 4096
+
+
 @dataclass(frozen=True)
 class Snapshot:
-    matrix: np.ndarray[Any, Any]
-    seqs: np.ndarray[Any, Any]
+    """A scope's vectors as blocks of (matrix, seqs) that nobody changes (a refresh replaces a block)."""
+
+    blocks: tuple[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]], ...]
+    dead: frozenset[int]  # seqs whose row lost its vector (or changed model) since it was cached
     dimensions: int
 
 
-def _no_seqs() -> np.ndarray[Any, Any]:
+def best(sims: np.ndarray[Any, Any], seqs: np.ndarray[Any, Any], k: int) -> tuple[Any, Any]:
+    """The ``k`` best (seqs, sims), ordered by similarity then seq: one total order, so the best of a union
+    is the best of each part's best, whatever the blocks (cached or scanned from the store)."""
     import numpy as np
 
-    return np.zeros(0, dtype=np.int64)
+    if sims.shape[0] > k:
+        kth = np.partition(sims, sims.shape[0] - k)[sims.shape[0] - k]
+        keep = np.flatnonzero(sims >= kth)  # every row tied with the k-th, so the seq order decides
+        sims, seqs = sims[keep], seqs[keep]
+    order = np.lexsort((seqs, -sims))[:k]
+    return seqs[order], sims[order]
 
 
-def _no_matrix() -> np.ndarray[Any, Any]:
+def rank_blocks(
+    blocks: Sequence[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
+    q: np.ndarray[Any, Any],
+    k: int,
+    dead: frozenset[int] = frozenset(),
+) -> tuple[Any, Any]:
+    """The ``k`` best rows of ``blocks`` for the unit query ``q`` (one product per block).
+
+    einsum, not ``matrix @ q``: its sum for a row does not depend on where the row sits in its block, so
+    cached blocks and a scan of the store score every row alike, to the bit (BLAS's kernels do not). It
+    releases the GIL: the blocks are split over up to :data:`RANK_THREADS` threads, the caller's one."""
     import numpy as np
 
-    return np.zeros((0, 0), dtype=np.float32)
+    parts = min(RANK_THREADS, len(blocks))
+    share = -(-len(blocks) // parts) if parts else 0
+    groups = [blocks[i : i + share] for i in range(0, len(blocks), share)] if share else []
+    others = [_pool().submit(_rank_group, g, q, k, dead) for g in groups[1:]]
+    found = [_rank_group(groups[0], q, k, dead)] if groups else []
+    found += [f.result() for f in others]
+    if not found:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    return best(np.concatenate([v for _, v in found]), np.concatenate([s for s, _ in found]), k)
+
+
+# Threads for the products of one search beside the caller's (einsum runs in one thread).
+RANK_THREADS = min(4, os.cpu_count() or 1)
+_threads: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _threads
+    if _threads is None:
+        _threads = ThreadPoolExecutor(max_workers=max(1, RANK_THREADS - 1), thread_name_prefix="agent-tools-rank")
+    return _threads
+
+
+def _rank_group(
+    blocks: Sequence[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
+    q: np.ndarray[Any, Any],
+    k: int,
+    dead: frozenset[int],
+) -> tuple[Any, Any]:
+    import numpy as np
+
+    dead_seqs = np.fromiter(dead, dtype=np.int64) if dead else None
+    parts_seqs, parts_sims = [], []
+    for matrix, seqs in blocks:
+        sims = np.einsum("ij,j->i", matrix, q)
+        if dead_seqs is not None:
+            sims[np.isin(seqs, dead_seqs)] = -np.inf
+        s, v = best(sims, seqs, k)
+        parts_seqs.append(s)
+        parts_sims.append(v)
+    return best(np.concatenate(parts_sims), np.concatenate(parts_seqs), k)
+
+
+def _block(rows: Sequence[Any], d: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """Rows (seq, embedding) of ``d`` dimensions as one block; rows of another size are left out."""
+    import numpy as np
+
+    rows = [r for r in rows if len(r.embedding) == 4 * d]
+    if not rows:
+        return None
+    matrix = np.frombuffer(b"".join(r.embedding for r in rows), dtype="<f4").reshape(len(rows), d)
+    return matrix, np.asarray([r.seq for r in rows], dtype=np.int64)
 
 
 @dataclass
 class _ScopeVectors:
     dimensions: int = 0
-    seqs: np.ndarray[Any, Any] = field(default_factory=_no_seqs)
-    matrix: np.ndarray[Any, Any] = field(default_factory=_no_matrix)
-    rows: dict[int, int] = field(default_factory=dict)  # seq -> row of the matrix
+    blocks: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = field(default_factory=list)
+    dead: set[int] = field(default_factory=set)
+    max_seq: int = -1
     through: datetime | None = None  # the latest updated_at read so far
+
+    @property
+    def nbytes(self) -> int:
+        return sum(m.nbytes + s.nbytes for m, s in self.blocks)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(tuple(self.blocks), frozenset(self.dead), self.dimensions)
 
 
 class VectorIndex:
-    """Each scope's vectors (of one model) in memory, refreshed incrementally; least recently used scopes
-    are dropped once the index holds more than ``max_vectors``."""
+    """Each scope's vectors (of one model) in memory, within ``budget_bytes`` for all scopes together: loaded
+    on a scope's first search, refreshed incrementally from then on, least recently used scopes dropped to
+    make room. A scope larger than the whole budget is not cached: each search scans its vectors in the
+    store, :data:`BLOCK_ROWS` at a time (the same answer, slower)."""
 
-    def __init__(self, max_vectors: int = 1_000_000) -> None:
-        self.max_vectors = max_vectors
+    def __init__(self, budget_bytes: int = 256 * 2**20) -> None:
+        self.budget_bytes = budget_bytes
         self._scopes: OrderedDict[tuple[str, str], _ScopeVectors] = OrderedDict()
-        # Searches run in Store.run's worker threads (SQLite), several at once: changing the arrays holds the
+        # Scopes found too large, with the size they had: they are scanned, not loaded, until they shrink.
+        self._oversize: dict[tuple[str, str], int] = {}
+        # Searches run in Store.run's worker threads (SQLite), several at once: changing the entries holds the
         # lock. Nothing that waits runs under it: on PostgreSQL the statements run on the event loop's
         # thread (greenlets), and a lock held across one would block the loop for good.
         self._lock = threading.Lock()
 
-    def snapshot(self, conn: Connection, scope_where: Any, scope_key: str, model: str) -> Snapshot:
-        """The scope's vectors as of now (refreshed from the store), for :meth:`rank`."""
-        entry = self._refresh(conn, scope_where, scope_key, model)
+    @property
+    def nbytes(self) -> int:
         with self._lock:
-            return Snapshot(entry.matrix, entry.seqs, entry.dimensions)
+            return sum(e.nbytes for e in self._scopes.values())
+
+    def snapshot(self, conn: Connection, scope_where: Any, scope_key: str, model: str) -> Snapshot | None:
+        """The scope's vectors as of now, for :meth:`rank`: :meth:`cached`, else loaded from the store (in a
+        transaction: the rows are streamed); None when the scope does not fit the budget (:meth:`scan` then
+        answers)."""
+        snap = self.cached(conn, scope_where, scope_key, model)
+        return snap if snap is not None else self._load(conn, scope_where, (scope_key, model))
+
+    def cached(self, conn: Connection, scope_where: Any, scope_key: str, model: str) -> Snapshot | None:
+        """The scope's cached vectors, refreshed by the rows written since the last refresh (one statement,
+        which needs no transaction); None when the scope is not cached."""
+        key = (scope_key, model)
+        with self._lock:
+            entry = self._scopes.get(key)
+            if entry is None:
+                return None
+            self._scopes.move_to_end(key)  # most recently used last
+            through = entry.through
+        c = memories.c
+        stmt = select(c.seq, c.embedding, c.embedding_model, c.updated_at).where(scope_where)
+        if through is not None:
+            stmt = stmt.where(c.updated_at >= through - REFRESH_OVERLAP)
+        fresh = conn.execute(stmt).all()  # outside the lock: it may wait (see __init__)
+        with self._lock:
+            if fresh:
+                self._apply(entry, fresh, model)
+            if entry.nbytes > self.budget_bytes:
+                self._scopes.pop(key, None)
+                self._oversize[key] = entry.nbytes
+                return None
+            self._fit(key)
+            return entry.snapshot()
+
+    def _load(self, conn: Connection, scope_where: Any, key: tuple[str, str]) -> Snapshot | None:
+        c = memories.c
+        if key in self._oversize:
+            n, size = conn.execute(
+                select(func.count(), func.max(func.length(c.embedding))).where(
+                    scope_where, c.embedding_model == key[1], c.embedding.is_not(None)
+                )
+            ).one()
+            if int(n or 0) * (int(size or 0) + 8) > self.budget_bytes:
+                return None
+        # Rows committed after this read are stamped after this instant, less the overlap (see REFRESH_OVERLAP).
+        entry = _ScopeVectors(through=datetime.now(UTC))
+        stmt = select(c.seq, c.embedding, c.updated_at).where(
+            scope_where, c.embedding_model == key[1], c.embedding.is_not(None)
+        )
+        for part in conn.execute(stmt.execution_options(yield_per=BLOCK_ROWS)).partitions():
+            if entry.dimensions == 0:
+                entry.dimensions = len(part[0].embedding) // 4
+            block = _block(part, entry.dimensions)
+            if block is not None:
+                entry.blocks.append((block[0].copy(), block[1]))
+                entry.max_seq = max(entry.max_seq, int(block[1].max()))
+            entry.through = _latest(entry.through, part)
+            with self._lock:
+                if entry.nbytes > self.budget_bytes:
+                    self._oversize[key] = entry.nbytes
+                    return None  # the rest is not read: the scan answers this search
+                self._fit(key, entry.nbytes)  # room made as it loads: the budget holds during a load too
+        with self._lock:
+            self._oversize.pop(key, None)
+            current = self._scopes.get(key)
+            if current is None:  # a concurrent first search may have loaded it already
+                self._scopes[key] = current = entry
+            self._fit(key)
+            return current.snapshot()
+
+    def _fit(self, keep: tuple[str, str], loading: int = 0) -> None:
+        """Drop the least recently used scopes (never ``keep``) until the cache, and ``loading`` bytes of a
+        scope being loaded, are within the budget."""
+        total = loading + sum(e.nbytes for k, e in self._scopes.items() if k != keep or not loading)
+        for key in list(self._scopes):
+            if total <= self.budget_bytes:
+                break
+            if key != keep:
+                total -= self._scopes.pop(key).nbytes
+
+    @staticmethod
+    def _apply(entry: _ScopeVectors, fresh: Sequence[Any], model: str) -> None:
+        """Rows written since the last refresh: new vectors appended, changed ones replaced, rows that lost
+        theirs (or got another model's) marked dead. Blocks are replaced, never changed in place."""
+        import numpy as np
+
+        entry.through = _latest(entry.through, fresh)
+        if entry.dimensions == 0:
+            sized = [r for r in fresh if r.embedding is not None and r.embedding_model == model]
+            if not sized:
+                return
+            entry.dimensions = len(sized[0].embedding) // 4
+        d = entry.dimensions
+        added = []
+        for row in fresh:
+            has = row.embedding is not None and row.embedding_model == model and len(row.embedding) == 4 * d
+            at = _find(entry, row.seq) if row.seq <= entry.max_seq else None
+            if at is None:
+                if has:
+                    added.append(row)
+                continue
+            b, i = at
+            if has:
+                matrix, seqs = entry.blocks[b]
+                matrix = matrix.copy()
+                matrix[i] = np.frombuffer(row.embedding, dtype="<f4")
+                entry.blocks[b] = (matrix, seqs)
+                entry.dead.discard(row.seq)
+            else:
+                entry.dead.add(row.seq)
+        block = _block(added, d)
+        if block is None:
+            return
+        entry.max_seq = max(entry.max_seq, int(block[1].max()))
+        if entry.blocks and entry.blocks[-1][0].shape[0] + block[0].shape[0] <= BLOCK_ROWS:
+            last = entry.blocks.pop()
+            block = (np.vstack([last[0], block[0]]), np.concatenate([last[1], block[1]]))
+        entry.blocks.append((block[0].copy(), block[1]))
 
     @staticmethod
     def rank(snapshot: Snapshot, query: bytes, k: int, floor: float) -> list[tuple[int, float]]:
@@ -159,70 +363,46 @@ class VectorIndex:
         import numpy as np
 
         q = np.frombuffer(query, dtype="<f4")
-        matrix, seqs = snapshot.matrix, snapshot.seqs
-        if seqs.shape[0] == 0 or q.shape[0] != snapshot.dimensions:
+        if q.shape[0] != snapshot.dimensions:
             return []
-        similarity = matrix[: seqs.shape[0]] @ q
-        k = min(k, similarity.shape[0])
-        best = np.argpartition(-similarity, k - 1)[:k]
-        best = best[np.argsort(-similarity[best], kind="stable")]
-        return [(int(seqs[i]), float(similarity[i])) for i in best if similarity[i] >= floor]
-
-    def nearest(
-        self, conn: Connection, scope_where: Any, scope_key: str, model: str, query: bytes, k: int, floor: float
-    ) -> list[tuple[int, float]]:
-        """:meth:`snapshot` then :meth:`rank`, in the calling thread."""
-        return self.rank(self.snapshot(conn, scope_where, scope_key, model), query, k, floor)
-
-    def _refresh(self, conn: Connection, scope_where: Any, scope_key: str, model: str) -> _ScopeVectors:
-        key = (scope_key, model)
-        with self._lock:
-            entry = self._scopes.pop(key, None) or _ScopeVectors()
-            self._scopes[key] = entry  # most recently used last
-            through = entry.through
-        c = memories.c
-        stmt = select(c.seq, c.embedding, c.updated_at).where(
-            scope_where, c.embedding_model == model, c.embedding.is_not(None)
-        )
-        if through is not None:
-            stmt = stmt.where(c.updated_at >= through - REFRESH_OVERLAP)
-        fresh = conn.execute(stmt).all()  # outside the lock: it may wait (see __init__)
-        with self._lock:
-            if fresh:
-                self._add(entry, fresh)
-            while sum(e.matrix.shape[0] for e in self._scopes.values()) > self.max_vectors and len(self._scopes) > 1:
-                self._scopes.popitem(last=False)
-        return entry
+        seqs, sims = rank_blocks(snapshot.blocks, q, k, snapshot.dead)
+        return [(int(s), float(v)) for s, v in zip(seqs, sims, strict=True) if v >= floor]
 
     @staticmethod
-    def _add(entry: _ScopeVectors, fresh: Sequence[Any]) -> None:
+    def scan(
+        conn: Connection, scope_where: Any, model: str, query: bytes, k: int, floor: float
+    ) -> list[tuple[int, float]]:
+        """What :meth:`rank` answers, straight from the store: the scope's vectors read and multiplied
+        :data:`BLOCK_ROWS` at a time, so memory stays at one block whatever the scope's size."""
         import numpy as np
 
-        if entry.dimensions == 0:
-            entry.dimensions = len(fresh[0].embedding) // 4
-        d = entry.dimensions
-        new_seqs: list[int] = []
-        new_rows: list[bytes] = []
-        for row in fresh:
-            if len(row.embedding) != 4 * d:
-                continue  # another size under the same model name: not comparable, left out
-            at = entry.rows.get(row.seq)
-            if at is not None:
-                entry.matrix[at] = np.frombuffer(row.embedding, dtype="<f4")  # re-embedded (content changed)
-            else:
-                new_seqs.append(row.seq)
-                new_rows.append(row.embedding)
-            stamp = row.updated_at if row.updated_at.tzinfo else row.updated_at.replace(tzinfo=_utc())
-            entry.through = stamp if entry.through is None else max(entry.through, stamp)
-        if new_rows:
-            block = np.frombuffer(b"".join(new_rows), dtype="<f4").reshape(len(new_rows), d)
-            start = entry.matrix.shape[0]
-            entry.matrix = np.vstack([entry.matrix.reshape(start, d), block]) if start else block.copy()
-            entry.seqs = np.concatenate([entry.seqs, np.asarray(new_seqs, dtype=np.int64)])
-            entry.rows.update({seq: start + i for i, seq in enumerate(new_seqs)})
+        q = np.frombuffer(query, dtype="<f4")
+        d = q.shape[0]
+        c = memories.c
+        stmt = select(c.seq, c.embedding).where(scope_where, c.embedding_model == model, c.embedding.is_not(None))
+        top_seqs, top_sims = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        for part in conn.execute(stmt.execution_options(yield_per=BLOCK_ROWS)).partitions():
+            block = _block(part, d)
+            if block is None:
+                continue
+            seqs, sims = rank_blocks([block], q, k)
+            top_seqs, top_sims = best(np.concatenate([top_sims, sims]), np.concatenate([top_seqs, seqs]), k)
+        return [(int(s), float(v)) for s, v in zip(top_seqs, top_sims, strict=True) if v >= floor]
 
 
-def _utc() -> Any:
-    from datetime import UTC
+def _find(entry: _ScopeVectors, seq: int) -> tuple[int, int] | None:
+    """Where ``seq`` is in the entry's blocks (block, row), or None."""
+    import numpy as np
 
-    return UTC
+    for b, (_, seqs) in enumerate(entry.blocks):
+        hit = np.flatnonzero(seqs == seq)
+        if hit.shape[0]:
+            return b, int(hit[0])
+    return None
+
+
+def _latest(through: datetime | None, rows: Sequence[Any]) -> datetime | None:
+    for row in rows:
+        stamp = row.updated_at if row.updated_at.tzinfo else row.updated_at.replace(tzinfo=UTC)
+        through = stamp if through is None else max(through, stamp)
+    return through

@@ -13,7 +13,6 @@ and answers as the first attempt did; a retried recall does not count a second u
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import uuid
@@ -47,7 +46,7 @@ from agent_tools._errors import ToolFailure
 from agent_tools._store.base import upsert_rows
 from agent_tools._store.db import Store
 from agent_tools._store.memory_tables import SCOPED_SEARCH, memories
-from agent_tools.activities._embeddings import Embedder, EmbeddingsUnavailable, VectorIndex
+from agent_tools.activities._embeddings import Embedder, EmbeddingsUnavailable, Snapshot, VectorIndex
 from agent_tools.contracts._memory import (
     MemoryItem,
     MemoryPolicy,
@@ -216,7 +215,7 @@ class MemoryEngine:
         self.policy = policy or MemoryPolicy()
         # Semantic recall when an embeddings endpoint is configured (and an HTTP client given to reach it).
         self.embedder: Embedder | None = None
-        self.vectors = VectorIndex()
+        self.vectors = VectorIndex(self.policy.vector_cache_mb * 2**20)
         if self.policy.embeddings is not None and http is not None:
             self.embedder = Embedder(self.policy.embeddings, http)
 
@@ -513,43 +512,70 @@ class MemoryEngine:
             # hop threads for every statement, which under load cost more than the queries); on PostgreSQL
             # the statements alone (see _read).
             return await self._read(lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now))
-        # Hybrid: two reads side by side, each its own transaction: the full-text candidates, and the query's
-        # embedding (a round trip to the endpoint) followed by the nearest vectors; then the fusion in a
-        # third, which also counts the uses.
-        semantic = asyncio.ensure_future(self._semantic(scope, query, tier, now))
-        try:
-            text_rows = await self._read(lambda conn: self._candidates(conn, scope, terms, tier, now))
-        except BaseException:
-            semantic.cancel()
-            raise
-        near = await semantic
-        return await self._read(
-            lambda conn: self._search(conn, scope, terms, limit, tier, use_call, now, text_rows, near)
-        )
+        # Hybrid: the query's embedding (a round trip to the endpoint) side by side with one read of the
+        # full-text candidates and the scope's cached vectors (refreshed); the product over those in a thread;
+        # then one more read takes the nearest rows, fuses and counts the uses.
+        model = self.embedder.model
+        embedding = asyncio.ensure_future(self._embed_query(query))
 
-    async def _semantic(self, scope: Scope, query: str, tier: str | None, now: datetime) -> list[Any] | None:
-        """The memories nearest to the query by meaning (cosine at least ``min_similarity``), best first, live
-        and of ``tier``; None when the endpoint could not embed the query. Rows that fail the checks are
-        skipped and the index asked for more, as for full text."""
-        assert self.embedder is not None
-        query_vector = await self._embed_query(query)
-        if query_vector is None:
-            return None
-        model, floor = self.embedder.model, self.embedder.endpoint.min_similarity
-        snap = await self.store.run(lambda conn: self.vectors.snapshot(conn, scope.where(), scope.key, model))
+        def first(conn: Connection) -> tuple[list[Any], Snapshot | None]:
+            rows = self._candidates(conn, scope, terms, tier, now)
+            return rows, self.vectors.cached(conn, scope.where(), scope.key, model)
+
+        try:
+            text_rows, snap = await self._read(first)
+            if snap is None:  # a scope's first search, or one too large to cache
+                snap = await self.store.run(lambda conn: self.vectors.snapshot(conn, scope.where(), scope.key, model))
+        except BaseException:
+            embedding.cancel()
+            raise
+        query_vector = await embedding
+        floor = self.embedder.endpoint.min_similarity
+        fetch = scoring.CANDIDATES + scoring.CANDIDATES // 4
+        ranked = None
+        if query_vector is not None and snap is not None:
+            # Numpy over the scope's vectors in a thread of its own: on PostgreSQL the statements run on the
+            # event loop's thread, which must not stall on it.
+            ranked = await asyncio.to_thread(VectorIndex.rank, snap, query_vector, fetch, floor)
+
+        def second(conn: Connection) -> list[Memory]:
+            near = None
+            if query_vector is not None:
+                near = self._nearest(conn, scope, tier, now, (snap, model, query_vector, floor), fetch, ranked)
+            return self._search(conn, scope, terms, limit, tier, use_call, now, text_rows, near)
+
+        # Without a snapshot the vectors are scanned in the store, streamed: that needs a transaction.
+        return await (self._read(second) if snap is not None or query_vector is None else self.store.run(second))
+
+    def _nearest(
+        self,
+        conn: Connection,
+        scope: Scope,
+        tier: str | None,
+        now: datetime,
+        vectors: tuple[Snapshot | None, str, bytes, float],
+        fetch: int,
+        ranked: list[tuple[int, float]] | None,
+    ) -> list[Any]:
+        """The memories nearest to the query by meaning (cosine at least the floor), best first, live and of
+        ``tier``: the ``fetch`` nearest rows (``ranked`` when given), and when too few of them pass those
+        checks, more, as for full text. From the cached vectors, or scanned in the store without them."""
+        snap, model, query_vector, floor = vectors
         want = scoring.CANDIDATES
-        fetch = want + want // 4
         while True:
-            # The product (milliseconds of numpy over the scope's vectors) in a thread of its own: on
-            # PostgreSQL, Store.run's work runs on the event loop's thread, which must not stall on it.
-            near = await asyncio.to_thread(VectorIndex.rank, snap, query_vector, fetch, floor)
-            if not near:
+            if ranked is None:
+                ranked = (
+                    VectorIndex.rank(snap, query_vector, fetch, floor)
+                    if snap is not None
+                    else VectorIndex.scan(conn, scope.where(), model, query_vector, fetch, floor)
+                )
+            if not ranked:
                 return []
-            seqs = [seq for seq, _ in near]
-            out = await self.store.run(functools.partial(self._rows_by_seq, scope=scope, seqs=seqs, tier=tier, now=now))
-            if len(out) >= want or len(near) < fetch:
+            out = self._rows_by_seq(conn, scope, [seq for seq, _ in ranked], tier, now)
+            if len(out) >= want or len(ranked) < fetch:
                 return out[:want]
             fetch *= 4
+            ranked = None
 
     async def _embed_query(self, query: str) -> bytes | None:
         assert self.embedder is not None

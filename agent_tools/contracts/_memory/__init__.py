@@ -59,6 +59,13 @@ class MemoryPolicy(BaseModel):
     embeddings: EmbeddingsEndpoint | None = Field(
         default=None, description="semantic recall; without it recall is full-text only"
     )
+    vector_cache_mb: int = Field(
+        default=256,
+        ge=0,
+        le=1_048_576,
+        description="each worker's in-memory copy of scopes' vectors, MiB for all scopes together; a scope "
+        "larger than this is searched from the store instead, slower (0: always from the store)",
+    )
 
 
 # ---- results -------------------------------------------------------------------------------------------
