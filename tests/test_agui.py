@@ -42,6 +42,12 @@ def _text(events: list[AguiEvent]) -> str:
     return "".join(e.data["delta"] for e in events if e.type == "TEXT_MESSAGE_CONTENT")
 
 
+def _frontend_calls(events: list[AguiEvent]) -> list[AguiEvent]:
+    """The askUser and approveToolCall calls a run leaves for the frontend."""
+    names = ("askUser", "approveToolCall")
+    return [e for e in events if e.type == "TOOL_CALL_START" and e.data["toolCallName"] in names]
+
+
 def _state(events: list[AguiEvent]) -> dict[str, Any]:
     """The state a client holds after the run: the snapshot with the deltas' ``add`` operations applied."""
     state: dict[str, Any] = {}
@@ -288,3 +294,77 @@ def test_the_openapi_document_says_the_agui_route() -> None:
     assert "text/event-stream" in op["responses"]["200"]["content"]
     assert op["security"] == [{"HTTPBearer": []}] and {"401", "403", "409", "422"} <= set(op["responses"])
     assert "#/$defs/" not in json.dumps(doc)
+
+
+async def test_a_sub_agents_question_and_approval_are_frontend_calls_answered_to_it(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    """A sync sub-agent asks, then needs an approval: each reaches the thread as a frontend call whose id
+    names the sub-agent, a reconnect shows it again, and the tool message's answer goes to the sub-agent."""
+    from agent_tools._agents import AgentDefinition
+    from agent_tools.contracts._approvals import ApprovalPolicy
+
+    settings.model = script(
+        [
+            {"match": {"title": "Helper"}, "turns": [
+                {"say": "", "tool_calls": [ASK]},
+                {"say": "", "tool_calls": [TODO]},
+                {"say": "helper chose {{last_user}}"},
+            ]},
+            {"turns": [
+                {"say": "", "tool_calls": [
+                    {"name": "subAgent", "arguments": {"title": "Helper", "instruction": "Ask.", "mode": "sync"}}
+                ]},
+                {"say": "parent got: {{last_tool}}"},
+            ]},
+        ]
+    )  # fmt: skip
+    agent = AgentDefinition(
+        name="assistant", tools=["subAgent", "askUser", "todoWrite"], approval=ApprovalPolicy(require=["todoWrite"])
+    )
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    child = f"{thread}/sub-1"
+    async with worker_for(agents=[agent]) as client, session_api(settings, client) as http:
+        first = await run_agui(http, _input(thread, [_user("go")]), auth(FULL))
+        assert first[-1].type == "RUN_FINISHED" and first[-1].data["result"]["status"] == "waiting", _types(first)
+        [ask] = _frontend_calls(first)
+        ask_id = ask.data["toolCallId"]
+        [pending] = await client.session(child).pending_questions()
+        assert ask.data["toolCallName"] == "askUser" and ask_id == f"sub-1#{pending.ask_id}"
+        assert first[-1].data["outcome"]["pendingToolCallIds"] == [ask_id]
+        assert _state(first)["subagents"][child]["status"] == "running"
+
+        again = await run_agui(http, _input(thread, [_user("go")], _state(first)), auth(READER))
+        assert [e.data["toolCallId"] for e in _frontend_calls(again)] == [ask_id]
+        args = next(e for e in again if e.type == "TOOL_CALL_ARGS" and e.data["toolCallId"] == ask_id)
+        assert json.loads(args.data["delta"])["questions"][0]["question"] == "Which one?"
+
+        second = await run_agui(http, _input(thread, [_tool(ask_id, "second")], _state(first)), auth(FULL))
+        [approval] = _frontend_calls(second)
+        [waiting] = await client.session(child).pending_approvals()
+        assert approval.data["toolCallName"] == "approveToolCall"
+        assert approval.data["toolCallId"] == f"sub-1#{waiting.approval_id}"
+        assert second[-1].data["outcome"]["pendingToolCallIds"] == [approval.data["toolCallId"]]
+        approval_args = json.loads(
+            next(
+                e.data["delta"]
+                for e in second
+                if e.type == "TOOL_CALL_ARGS" and e.data["toolCallId"] == approval.data["toolCallId"]
+            )
+        )
+        assert approval_args["session_id"] == child and approval_args["tool"] == "todoWrite"
+        # The root itself waits on nothing a person answers: the calls are the sub-agent's.
+        assert await client.session(thread).pending_questions() == []
+        assert await client.session(thread).pending_approvals() == []
+
+        answer = _tool(approval.data["toolCallId"], "approve")
+        third = await run_agui(http, _input(thread, [answer], _state(second)), auth(FULL))
+        assert third[-1].type == "RUN_FINISHED" and third[-1].data["result"]["status"] == "COMPLETED", _types(third)
+        assert "parent got" in _text(third)
+        child_result = await client.session(child).result()
+        assert child_result.status == "completed"
+        [entry] = [e for e in await client.session(child).transcript() if e.role == "tool" and e.name == "askUser"]
+        assert "Second" in entry.content
+        # An answer to a call that is no longer pending is refused, not sent anywhere.
+        late = await http.post("/agui", json=_input(thread, [_tool(ask_id, "first")]), headers=auth(FULL))
+        assert late.status_code == 409, late.text

@@ -3,7 +3,7 @@ thin face over :class:`agent_tools._client.AgentToolsClient` and its session han
 
     POST /sessions                               start (scope ``start``)              201
     GET  /sessions                               list: state, agent, root; paged       (``read``)
-    GET  /sessions/{id}                          status, pending questions, approvals  (``read``)
+    GET  /sessions/{id}                          status; its tree's questions, approvals (``read``)
     GET  /sessions/{id}/transcript               the stored transcript, paged          (``read``)
     GET  /sessions/{id}/events                   server-sent progress, resumable       (``read``)
     POST /sessions/{id}/messages                 queue a message                       (``answer``)
@@ -46,6 +46,7 @@ from agent_tools._boundaries import (
 )
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError, StoreNotReady
 from agent_tools._service.events_routes import ErrorBody, _json_object, _read_body
+from agent_tools._service.tree_pending import tree_pending
 from agent_tools._session import SendMessage, SendMessageAccepted, SessionOptions, SessionStatus, StatusView
 from agent_tools._settings import Settings
 from agent_tools.contracts._approvals import ApprovalAccepted, ApprovalRejected, PendingApproval
@@ -138,12 +139,21 @@ class SessionPage(BaseModel):
     next_offset: int | None = Field(description="Pass as offset for the next page; null on the last")
 
 
+class TreeQuestion(PendingQuestion):
+    session_id: str = Field(description="The session that asked: this one or a sub-agent; answer it there")
+
+
+class TreeApproval(PendingApproval):
+    session_id: str = Field(description="The session whose call waits: this one or a sub-agent; decide it there")
+
+
 class SessionView(BaseModel):
-    """A session now: its status (usage included), what it waits on, and where to go from here."""
+    """A session now: its status (usage included), what it and its running sub-agents wait on, and where to
+    go from here."""
 
     status: StatusView
-    pending_questions: list[PendingQuestion]
-    pending_approvals: list[PendingApproval]
+    pending_questions: list[TreeQuestion]
+    pending_approvals: list[TreeApproval]
     links: SessionLinks
 
 
@@ -640,11 +650,13 @@ async def get_session(request: Request, session_id: SessionId, key: Reader) -> S
     sid = _session_id(session_id)
     status = await _shared(request).agent_of(key, sid)
     client = await _shared(request).client()
-    handle = client.session(sid)
-    questions, approvals = await asyncio.gather(
-        _shared(request).call(handle.pending_questions()), _shared(request).call(handle.pending_approvals())
+    pending = await tree_pending(client, sid, _shared(request).call)
+    return SessionView(
+        status=status,
+        pending_questions=[TreeQuestion(**q.model_dump(), session_id=owner) for owner, q in pending.questions],
+        pending_approvals=[TreeApproval(**a.model_dump(), session_id=owner) for owner, a in pending.approvals],
+        links=_links(sid),
     )
-    return SessionView(status=status, pending_questions=questions, pending_approvals=approvals, links=_links(sid))
 
 
 async def _event_stream(handle: Any, resume: str | None, keepalive: float, poll: float) -> AsyncIterator[str]:
