@@ -132,6 +132,24 @@ def test_tools_questions_approvals_todos_and_subagents_map_to_their_events() -> 
     assert _kinds(m.finish("cur")) == ["STATE_DELTA"]
 
 
+def test_a_call_id_names_the_session_of_the_tree_and_its_item() -> None:
+    from agent_tools._service.tree_pending import call_id, target_of
+
+    root = "t#1/x"  # a root id may hold the separators itself
+    named = [(root, "call_a"), (root, "sub-1#b"), (root, "#c"), (f"{root}/sub-1", "c#d"), (f"{root}/sub-2/sub-10", "e")]
+    for session, item in named:
+        assert target_of(root, call_id(root, session, item)) == (session, item)
+    assert call_id(root, f"{root}/sub-2/sub-10", "e") == "sub-2/sub-10#e"
+    assert call_id(root, root, "apr_1") == "apr_1"
+    # Only a sub-agent path names a sub-agent; anything else is one of the root's own ids.
+    for other in ("sub-x#a", "sub-1#", "sub-1/#a", "/sub-1#a", "sub-1" + "/sub-1" * 40 + "#a"):
+        assert target_of(root, other) == (root, other)
+    m = AguiMapper(root)
+    question = ProgressEvent(kind="question", session_id=f"{root}/sub-3", data={"ask_id": "q1", "questions": []})
+    [start, *_] = m.feed(question, 4)
+    assert start.tool_call_id == "sub-3#q1" and m.pending_calls == ["sub-3#q1"]  # type: ignore[attr-defined]
+
+
 # Against a real server and worker.
 
 

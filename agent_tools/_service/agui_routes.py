@@ -186,7 +186,15 @@ async def _answer(request: Request, key: ServiceKey, sid: str, call: str, conten
     which) with the tool message's ``content``, on the handle of the session that asked."""
     shared = _shared(request)
     target, item = target_of(sid, call)
-    pending = await pending_of(await shared.client(), [target], shared.call, strict=target)
+    nothing = HTTPException(
+        409, f"no pending {ASK_USER} or {APPROVE_TOOL_CALL} call {call[:80]!r} on this session to answer"
+    )
+    try:
+        pending = await pending_of(await shared.client(), [target], shared.call, strict=target)
+    except HTTPException as exc:
+        if target == sid or exc.status_code != 404:
+            raise
+        raise nothing from None  # no such sub-agent: the call names nothing of this thread
     handle = (await shared.client()).session(target)
     asked = pending.asked(target, item)
     if asked:
@@ -199,9 +207,7 @@ async def _answer(request: Request, key: ServiceKey, sid: str, call: str, conten
         return call
     approval = pending.approval(target, item)
     if approval is None:
-        raise HTTPException(
-            409, f"no pending {ASK_USER} or {APPROVE_TOOL_CALL} call {call[:80]!r} on this session to answer"
-        )
+        raise nothing
     approve, reason, digest = _decision(content)
     await shared.call(
         handle.decide_approval(

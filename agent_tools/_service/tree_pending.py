@@ -2,9 +2,9 @@
 sub-agent still running under it, each read from that session's own handle (as the CLI's ``watch`` answers
 a sub-agent: ``client.session(child).answer_questions(...)``).
 
-A frontend names one of these by a call id: the root's own are their ask or approval id as they are; a
-sub-agent's are its path under the root and the id, ``sub-1/sub-2#call_x`` (:func:`call_id`,
-:func:`target_of`).
+A frontend names one of these by a call id: the root's own are their ask or approval id as they are (one
+that would read as a sub-agent's gets a leading ``#``); a sub-agent's are its path under the root and the
+id, ``sub-1/sub-2#call_x`` (:func:`call_id`, :func:`target_of`).
 """
 
 from __future__ import annotations
@@ -35,12 +35,15 @@ MAX_TREE_SESSIONS = 200
 def call_id(root: str, session_id: str, item_id: str) -> str:
     """The frontend's id of ``item_id`` (an ask or approval id) of ``session_id`` in ``root``'s tree."""
     if session_id == root or not session_id.startswith(root + "/"):
-        return item_id
+        # A root's id that would read as a sub-agent's (or as escaped) is escaped with a leading "#".
+        return f"#{item_id}" if item_id.startswith("#") or _CHILD.fullmatch(item_id) else item_id
     return f"{session_id[len(root) + 1 :]}#{item_id}"
 
 
 def target_of(root: str, call: str) -> tuple[str, str]:
     """The session and the ask or approval id a frontend's call id names (:func:`call_id` undone)."""
+    if call.startswith("#"):
+        return root, call[1:]
     found = _CHILD.fullmatch(call)
     if found is None:
         return root, call
