@@ -386,3 +386,68 @@ async def test_a_sub_agents_question_and_approval_are_frontend_calls_answered_to
         # An answer to a call that is no longer pending is refused, not sent anywhere.
         late = await http.post("/agui", json=_input(thread, [_tool(ask_id, "first")]), headers=auth(FULL))
         assert late.status_code == 409, late.text
+
+
+async def test_two_clients_on_one_thread_each_see_every_delta_and_one_answer_finishes_both(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    """Two AG-UI runs and two event-stream readers follow one session at once: each gets every text delta
+    (counted item by item) and the question; one run's answer lets the other run and both readers finish."""
+    import asyncio
+
+    from tests.support.polling import eventually
+    from tests.support.session_api import read_sse
+
+    later = " ".join(f"after{i}" for i in range(30))
+    settings.model = script(
+        [
+            {"say": WORDS, "word_seconds": 0.03, "tool_calls": [ASK]},
+            {"say": "answered {{last_tool}} " + later, "word_seconds": 0.03},
+        ]
+    )
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    async with worker_for() as client, session_api(settings, client, poll_seconds=0.05) as http:
+        run_a = asyncio.create_task(run_agui(http, _input(thread, [_user("go")]), auth(FULL)))
+
+        async def started() -> bool:
+            return (await http.get(f"/sessions/{thread}", headers=auth(READER))).status_code == 200
+
+        await eventually(started, until=bool, timeout=30, interval=0.02, what="the session")
+        # The second browser joins while the model writes: a run of its own, and two raw event readers.
+        run_b = asyncio.create_task(run_agui(http, _input(thread, [_user("go")]), auth(READER)))
+        sse = [asyncio.create_task(read_sse(http, f"/sessions/{thread}/events", auth(READER))) for _ in range(2)]
+        a, b = await asyncio.gather(run_a, run_b)
+        for run in (a, b):
+            assert run[-1].type == "RUN_FINISHED" and run[-1].data["result"]["status"] == "waiting", _types(run)
+        assert [e.data["delta"] for e in a if e.type == "TEXT_MESSAGE_CONTENT"] == [
+            e.data["delta"] for e in b if e.type == "TEXT_MESSAGE_CONTENT"
+        ]
+        assert _text(a) == _text(b) == WORDS
+        [call_a], [call_b] = _frontend_calls(a), _frontend_calls(b)
+        assert call_a.data["toolCallId"] == call_b.data["toolCallId"]
+
+        # A answers; B, reconnecting with its own cursor once the answer is in, goes on to the end as well.
+        call = call_a.data["toolCallId"]
+        answer_a = asyncio.create_task(run_agui(http, _input(thread, [_tool(call, "second")], _state(a)), auth(FULL)))
+
+        async def answered() -> bool:
+            return not await client.session(thread).pending_questions()
+
+        await eventually(answered, until=bool, timeout=30, interval=0.02, what="the answer")
+        rest_b = await run_agui(http, _input(thread, [_user("go")], _state(b)), auth(READER))
+        rest_a = await answer_a
+        for run in (rest_a, rest_b):
+            assert run[-1].type == "RUN_FINISHED" and run[-1].data["result"]["status"] == "COMPLETED", _types(run)
+        assert _text(rest_a) == _text(rest_b)
+        assert _text(rest_a).startswith("answered ") and '="Second"' in _text(rest_a) and _text(rest_a).endswith(later)
+        reads = await asyncio.gather(*sse)
+
+    one, two = reads
+    assert one.ended and two.ended
+    assert one.events[-1].data["status"] == two.events[-1].data["status"] == "COMPLETED"
+    # Item by item: the same items, in the same order, every offset of the root's stream once.
+    assert [(e.id, e.data) for e in one.items] == [(e.id, e.data) for e in two.items]
+    offsets = [e.data["offset"] for e in one.items]
+    assert offsets == list(range(len(offsets)))
+    deltas = [e.data["data"]["text"] for e in one.items if e.data["kind"] == "text_delta"]
+    assert len(deltas) >= 10 and {"question", "answer"} <= {e.data["kind"] for e in one.items}
