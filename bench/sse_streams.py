@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,11 @@ def serve_model(port: int, words: int, pace: float) -> None:
             self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 1024  # the default backlog of 5 resets connections of a burst
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", port), Handler)
     server.serve_forever()
 
 
@@ -122,7 +126,7 @@ def _bin(name: str) -> str:
 class Stack:
     """Dev server, worker, model and service; stopped in reverse order."""
 
-    def __init__(self, temporal: str, words: int, pace: float, tmp: Path) -> None:
+    def __init__(self, temporal: str, words: int, pace: float, tmp: Path, poll: float) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.model_port, self.service_port = free_port(), free_port()
         quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -140,8 +144,10 @@ class Stack:
             "AGENT_TOOLS_WEB__SEARCH_ENGINES": "[]",
             "AGENT_TOOLS_AGENTS_FILE": "",
             "AGENT_TOOLS_SERVICE__API_KEYS": json.dumps([{"key": KEY, "name": "bench"}]),
+            "AGENT_TOOLS_SERVICE__POLL_SECONDS": str(poll),
         }
-        self.procs.append(subprocess.Popen([_bin("agent-tools"), "worker"], env=self.env, **quiet))
+        self.worker = subprocess.Popen([_bin("agent-tools"), "worker"], env=self.env, **quiet)
+        self.procs.append(self.worker)
         service = [_bin("agent-tools"), "serve", "--port", str(self.service_port), "--log-level", "warning"]
         self.service = subprocess.Popen(service, env=self.env, **quiet)
         self.procs.append(self.service)
@@ -166,6 +172,7 @@ class Read:
         self.lags: list[float] = []  # each delta: arrival minus its newest word's emission
         self.words = 0
         self.finished = False
+        self.outcome = "no end"  # how the stream ended, when not as expected
         self.error: str | None = None
 
     def delta(self, text: str) -> None:
@@ -197,6 +204,7 @@ async def read_sse(http: httpx.AsyncClient, read: Read) -> None:
                 data = json.loads(line[5:])
                 if event == "end":
                     read.finished = data.get("status") == "COMPLETED"
+                    read.outcome = f"end {data.get('status')}"
                     return
                 if event == "error":
                     read.error = str(data)
@@ -223,9 +231,10 @@ async def read_agui(http: httpx.AsyncClient, read: Read) -> None:
                 read.delta(str(data["delta"]))
             elif data["type"] == "RUN_FINISHED":
                 read.finished = data.get("result", {}).get("status") == "COMPLETED"
+                read.outcome = f"RUN_FINISHED {data.get('result', {}).get('status')}"
                 return
             elif data["type"] == "RUN_ERROR":
-                read.error = str(data.get("message"))
+                read.error = f"RUN_ERROR {data.get('code')}: {data.get('message')}"
                 return
 
 
@@ -271,7 +280,7 @@ def summary(reads: list[Read], words: int) -> dict[str, Any]:
     firsts = [r.first for r in reads if r.first is not None]
     lags = [lag for r in reads for lag in r.lags]
     lasts = [r.lags[-1] for r in reads if r.lags]
-    errors = [r.error for r in reads if r.error]
+    errors = [r.error or r.outcome for r in reads if r.error or not r.finished]
     return {
         "first_p50": pct(firsts, 0.5),
         "first_p95": pct(firsts, 0.95),
@@ -282,6 +291,28 @@ def summary(reads: list[Read], words: int) -> dict[str, Any]:
         "errors": errors,
         "words_seen": statistics.mean([r.words / words for r in reads]) if reads else 0.0,
     }
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process and of its children that ended (from /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def temporal_pid() -> int:
+    """The dev server this process started (a child named temporal)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name, rest = text[text.index("(") + 1 : text.rindex(")")], text.rpartition(")")[2].split()
+        if name == "temporal" and int(rest[1]) == os.getpid():
+            return int(stat.parent.name)
+    return 0
 
 
 def _ms(v: float) -> str:
@@ -305,6 +336,7 @@ async def main() -> None:
     ap.add_argument("--words", type=int, default=40)
     ap.add_argument("--pace", type=float, default=0.25, help="seconds between the model's words")
     ap.add_argument("--keep-up", type=float, default=1.0, help="p95 lag (s) under which a phase keeps up")
+    ap.add_argument("--poll", type=float, default=0.1, help="the service's poll_seconds")
     ap.add_argument("--profile", type=int, default=0, help="record the service with py-spy at this many streams")
     ap.add_argument("--serve-model", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -319,10 +351,11 @@ async def main() -> None:
 
     env = await start_dev_server(ui=False)
     with tempfile.TemporaryDirectory(prefix="bench-sse-") as tmp:
-        stack = Stack(env.client.service_client.config.target_host, args.words, args.pace, Path(tmp))
+        stack = Stack(env.client.service_client.config.target_host, args.words, args.pace, Path(tmp), args.poll)
         try:
             base = f"http://127.0.0.1:{stack.service_port}"
             model = f"http://127.0.0.1:{stack.model_port}"
+            temporal = temporal_pid()
             await phase(base, "sse", 2, timeout)  # warm: the worker's first workflows, the service's client
             for rnd in range(args.rounds):
                 for n in counts:
@@ -330,13 +363,19 @@ async def main() -> None:
                         spy = None
                         if args.profile == n and route != "model":
                             spy = _profile(stack, args.words * args.pace + 5, Path(tmp) / f"{route}-{n}-{rnd}.txt")
+                        pids = {"service": stack.service.pid, "worker": stack.worker.pid, "temporal": temporal}
+                        before = {k: cpu_seconds(p) for k, p in pids.items()}
+                        began = time.monotonic()
                         reads = await phase(model if route == "model" else base, route, n, timeout)
+                        took = time.monotonic() - began
+                        used = {k: cpu_seconds(p) - before[k] for k, p in pids.items()}
                         if spy is not None:
                             spy.wait(timeout=120)
                             dest = Path(f"/tmp/sse_streams-{route}-{n}-{rnd}.folded")
                             shutil.copy(Path(tmp) / f"{route}-{n}-{rnd}.txt", dest)
                             print(f"(profile of the service: {dest})")
                         s = summary(reads, args.words)
+                        s.update({f"cpu_{k}": v / took for k, v in used.items()})
                         results.setdefault((route, n), []).append(s)
                         load = os.getloadavg()[0]
                         print(
@@ -346,8 +385,14 @@ async def main() -> None:
                             f"words {s['words_seen']:.0%} errors {len(s['errors'])} | load {load:.1f}",
                             flush=True,
                         )
-                        for error in dict.fromkeys(s["errors"]):
-                            print(f"    error: {error}")
+                        if route != "model":
+                            print(
+                                "    CPU (cores busy over the phase): "
+                                + ", ".join(f"{k} {s[f'cpu_{k}']:.2f}" for k in pids)
+                                + f"; service per stream {s['cpu_service'] / n * 1000:.0f} ms/s"
+                            )
+                        for error, count in Counter(s["errors"]).most_common():
+                            print(f"    {count} x {error}")
         finally:
             stack.stop()
             await env.shutdown()
@@ -370,6 +415,9 @@ async def main() -> None:
                 f"{route:5} {n:3}: first token p50 {med('first_p50')} p95 {med('first_p95')} ms; "
                 f"lag p50 {med('lag_p50')} p95 {med('lag_p95')} ms; keeps up: {'yes' if keeps else 'no'}"
             )
+            if route != "model" and rows:
+                cores = statistics.median([r["cpu_service"] for r in rows])
+                print(f"        service CPU {cores:.2f} cores, {cores / n * 1000:.0f} ms per stream-second")
         print(f"{route:5}: keeps up through {kept} streams")
 
 

@@ -37,7 +37,7 @@ WORDS = " ".join(f"word{i}" for i in range(40))
 
 def _readers() -> int:
     """The event streams' reading tasks running in this process (the service runs in the test's loop)."""
-    names = ("_event_stream.<locals>.pump", "_Tree._pump")
+    names = ("follow.<locals>.pump", "_Tree._pump")
     return sum(1 for t in asyncio.all_tasks() if getattr(t.get_coro(), "__qualname__", "") in names)
 
 

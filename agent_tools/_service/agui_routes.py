@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from typing import Annotated, Any
 
 from ag_ui.core import (
@@ -35,10 +34,11 @@ from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
 
 from agent_tools._boundaries import MESSAGE_CHARS, clean_json, describe_validation_error
-from agent_tools._errors import InvalidInput, SessionError
+from agent_tools._errors import InvalidInput
 from agent_tools._progress_resume import CursorRefused, ProgressCursor
 from agent_tools._service.agui_events import APPROVE_TOOL_CALL, ASK_USER, AguiMapper, initial_state
 from agent_tools._service.events_routes import _json_object, _read_body
+from agent_tools._service.follow import follow
 from agent_tools._service.sessions_routes import _ERRORS, _bearer, _final_status, _session_id, _shared
 from agent_tools._service.tree_pending import call_id, pending_of, target_of, tree_pending
 from agent_tools._session import SessionOptions
@@ -48,9 +48,6 @@ from agent_tools.contracts._service import Scope, ServiceKey
 
 __all__ = ["build_router"]
 
-# Reads of the progress that may fail in a row before the run ends with RUN_ERROR (each resumes losslessly
-# from the last item's cursor).
-READ_RETRIES = 3
 _APPROVE = frozenset({"approve", "approved", "yes", "allow", "ok"})
 _DENY = frozenset({"deny", "denied", "no", "reject", "rejected"})
 
@@ -335,7 +332,7 @@ async def _run_stream(
         return
     last_cursor = cursor
     try:
-        async for item in _items(handle, cursor, cfg.poll_seconds, cfg.keepalive_seconds):
+        async for item in follow(handle, cursor, poll=cfg.poll_seconds, keepalive=cfg.keepalive_seconds):
             if item is None:
                 yield ": keep-alive\n\n"
                 continue
@@ -373,45 +370,3 @@ def _calls_of(root: str, event: Any) -> set[str]:
     """The frontend call ids an item opens or settles."""
     ids = (event.data.get("ask_id"), event.data.get("approval_id"))
     return {call_id(root, event.session_id, str(i)) for i in ids if i}
-
-
-async def _items(handle: Any, cursor: str | None, poll: float, keepalive: float) -> AsyncIterator[Any]:
-    """The tree's items from ``cursor`` until the root's stream ends, and None each ``keepalive`` seconds of
-    quiet. Items are read by a task of their own, so that a keep-alive never cancels a read half done."""
-    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
-    done = object()
-
-    async def pump() -> None:
-        at, failures = cursor, 0
-        while True:
-            try:
-                async for item in handle.resumable_progress(at, poll=timedelta(seconds=poll)):
-                    at, failures = item.cursor, 0
-                    await queue.put(item)
-                await queue.put(done)
-                return
-            except (SessionError, CursorRefused) as exc:  # no such session, or not its cursor: final
-                await queue.put(exc)
-                return
-            except Exception as exc:  # a poll that failed (Temporal busy): go on from the last cursor
-                failures += 1
-                if failures > READ_RETRIES:
-                    await queue.put(exc)
-                    return
-                await asyncio.sleep(0.2 * failures)
-
-    task = asyncio.create_task(pump())
-    try:
-        while True:
-            try:
-                item = await asyncio.wait_for(queue.get(), keepalive)
-            except TimeoutError:
-                yield None
-                continue
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        task.cancel()

@@ -661,43 +661,24 @@ async def get_session(request: Request, session_id: SessionId, key: Reader) -> S
 
 async def _event_stream(handle: Any, resume: str | None, keepalive: float, poll: float) -> AsyncIterator[str]:
     """The SSE text of the session's tree from ``resume`` on: an event per item, a comment while idle, and
-    ``end`` once the root's stream has ended. Items are read by a task of their own, so that a keep-alive
-    never cancels a read half done."""
-    from datetime import timedelta
+    ``end`` once the root's stream has ended."""
+    from agent_tools._service.follow import follow
 
-    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
-    done = object()
-
-    async def pump() -> None:
-        try:
-            async for item in handle.resumable_progress(resume, poll=timedelta(seconds=poll)):
-                await queue.put(item)
-            await queue.put(done)
-        except Exception as exc:  # the reader gets it as the stream's last event
-            await queue.put(exc)
-
-    task = asyncio.create_task(pump())
+    yield "retry: 1000\n\n"
     try:
-        yield "retry: 1000\n\n"
-        while True:
-            try:
-                item = await asyncio.wait_for(queue.get(), keepalive)
-            except TimeoutError:
+        async for item in follow(handle, resume, poll=poll, keepalive=keepalive):
+            if item is None:
                 yield ": keep-alive\n\n"
                 continue
-            if item is done:
-                status = await _final_status(handle)
-                yield _sse("end", StreamEnd(session_id=handle.id, status=status).model_dump_json())
-                return
-            if isinstance(item, BaseException):
-                yield _sse("error", json.dumps({"detail": f"the stream stopped: {type(item).__name__}: {item}"}))
-                return
             body = StreamItem(
                 kind=item.event.kind, session_id=item.event.session_id, offset=item.offset, data=item.event.data
             )
             yield _sse(None, body.model_dump_json(), item.cursor)
-    finally:
-        task.cancel()
+    except Exception as exc:  # the reader gets it as the stream's last event
+        yield _sse("error", json.dumps({"detail": f"the stream stopped: {type(exc).__name__}: {exc}"}))
+        return
+    status = await _final_status(handle)
+    yield _sse("end", StreamEnd(session_id=handle.id, status=status).model_dump_json())
 
 
 async def _final_status(handle: Any) -> str:
