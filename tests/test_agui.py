@@ -165,7 +165,9 @@ async def test_a_run_streams_text_tool_calls_and_todos_then_finishes(
         types = _types(events)
         assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED", types
         assert events[0].data["threadId"] == thread
-        assert events[-1].data["result"]["status"] == "COMPLETED"
+        assert events[-1].data["result"]["status"] == "COMPLETED", [
+            e.data for e in events if e.type not in ("TEXT_MESSAGE_CONTENT",)
+        ]
         start = types.index("TOOL_CALL_START")
         assert events[start].data["toolCallName"] == "todoWrite"
         assert types[start : start + 3] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
@@ -288,11 +290,11 @@ async def test_a_failed_read_goes_on_from_the_last_cursor_and_gives_up_after_fai
                 raise RuntimeError("poll failed")
 
     handle = Flaky(fails=2)
-    got = [item.offset async for item in follow(handle, None, poll=0.01, keepalive=5.0) if item is not None]
+    got = [i.offset async for batch in follow(handle, None, poll=0.01, keepalive=5.0) for i in batch or []]
     assert got == [0, 1, 2] and handle.starts == [None, "1", "2"]
     # Failing for a second in a row is ridden out (an overloaded server), for longer it ends the stream.
     shaky = Flaky(fails=4)
-    items = [i async for i in follow(shaky, "3", poll=0.01, keepalive=5.0, retry_seconds=30) if i is not None]
+    items = [i async for i in follow(shaky, "3", poll=0.01, keepalive=5.0, retry_seconds=30) if i]
     assert items == [] and len(shaky.starts) == 5
     stuck = Flaky(fails=100)
     began = time.monotonic()
@@ -407,8 +409,8 @@ async def test_two_clients_on_one_thread_each_see_every_delta_and_one_answer_fin
     later = " ".join(f"after{i}" for i in range(30))
     settings.model = script(
         [
-            {"say": WORDS, "word_seconds": 0.03, "tool_calls": [ASK]},
-            {"say": "answered {{last_tool}} " + later, "word_seconds": 0.03},
+            {"say": WORDS, "word_seconds": 0.1, "tool_calls": [ASK]},
+            {"say": "answered {{last_tool}} " + later, "word_seconds": 0.05},
         ]
     )
     thread = f"agui-{uuid.uuid4().hex[:8]}"
@@ -443,7 +445,9 @@ async def test_two_clients_on_one_thread_each_see_every_delta_and_one_answer_fin
         rest_b = await run_agui(http, _input(thread, [_user("go")], _state(b)), auth(READER))
         rest_a = await answer_a
         for run in (rest_a, rest_b):
-            assert run[-1].type == "RUN_FINISHED" and run[-1].data["result"]["status"] == "COMPLETED", _types(run)
+            assert run[-1].type == "RUN_FINISHED" and run[-1].data["result"]["status"] == "COMPLETED", [
+                e.data for e in run if e.type != "TEXT_MESSAGE_CONTENT"
+            ]
         assert _text(rest_a) == _text(rest_b)
         assert _text(rest_a).startswith("answered ") and '="Second"' in _text(rest_a) and _text(rest_a).endswith(later)
         reads = await asyncio.gather(*sse)
@@ -457,3 +461,39 @@ async def test_two_clients_on_one_thread_each_see_every_delta_and_one_answer_fin
     assert offsets == list(range(len(offsets)))
     deltas = [e.data["data"]["text"] for e in one.items if e.data["kind"] == "text_delta"]
     assert len(deltas) >= 10 and {"question", "answer"} <= {e.data["kind"] for e in one.items}
+
+
+async def test_a_run_that_has_ended_waits_for_nothing_whatever_its_queries_say() -> None:
+    """Every session passes through ``idle`` on its way to its end: once its run has closed, the idle item
+    (or a call) does not make the AG-UI run end as waiting, even when the queries cannot be answered."""
+    from types import SimpleNamespace
+
+    from temporalio.client import WorkflowExecutionStatus
+
+    from agent_tools._service.agui_routes import _still_waiting
+
+    class Handle:
+        def __init__(self, status: WorkflowExecutionStatus) -> None:
+            async def describe() -> Any:
+                return SimpleNamespace(status=status)
+
+            self.workflow = SimpleNamespace(describe=describe)
+
+        async def status(self) -> Any:
+            raise RuntimeError("no worker answers for a closed run just now")
+
+        pending_questions = pending_approvals = status
+
+    class Client:
+        def __init__(self, status: WorkflowExecutionStatus) -> None:
+            self.state = status
+
+        def session(self, session_id: str) -> Handle:
+            return Handle(self.state)
+
+    closed = Client(WorkflowExecutionStatus.COMPLETED)
+    assert await _still_waiting(closed, "s", ["message"]) == []
+    assert await _still_waiting(closed, "s", ["a1", "sub-1#a2"]) == []
+    # A running session whose queries fail: the run ends as waiting on what it saw (the next run says more).
+    running = Client(WorkflowExecutionStatus.RUNNING)
+    assert await _still_waiting(running, "s", ["message", "a1"]) == ["message", "a1"]

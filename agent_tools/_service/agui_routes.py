@@ -32,6 +32,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
+from temporalio.client import WorkflowExecutionStatus
 
 from agent_tools._boundaries import MESSAGE_CHARS, clean_json, describe_validation_error
 from agent_tools._errors import InvalidInput
@@ -293,6 +294,13 @@ async def _still_waiting(client: Any, root: str, waiting: list[str]) -> list[str
         return await call
 
     try:
+        # Every session passes through idle on its way to its end: a run that has ended waits for nothing
+        # (the server says so; a query would make the worker replay the closed run, and may fail).
+        if (await client.session(root).workflow.describe()).status != WorkflowExecutionStatus.RUNNING:
+            return []
+    except Exception:
+        return waiting
+    try:
         pending, status = await asyncio.gather(
             pending_of(client, sessions, plain, strict=root), client.session(root).status()
         )
@@ -332,28 +340,30 @@ async def _run_stream(
         return
     last_cursor = cursor
     try:
-        async for item in follow(handle, cursor, poll=cfg.poll_seconds, keepalive=cfg.keepalive_seconds):
-            if item is None:
+        async for items in follow(handle, cursor, poll=cfg.poll_seconds, keepalive=cfg.keepalive_seconds):
+            if items is None:
                 yield ": keep-alive\n\n"
                 continue
-            events = mapper.feed(item.event, item.offset)
-            last_cursor = item.cursor
-            if skip_to is not None:
-                if skip_to in _calls_of(handle.id, item.event):
-                    skip_to = None
-                mapper.waiting.clear()
-                continue
-            for event in events:
-                yield encoder.encode(event)
-            if mapper.waiting:
-                client = await _shared(request).client()
-                mapper.waiting = await _still_waiting(client, handle.id, mapper.waiting)
-            if mapper.waiting:
-                calls = mapper.pending_calls
-                for event in mapper.finish(last_cursor):
-                    yield encoder.encode(event)
-                yield finished({"status": "waiting", "cursor": last_cursor}, calls)
-                return
+            out: list[str] = []  # what the batch makes goes out in one write
+            for item in items:
+                events = mapper.feed(item.event, item.offset)
+                last_cursor = item.cursor
+                if skip_to is not None:
+                    if skip_to in _calls_of(handle.id, item.event):
+                        skip_to = None
+                    mapper.waiting.clear()
+                    continue
+                out.extend(encoder.encode(event) for event in events)
+                if mapper.waiting:
+                    client = await _shared(request).client()
+                    mapper.waiting = await _still_waiting(client, handle.id, mapper.waiting)
+                if mapper.waiting:
+                    calls = mapper.pending_calls
+                    out.extend(encoder.encode(event) for event in mapper.finish(last_cursor))
+                    yield "".join([*out, finished({"status": "waiting", "cursor": last_cursor}, calls)])
+                    return
+            if out:
+                yield "".join(out)
     except Exception as exc:  # the run ends with it as RUN_ERROR
         yield encoder.encode(RunErrorEvent(message=f"the stream stopped: {type(exc).__name__}: {exc}", code="stream"))
         return

@@ -1,6 +1,6 @@
 """Following a session tree for an HTTP stream: the items of :meth:`SessionHandle.resumable_progress` from
 a cursor until the root's stream ends, read by a task of their own (a keep-alive never cancels a read half
-done), with a ``None`` for each ``keepalive`` seconds of quiet.
+done), in lists of the items ready together, with a ``None`` for each ``keepalive`` seconds of quiet.
 
 A read that fails (Temporal busy or away for a moment, a poll that timed out) goes on from the last item's
 cursor, which loses nothing and repeats nothing, for up to ``retry_seconds`` of failures in a row; only then
@@ -23,6 +23,8 @@ __all__ = ["RETRY_SECONDS", "follow"]
 # for seconds at a time; the stream should ride that out, not end).
 RETRY_SECONDS = 30.0
 _BACKOFF = (0.2, 0.5, 1.0, 2.0)
+# Items one write holds at most.
+MAX_BATCH = 64
 # A read that ran this long before it failed was working: its failure starts a new count.
 _WORKED_SECONDS = 5.0
 
@@ -30,8 +32,9 @@ _WORKED_SECONDS = 5.0
 async def follow(
     handle: Any, cursor: str | None, *, poll: float, keepalive: float, retry_seconds: float = RETRY_SECONDS
 ) -> AsyncIterator[Any]:
-    """The tree's items from ``cursor`` until the root's stream ends, and None each ``keepalive`` seconds of
-    quiet; the last failure once reads have failed for ``retry_seconds`` in a row."""
+    """The tree's items from ``cursor`` until the root's stream ends, in lists of what was ready together
+    (a stream writes each list at once), and None each ``keepalive`` seconds of quiet; the last failure
+    once reads have failed for ``retry_seconds`` in a row."""
     queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
     done = object()
     loop = asyncio.get_running_loop()
@@ -66,10 +69,16 @@ async def follow(
             except TimeoutError:
                 yield None
                 continue
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+            batch = [item]
+            while not queue.empty() and len(batch) < MAX_BATCH:  # what is ready now goes out in one write
+                batch.append(queue.get_nowait())
+            items = [i for i in batch if i is not done and not isinstance(i, BaseException)]
+            if items:
+                yield items
+            for i in batch:
+                if i is done:
+                    return
+                if isinstance(i, BaseException):
+                    raise i
     finally:
         task.cancel()

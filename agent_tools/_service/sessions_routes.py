@@ -666,14 +666,20 @@ async def _event_stream(handle: Any, resume: str | None, keepalive: float, poll:
 
     yield "retry: 1000\n\n"
     try:
-        async for item in follow(handle, resume, poll=poll, keepalive=keepalive):
-            if item is None:
+        async for items in follow(handle, resume, poll=poll, keepalive=keepalive):
+            if items is None:
                 yield ": keep-alive\n\n"
                 continue
-            body = StreamItem(
-                kind=item.event.kind, session_id=item.event.session_id, offset=item.offset, data=item.event.data
+            yield "".join(
+                _sse(
+                    None,
+                    StreamItem(
+                        kind=i.event.kind, session_id=i.event.session_id, offset=i.offset, data=i.event.data
+                    ).model_dump_json(),
+                    i.cursor,
+                )
+                for i in items
             )
-            yield _sse(None, body.model_dump_json(), item.cursor)
     except Exception as exc:  # the reader gets it as the stream's last event
         yield _sse("error", json.dumps({"detail": f"the stream stopped: {type(exc).__name__}: {exc}"}))
         return
