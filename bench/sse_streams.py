@@ -126,7 +126,7 @@ def _bin(name: str) -> str:
 class Stack:
     """Dev server, worker, model and service; stopped in reverse order."""
 
-    def __init__(self, temporal: str, words: int, pace: float, tmp: Path, poll: float) -> None:
+    def __init__(self, temporal: str, words: int, pace: float, tmp: Path, poll: float, baseline: str) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.model_port, self.service_port = free_port(), free_port()
         quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -148,10 +148,20 @@ class Stack:
         }
         self.worker = subprocess.Popen([_bin("agent-tools"), "worker"], env=self.env, **quiet)
         self.procs.append(self.worker)
-        service = [_bin("agent-tools"), "serve", "--port", str(self.service_port), "--log-level", "warning"]
-        self.service = subprocess.Popen(service, env=self.env, **quiet)
-        self.procs.append(self.service)
-        wait_for_port(self.service_port)
+        # Our service, and the baseline's (another install's, on the same server and worker) if given.
+        self.services: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+        for name, cli in (("ours", _bin("agent-tools")), ("base", baseline)):
+            if not cli:
+                continue
+            port = free_port()
+            proc = subprocess.Popen(
+                [cli, "serve", "--port", str(port), "--log-level", "warning"], env=self.env, **quiet
+            )
+            self.procs.append(proc)
+            self.services[name] = (proc, port)
+        for _, port in self.services.values():
+            wait_for_port(port)
+        self.service, self.service_port = self.services["ours"]
 
     def stop(self) -> None:
         for proc in reversed(self.procs):
@@ -319,12 +329,12 @@ def _ms(v: float) -> str:
     return "-" if v != v else f"{v * 1000:.0f}"
 
 
-def _profile(stack: Stack, seconds: float, out: Path) -> subprocess.Popen[bytes] | None:
+def _profile(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes] | None:
     spy = _bin("py-spy")
     if not Path(spy).exists() and shutil.which(spy) is None:
         print("(py-spy not found: no profile)")
         return None
-    cmd = [spy, "record", "-p", str(stack.service.pid), "-d", str(int(seconds)), "-f", "raw", "-o", str(out), "-s"]
+    cmd = [spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-f", "raw", "-o", str(out), "-s"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -336,6 +346,7 @@ async def main() -> None:
     ap.add_argument("--words", type=int, default=40)
     ap.add_argument("--pace", type=float, default=0.25, help="seconds between the model's words")
     ap.add_argument("--keep-up", type=float, default=1.0, help="p95 lag (s) under which a phase keeps up")
+    ap.add_argument("--baseline", default="", help="another install's agent-tools: its service, interleaved")
     ap.add_argument("--poll", type=float, default=0.1, help="the service's poll_seconds")
     ap.add_argument("--profile", type=int, default=0, help="record the service with py-spy at this many streams")
     ap.add_argument("--serve-model", type=int, default=0, help=argparse.SUPPRESS)
@@ -344,34 +355,40 @@ async def main() -> None:
         serve_model(args.serve_model, args.words, args.pace)
         return
     counts = [int(n) for n in args.streams.split(",")]
-    routes = args.routes.split(",")
+    routes = [f"{r}@{w}" for r in args.routes.split(",") for w in (("ours", "base") if args.baseline else ("ours",))]
     timeout = args.words * args.pace * 6 + 60
     results: dict[tuple[str, int], list[dict[str, Any]]] = {}
     from agent_tools._devserver import start_dev_server
 
     env = await start_dev_server(ui=False)
     with tempfile.TemporaryDirectory(prefix="bench-sse-") as tmp:
-        stack = Stack(env.client.service_client.config.target_host, args.words, args.pace, Path(tmp), args.poll)
+        target = env.client.service_client.config.target_host
+        stack = Stack(target, args.words, args.pace, Path(tmp), args.poll, args.baseline)
         try:
-            base = f"http://127.0.0.1:{stack.service_port}"
             model = f"http://127.0.0.1:{stack.model_port}"
             temporal = temporal_pid()
-            await phase(base, "sse", 2, timeout)  # warm: the worker's first workflows, the service's client
+            for _, port in stack.services.values():  # warm: the worker's first workflows, the service's client
+                await phase(f"http://127.0.0.1:{port}", "sse", 2, timeout)
             for rnd in range(args.rounds):
                 for n in counts:
                     for route in ["model", *routes]:
+                        kind, _, which = route.partition("@")
+                        proc, port = stack.services[which or "ours"]
+                        base = f"http://127.0.0.1:{port}"
                         spy = None
                         if args.profile == n and route != "model":
-                            spy = _profile(stack, args.words * args.pace + 5, Path(tmp) / f"{route}-{n}-{rnd}.txt")
-                        pids = {"service": stack.service.pid, "worker": stack.worker.pid, "temporal": temporal}
+                            spy = _profile(proc.pid, args.words * args.pace + 5, Path(tmp) / f"{route}-{n}-{rnd}.txt")
+                        pids = {"service": proc.pid, "worker": stack.worker.pid, "temporal": temporal}
                         before = {k: cpu_seconds(p) for k, p in pids.items()}
                         began = time.monotonic()
-                        reads = await phase(model if route == "model" else base, route, n, timeout)
+                        reads = await phase(model if route == "model" else base, kind, n, timeout)
                         took = time.monotonic() - began
                         used = {k: cpu_seconds(p) - before[k] for k, p in pids.items()}
                         if spy is not None:
                             spy.wait(timeout=120)
-                            dest = Path(f"/tmp/sse_streams-{route}-{n}-{rnd}.folded")
+                            dest = (
+                                Path(tempfile.gettempdir()) / f"sse_streams-{route.replace('@', '-')}-{n}-{rnd}.folded"
+                            )
                             shutil.copy(Path(tmp) / f"{route}-{n}-{rnd}.txt", dest)
                             print(f"(profile of the service: {dest})")
                         s = summary(reads, args.words)
@@ -379,7 +396,7 @@ async def main() -> None:
                         results.setdefault((route, n), []).append(s)
                         load = os.getloadavg()[0]
                         print(
-                            f"round {rnd + 1} {route:5} {n:3} streams: first token p50 {_ms(s['first_p50'])} ms "
+                            f"round {rnd + 1} {route:9} {n:3} streams: first token p50 {_ms(s['first_p50'])} ms "
                             f"p95 {_ms(s['first_p95'])} ms | lag p50 {_ms(s['lag_p50'])} p95 {_ms(s['lag_p95'])} "
                             f"last {_ms(s['last_p50'])} ms | finished {s['finished']}/{n} "
                             f"words {s['words_seen']:.0%} errors {len(s['errors'])} | load {load:.1f}",
@@ -412,13 +429,13 @@ async def main() -> None:
             broken = broken or not keeps
             kept = n if not broken else kept
             print(
-                f"{route:5} {n:3}: first token p50 {med('first_p50')} p95 {med('first_p95')} ms; "
+                f"{route:9} {n:3}: first token p50 {med('first_p50')} p95 {med('first_p95')} ms; "
                 f"lag p50 {med('lag_p50')} p95 {med('lag_p95')} ms; keeps up: {'yes' if keeps else 'no'}"
             )
             if route != "model" and rows:
                 cores = statistics.median([r["cpu_service"] for r in rows])
                 print(f"        service CPU {cores:.2f} cores, {cores / n * 1000:.0f} ms per stream-second")
-        print(f"{route:5}: keeps up through {kept} streams")
+        print(f"{route:9}: keeps up through {kept} streams")
 
 
 if __name__ == "__main__":
