@@ -12,10 +12,9 @@ from agent_tools._activity_io import ProgressEvent
 from agent_tools._service.agui_events import AguiMapper
 from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
-from tests.support.session_api import ASK, FULL, READER, AguiEvent, auth, run_agui, session_api
+from tests.support.session_api import ASK, FULL, READER, TODO, AguiEvent, auth, run_agui, session_api, sub_agent_asks
 
 WORDS = " ".join(f"word{i}" for i in range(40))
-TODO = {"name": "todoWrite", "arguments": {"todos": [{"content": "write it", "status": "in_progress"}]}}
 
 
 def _input(thread: str, messages: list[dict[str, Any]], state: Any = None, **props: Any) -> dict[str, Any]:
@@ -327,27 +326,8 @@ async def test_a_sub_agents_question_and_approval_are_frontend_calls_answered_to
 ) -> None:
     """A sync sub-agent asks, then needs an approval: each reaches the thread as a frontend call whose id
     names the sub-agent, a reconnect shows it again, and the tool message's answer goes to the sub-agent."""
-    from agent_tools._agents import AgentDefinition
-    from agent_tools.contracts._approvals import ApprovalPolicy
-
-    settings.model = script(
-        [
-            {"match": {"title": "Helper"}, "turns": [
-                {"say": "", "tool_calls": [ASK]},
-                {"say": "", "tool_calls": [TODO]},
-                {"say": "helper chose {{last_user}}"},
-            ]},
-            {"turns": [
-                {"say": "", "tool_calls": [
-                    {"name": "subAgent", "arguments": {"title": "Helper", "instruction": "Ask.", "mode": "sync"}}
-                ]},
-                {"say": "parent got: {{last_tool}}"},
-            ]},
-        ]
-    )  # fmt: skip
-    agent = AgentDefinition(
-        name="assistant", tools=["subAgent", "askUser", "todoWrite"], approval=ApprovalPolicy(require=["todoWrite"])
-    )
+    turns, agent = sub_agent_asks()
+    settings.model = script(turns)
     thread = f"agui-{uuid.uuid4().hex[:8]}"
     child = f"{thread}/sub-1"
     async with worker_for(agents=[agent]) as client, session_api(settings, client) as http:

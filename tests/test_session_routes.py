@@ -30,6 +30,7 @@ from tests.support.session_api import (
     auth,
     read_sse,
     session_api,
+    sub_agent_asks,
 )
 
 WORDS = " ".join(f"word{i}" for i in range(40))
@@ -375,25 +376,8 @@ async def test_a_sub_agents_question_and_approval_show_on_the_root_and_are_answe
 ) -> None:
     """GET of the root lists what its sub-agent waits on, each item naming the sub-agent; the answer and the
     decision go to the sub-agent's routes, and the tree finishes."""
-    from agent_tools.contracts._approvals import ApprovalPolicy
-
-    todo = {"name": "todoWrite", "arguments": {"todos": [{"content": "x", "status": "pending"}]}}
-    settings.model = script(
-        [
-            {"match": {"title": "Helper"}, "turns": [
-                {"say": "", "tool_calls": [ASK]}, {"say": "", "tool_calls": [todo]}, {"say": "helper done"},
-            ]},
-            {"turns": [
-                {"say": "", "tool_calls": [
-                    {"name": "subAgent", "arguments": {"title": "Helper", "instruction": "Ask.", "mode": "sync"}}
-                ]},
-                {"say": "parent got: {{last_tool}}"},
-            ]},
-        ]
-    )  # fmt: skip
-    agent = AgentDefinition(
-        name="assistant", tools=["subAgent", "askUser", "todoWrite"], approval=ApprovalPolicy(require=["todoWrite"])
-    )
+    turns, agent = sub_agent_asks()
+    settings.model = script(turns)
     async with worker_for(agents=[agent]) as client, session_api(settings, client) as http:
         started = await http.post("/sessions", json={"prompt": "go"}, headers=auth(FULL))
         sid = started.json()["session_id"]
