@@ -389,7 +389,7 @@ async def test_two_clients_on_one_thread_each_see_every_delta_and_one_answer_fin
     later = " ".join(f"after{i}" for i in range(30))
     settings.model = script(
         [
-            {"say": WORDS, "word_seconds": 0.1, "tool_calls": [ASK]},
+            {"say": WORDS, "word_seconds": 0.15, "tool_calls": [ASK]},
             {"say": "answered {{last_tool}} " + later, "word_seconds": 0.05},
         ]
     )
@@ -398,7 +398,10 @@ async def test_two_clients_on_one_thread_each_see_every_delta_and_one_answer_fin
         run_a = asyncio.create_task(run_agui(http, _input(thread, [_user("go")]), auth(FULL)))
 
         async def started() -> bool:
-            return (await http.get(f"/sessions/{thread}", headers=auth(READER))).status_code == 200
+            try:
+                return bool(await client.session(thread).workflow.describe())
+            except Exception:
+                return False
 
         await eventually(started, until=bool, timeout=30, interval=0.02, what="the session")
         # The second browser joins while the model writes: a run of its own, and two raw event readers.

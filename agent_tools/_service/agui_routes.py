@@ -121,7 +121,7 @@ async def run(request: Request, credentials: Annotated[HTTPAuthorizationCredenti
     pending: AguiMapper | None = None
     skip_to: str | None = None
     try:
-        status = await shared.agent_of(key, sid)
+        await shared.may_use(key, sid)
     except HTTPException as exc:
         if exc.status_code != 404:
             raise
@@ -131,7 +131,7 @@ async def run(request: Request, credentials: Annotated[HTTPAuthorizationCredenti
         if last is not None and last.role == "tool":
             _need(key, "answer")
             skip_to = await _answer(request, key, sid, str(last.tool_call_id), _text(last.content))
-        elif last is not None and last.role == "user" and status.status == "idle":
+        elif last is not None and last.role == "user" and (await shared.call(handle.status())).status == "idle":
             _need(key, "answer")
             text = _text(last.content)
             if not text.strip() or len(text) > MESSAGE_CHARS:

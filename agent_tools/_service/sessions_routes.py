@@ -30,7 +30,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Requ
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, ValidationError
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -45,6 +45,7 @@ from agent_tools._boundaries import (
     input_problems,
 )
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError, StoreNotReady
+from agent_tools._search_attributes import AGENT_NAME
 from agent_tools._service.events_routes import ErrorBody, _json_object, _read_body
 from agent_tools._service.tree_pending import tree_pending
 from agent_tools._session import SendMessage, SendMessageAccepted, SessionOptions, SessionStatus, StatusView
@@ -296,10 +297,24 @@ class _Sessions:
         limit = self.cfg.call_timeout_seconds
         try:
             return await _answered(asyncio.wait_for(call, limit))
-        except TimeoutError:
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):  # an update cut short says the latter
             raise HTTPException(
                 503, f"the session did not answer within {limit:g} s: is a worker running on its task queue?"
             ) from None
+
+    async def may_use(self, key: ServiceKey, session_id: str) -> None:
+        """That the session exists and the key may see its agent (404, 403 otherwise), from the server alone:
+        a status query would wait on the worker, behind every workflow task it has queued. The agent is
+        the run's AgentName search attribute; a session started without it is asked by query."""
+        client = await self.client()
+        description = await self.call(client.session(session_id).workflow.describe())
+        if key.agents == "all":
+            return
+        agent = description.typed_search_attributes.get(AGENT_NAME)
+        if agent is None:
+            await self.agent_of(key, session_id)
+        elif not key.allows_agent(agent):
+            raise HTTPException(403, f"this key may not use sessions of agent {agent!r}")
 
     async def agent_of(self, key: ServiceKey, session_id: str) -> StatusView:
         """The session's status, once the key may see its agent (403 otherwise, 404 for no session)."""
@@ -491,7 +506,7 @@ async def transcript(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> TranscriptPage:
     sid = _session_id(session_id)
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     entries = await _shared(request).call(client.session(sid).transcript(offset, limit + 1))
     return TranscriptPage(
@@ -547,7 +562,7 @@ async def events(
             ProgressCursor.decode(sid, resume)
         except CursorRefused as exc:
             raise HTTPException(400, f"Last-Event-ID refused: {exc}") from None
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     handle = client.session(sid)
     stream = _event_stream(handle, resume, _shared(request).cfg.keepalive_seconds, _shared(request).cfg.poll_seconds)
@@ -570,7 +585,7 @@ async def message(session_id: SessionId, request: Request, key: Answerer) -> Sen
     body = await _shared(request).body(request, MessageIn)
     if input_problems(SendMessage(content=body.content)) is not None:
         raise HTTPException(422, "the message is over the limit of what one message may hold")
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     accepted: SendMessageAccepted = await _shared(request).call(client.session(sid).send(body.content))
     return accepted
@@ -587,7 +602,7 @@ async def answers(session_id: SessionId, request: Request, key: Answerer) -> Ans
     sid = _session_id(session_id)
     raw = await _read_body(request, _shared(request).cfg.max_body_bytes)
     payload = _json_object(raw)
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     from agent_tools.contracts._human import parse_answer_payload
 
@@ -613,7 +628,7 @@ async def decide(session_id: SessionId, approval_id: str, request: Request, key:
     if len(approval_id) > LABEL_CHARS or clean_text(approval_id) != approval_id:
         raise HTTPException(400, f"malformed approval id {approval_id[:80]!r}")
     body = await _shared(request).body(request, DecisionIn)
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     accepted = await _shared(request).call(
         client.session(sid).decide_approval(
@@ -639,7 +654,7 @@ async def stop(session_id: SessionId, request: Request, key: Starter) -> StopAcc
         body = StopIn.model_validate(_json_object(raw)) if raw.strip() else StopIn()
     except ValidationError as exc:
         raise HTTPException(422, describe_validation_error(exc, whole="(body)")) from None
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     await _shared(request).call(client.session(sid).stop(body.reason))
     return StopAccepted(session_id=sid)
