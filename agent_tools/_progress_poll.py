@@ -21,7 +21,8 @@ import base64
 from collections.abc import AsyncIterator
 from typing import TypeVar
 
-from temporalio.api.common.v1 import Payload
+from temporalio.api.common.v1 import Payload, WorkflowExecution
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.converter import PayloadConverter
@@ -52,6 +53,10 @@ def decode_item(data: str) -> Payload:
     return payload
 
 
+# Waits between the tries to read a closed run's last items.
+_DRAIN_BACKOFF = (0.2, 0.5, 1.0)
+
+
 async def follow_with_offsets(
     temporal: Client,
     workflow_id: str,
@@ -70,9 +75,9 @@ async def follow_with_offsets(
     offset, wait = from_offset, interval
     answered_at: tuple[str | None, int] | None = None  # (run, history length) of the last answer
     while True:
-        description = await handle.describe()
-        seen = (description.run_id, description.history_length)
-        if description.status in _CLOSED:
+        run_id, length, status = await _length_of(temporal, workflow_id)
+        seen = (run_id, length)
+        if status in _CLOSED:
             # What the run wrote last, and the end.
             async for pair in _drain(handle, topic, offset, result_type, converter):
                 yield pair
@@ -92,6 +97,21 @@ async def follow_with_offsets(
                 continue
         wait = min(idle_interval, wait * 1.5)
         await asyncio.sleep(wait)
+
+
+async def _length_of(temporal: Client, workflow_id: str) -> tuple[str, int, WorkflowExecutionStatus | None]:
+    """The latest run's id, history length and status, from the raw describe: the SDK's describe also
+    decodes the run's memo and search attributes, which was most of a follower's CPU."""
+    info = (
+        await temporal.workflow_service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(
+                namespace=temporal.namespace, execution=WorkflowExecution(workflow_id=workflow_id)
+            ),
+            retry=True,
+        )
+    ).workflow_execution_info
+    status = WorkflowExecutionStatus(info.status) if info.status else None
+    return info.execution.run_id, info.history_length, status
 
 
 async def _poll(handle: WorkflowHandle[object, object], topic: str, offset: int) -> PollResult | None:
@@ -116,11 +136,17 @@ async def _drain(
     result_type: type[T],
     converter: PayloadConverter,
 ) -> AsyncIterator[tuple[int, T]]:
-    """The items a closed run still holds after ``offset`` (none when no worker can answer for it)."""
+    """The items a closed run still holds after ``offset`` (none when no worker answers for it after a few
+    tries: a closed run is answered by a replay, which a busy worker may not manage at the first ask)."""
+    tries = 0
     while True:
         result = await _poll(handle, topic, offset)
         if result is None:
-            return
+            tries += 1
+            if tries > len(_DRAIN_BACKOFF):
+                return
+            await asyncio.sleep(_DRAIN_BACKOFF[tries - 1])
+            continue
         for item in result.items:
             yield item.offset, converter.from_payload(decode_item(item.data), result_type)
         offset = result.next_offset

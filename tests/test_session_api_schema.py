@@ -59,7 +59,10 @@ def test_the_openapi_document_says_every_route_and_schema() -> None:
     events = doc["paths"]["/sessions/{session_id}/events"]["get"]
     assert "text/event-stream" in events["responses"]["200"]["content"]
     assert {p["name"] for p in events["parameters"]} >= {"Last-Event-ID", "cursor", "session_id"}
-    assert {"StreamItem", "StreamEnd", "SessionOptions", "StatusView", "PendingQuestion"} <= set(schemas)
+    assert {"StreamItem", "StreamEnd", "SessionOptions", "StatusView", "TreeQuestion", "TreeApproval"} <= set(schemas)
+    # A pending item names the session of the tree that waits on it.
+    assert {"session_id", "ask_id", "question"} <= set(schemas["TreeQuestion"]["properties"])
+    assert {"session_id", "approval_id", "digest"} <= set(schemas["TreeApproval"]["properties"])
     for route in doc["paths"].values():
         for op in route.values():
             if any(p.startswith("/sessions") for p in doc["paths"] if doc["paths"][p] is route):

@@ -30,6 +30,7 @@ from tests.support.session_api import (
     auth,
     read_sse,
     session_api,
+    sub_agent_asks,
 )
 
 WORDS = " ".join(f"word{i}" for i in range(40))
@@ -37,7 +38,7 @@ WORDS = " ".join(f"word{i}" for i in range(40))
 
 def _readers() -> int:
     """The event streams' reading tasks running in this process (the service runs in the test's loop)."""
-    names = ("_event_stream.<locals>.pump", "_Tree._pump")
+    names = ("follow.<locals>.pump", "_Tree._pump")
     return sum(1 for t in asyncio.all_tasks() if getattr(t.get_coro(), "__qualname__", "") in names)
 
 
@@ -368,3 +369,44 @@ async def test_no_keys_means_closed_and_cors_is_closed_by_default(settings: Sett
             "/sessions", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
         )
         assert other.headers.get("access-control-allow-origin") != "https://evil.example"
+
+
+async def test_a_sub_agents_question_and_approval_show_on_the_root_and_are_answered_to_it(
+    settings: Settings, script: Script, worker_for: WorkerFor
+) -> None:
+    """GET of the root lists what its sub-agent waits on, each item naming the sub-agent; the answer and the
+    decision go to the sub-agent's routes, and the tree finishes."""
+    turns, agent = sub_agent_asks()
+    settings.model = script(turns)
+    async with worker_for(agents=[agent]) as client, session_api(settings, client) as http:
+        started = await http.post("/sessions", json={"prompt": "go"}, headers=auth(FULL))
+        sid = started.json()["session_id"]
+        child = f"{sid}/sub-1"
+
+        async def view_with(field: str) -> dict[str, Any] | None:
+            body: dict[str, Any] = (await http.get(f"/sessions/{sid}", headers=auth(READER))).json()
+            return body if body.get(field) else None
+
+        view = await eventually(lambda: view_with("pending_questions"), timeout=60, what="the child's question")
+        [question] = view["pending_questions"]
+        assert question["session_id"] == child and question["question"] == "Which one?"
+        assert view["status"]["session_id"] == sid and view["pending_approvals"] == []
+        # The child's own view has it too, and the root's answers route does not take the child's question.
+        own = (await http.get(f"/sessions/{child}", headers=auth(READER))).json()
+        assert [q["ask_id"] for q in own["pending_questions"]] == [question["ask_id"]]
+        wrong = await http.post(f"/sessions/{sid}/answers", json={"Which one?": "First"}, headers=auth(ANSWERER))
+        assert wrong.status_code in (409, 422), wrong.text
+        answered = await http.post(f"/sessions/{child}/answers", json={"Which one?": "First"}, headers=auth(ANSWERER))
+        assert answered.status_code == 200, answered.text
+
+        view = await eventually(lambda: view_with("pending_approvals"), timeout=60, what="the child's approval")
+        [approval] = view["pending_approvals"]
+        assert approval["session_id"] == child and approval["tool"] == "todoWrite"
+        decided = await http.post(
+            f"/sessions/{child}/approvals/{approval['approval_id']}",
+            json={"approve": True, "digest": approval["digest"]},
+            headers=auth(ANSWERER),
+        )
+        assert decided.status_code == 200, decided.text
+        result = await asyncio.wait_for(client.session(sid).result(), 60)
+    assert result.status == SessionStatus.completed and "helper done" in str(result.final_message)

@@ -9,7 +9,8 @@ person must answer):
   ends the message and sends ``CUSTOM`` ``agent_tools.text_discard`` naming it;
 * the root's ``tool_started`` / ``tool_finished`` -> ``TOOL_CALL_START/ARGS/END`` and ``TOOL_CALL_RESULT``;
 * ``question`` -> the frontend tool call ``askUser`` (its arguments the askUser schema's), and waiting;
-* ``approval`` pending -> the frontend tool call ``approveToolCall``, and waiting;
+* ``approval`` pending -> the frontend tool call ``approveToolCall``, and waiting; both from the root or
+  any sub-agent, a sub-agent's call id naming it (:func:`agent_tools._service.tree_pending.call_id`);
 * ``todos``, ``goal`` and sub-agents' start and end -> ``STATE_DELTA`` (JSON Patch) of the run's state;
 * ``status`` idle (a chat waiting for its next message) -> waiting.
 """
@@ -35,6 +36,7 @@ from ag_ui.core import (
 
 from agent_tools._activity_io import ProgressEvent
 from agent_tools._live_text import LiveText
+from agent_tools._service.tree_pending import call_id
 
 __all__ = ["APPROVE_TOOL_CALL", "ASK_USER", "AguiMapper", "initial_state"]
 
@@ -75,8 +77,10 @@ class AguiMapper:
         kind, data = event.kind, event.data
         if kind in ("subagent_started", "subagent_done"):
             return self._subagent(event)
+        if kind == "question" or (kind == "approval" and data.get("state") == "pending"):
+            return self._for_a_person(event, offset)
         if event.session_id != self.root:
-            return []  # a sub-agent's own items show only as its entry in the state
+            return []  # a sub-agent's other items show only as its entry in the state
         if kind in ("text_delta", "text_discard", "assistant_message"):
             return self._text(event, offset)
         if kind == "tool_started" and str(data.get("tool")) not in _HIDDEN_TOOLS:
@@ -84,16 +88,9 @@ class AguiMapper:
                 str(data.get("call_id") or f"call-{offset}"), str(data.get("tool")), data.get("arguments")
             )
         if kind == "tool_finished" and str(data.get("tool")) not in _HIDDEN_TOOLS:
-            call_id = str(data.get("call_id") or f"call-{offset}")
+            tool_call = str(data.get("call_id") or f"call-{offset}")
             content = str(data.get("preview") or "")
-            return [ToolCallResultEvent(message_id=f"result-{call_id}", tool_call_id=call_id, content=content)]
-        if kind == "question":
-            ask_id = str(data.get("ask_id") or f"ask-{offset}")
-            return self.frontend_call(ask_id, ASK_USER, {"questions": data.get("questions") or []})
-        if kind == "approval" and data.get("state") == "pending":
-            approval_id = str(data.get("approval_id") or f"approval-{offset}")
-            arguments = {k: data.get(k) for k in ("approval_id", "tool", "arguments", "digest", "deadline")}
-            return self.frontend_call(approval_id, APPROVE_TOOL_CALL, arguments)
+            return [ToolCallResultEvent(message_id=f"result-{tool_call}", tool_call_id=tool_call, content=content)]
         if kind == "todos":
             return [StateDeltaEvent(delta=[_patch("/todos", data.get("todos") or [])])]
         if kind == "goal":
@@ -102,6 +99,18 @@ class AguiMapper:
             self.waiting.append("message")
             return self._end_text()
         return []
+
+    def _for_a_person(self, event: ProgressEvent, offset: int) -> list[BaseEvent]:
+        """A question or a pending approval of any session in the tree, as the frontend call that names it."""
+        data = event.data
+        if event.kind == "question":
+            ask_id = str(data.get("ask_id") or f"ask-{offset}")
+            call = call_id(self.root, event.session_id, ask_id)
+            return self.frontend_call(call, ASK_USER, {"questions": data.get("questions") or []})
+        approval_id = str(data.get("approval_id") or f"approval-{offset}")
+        arguments = {k: data.get(k) for k in ("approval_id", "tool", "arguments", "digest", "deadline")}
+        call = call_id(self.root, event.session_id, approval_id)
+        return self.frontend_call(call, APPROVE_TOOL_CALL, {**arguments, "session_id": event.session_id})
 
     def finish(self, cursor: str | None) -> list[BaseEvent]:
         """What closes the run: an open message ended, and the cursor the next run goes on from."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from typing import Annotated, Any
 
 from ag_ui.core import (
@@ -33,13 +32,16 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
+from temporalio.client import WorkflowExecutionStatus
 
 from agent_tools._boundaries import MESSAGE_CHARS, clean_json, describe_validation_error
-from agent_tools._errors import InvalidInput, SessionError
+from agent_tools._errors import InvalidInput
 from agent_tools._progress_resume import CursorRefused, ProgressCursor
 from agent_tools._service.agui_events import APPROVE_TOOL_CALL, ASK_USER, AguiMapper, initial_state
 from agent_tools._service.events_routes import _json_object, _read_body
+from agent_tools._service.follow import follow
 from agent_tools._service.sessions_routes import _ERRORS, _bearer, _final_status, _session_id, _shared
+from agent_tools._service.tree_pending import call_id, pending_of, target_of, tree_pending
 from agent_tools._session import SessionOptions
 from agent_tools._settings import Settings
 from agent_tools.contracts._human import AnswerRejected, PendingQuestion, parse_answer_payload
@@ -47,9 +49,6 @@ from agent_tools.contracts._service import Scope, ServiceKey
 
 __all__ = ["build_router"]
 
-# Reads of the progress that may fail in a row before the run ends with RUN_ERROR (each resumes losslessly
-# from the last item's cursor).
-READ_RETRIES = 3
 _APPROVE = frozenset({"approve", "approved", "yes", "allow", "ok"})
 _DENY = frozenset({"deny", "denied", "no", "reject", "rejected"})
 
@@ -122,7 +121,7 @@ async def run(request: Request, credentials: Annotated[HTTPAuthorizationCredenti
     pending: AguiMapper | None = None
     skip_to: str | None = None
     try:
-        status = await shared.agent_of(key, sid)
+        await shared.may_use(key, sid)
     except HTTPException as exc:
         if exc.status_code != 404:
             raise
@@ -132,7 +131,7 @@ async def run(request: Request, credentials: Annotated[HTTPAuthorizationCredenti
         if last is not None and last.role == "tool":
             _need(key, "answer")
             skip_to = await _answer(request, key, sid, str(last.tool_call_id), _text(last.content))
-        elif last is not None and last.role == "user" and status.status == "idle":
+        elif last is not None and last.role == "user" and (await shared.call(handle.status())).status == "idle":
             _need(key, "answer")
             text = _text(last.content)
             if not text.strip() or len(text) > MESSAGE_CHARS:
@@ -180,14 +179,22 @@ async def _start(request: Request, key: ServiceKey, body: RunAgentInput, sid: st
     )
 
 
-async def _answer(request: Request, key: ServiceKey, sid: str, call_id: str, content: str) -> str:
-    """Answer the pending askUser or approval ``call_id`` with the tool message's ``content``."""
+async def _answer(request: Request, key: ServiceKey, sid: str, call: str, content: str) -> str:
+    """Answer the pending askUser or approval ``call`` (the root's, or a sub-agent's: the call id names
+    which) with the tool message's ``content``, on the handle of the session that asked."""
     shared = _shared(request)
-    handle = (await shared.client()).session(sid)
-    questions, approvals = await asyncio.gather(
-        shared.call(handle.pending_questions()), shared.call(handle.pending_approvals())
+    target, item = target_of(sid, call)
+    nothing = HTTPException(
+        409, f"no pending {ASK_USER} or {APPROVE_TOOL_CALL} call {call[:80]!r} on this session to answer"
     )
-    asked = [q for q in questions if q.ask_id == call_id]
+    try:
+        pending = await pending_of(await shared.client(), [target], shared.call, strict=target)
+    except HTTPException as exc:
+        if target == sid or exc.status_code != 404:
+            raise
+        raise nothing from None  # no such sub-agent: the call names nothing of this thread
+    handle = (await shared.client()).session(target)
+    asked = pending.asked(target, item)
     if asked:
         payload = _answers(asked, content)
         try:
@@ -195,19 +202,17 @@ async def _answer(request: Request, key: ServiceKey, sid: str, call_id: str, con
         except AnswerRejected as exc:
             raise HTTPException(422, str(exc)) from None
         await shared.call(handle.answer_questions(parsed))
-        return call_id
-    approval = next((a for a in approvals if a.approval_id == call_id), None)
+        return call
+    approval = pending.approval(target, item)
     if approval is None:
-        raise HTTPException(
-            409, f"no pending {ASK_USER} or {APPROVE_TOOL_CALL} call {call_id[:80]!r} on this session to answer"
-        )
+        raise nothing
     approve, reason, digest = _decision(content)
     await shared.call(
         handle.decide_approval(
-            call_id, approve=approve, digest=digest or approval.digest, reason=reason, decided_by=key.name
+            item, approve=approve, digest=digest or approval.digest, reason=reason, decided_by=key.name
         )
     )
-    return call_id
+    return call
 
 
 def _json_or(content: str, default: Any) -> Any:
@@ -257,34 +262,51 @@ def _decision(content: str) -> tuple[bool, str | None, str | None]:
 
 
 async def _pending_calls(request: Request, sid: str) -> AguiMapper:
-    """The frontend tool calls the session waits on now, for a run that answers none of them."""
+    """The frontend tool calls the session tree waits on now, for a run that answers none of them."""
     shared = _shared(request)
-    handle = (await shared.client()).session(sid)
-    questions, approvals = await asyncio.gather(
-        shared.call(handle.pending_questions()), shared.call(handle.pending_approvals())
-    )
+    pending = await tree_pending(await shared.client(), sid, shared.call)
     mapper = AguiMapper(sid)
-    by_ask: dict[str, list[PendingQuestion]] = {}
-    for q in questions:
-        by_ask.setdefault(q.ask_id, []).append(q)
-    for ask_id, asked in by_ask.items():
+    by_ask: dict[tuple[str, str], list[PendingQuestion]] = {}
+    for owner, q in pending.questions:
+        by_ask.setdefault((owner, q.ask_id), []).append(q)
+    for (owner, ask_id), asked in by_ask.items():
         shown = [q.model_dump(include={"question", "header", "options", "multiSelect"}) for q in asked]
-        mapper.events.extend(mapper.frontend_call(ask_id, ASK_USER, {"questions": shown}))
-    for a in approvals:
-        args = {"approval_id": a.approval_id, "tool": a.tool, "arguments": a.arguments_preview, "digest": a.digest}
-        mapper.events.extend(mapper.frontend_call(a.approval_id, APPROVE_TOOL_CALL, args))
+        mapper.events.extend(mapper.frontend_call(call_id(sid, owner, ask_id), ASK_USER, {"questions": shown}))
+    for owner, a in pending.approvals:
+        args = {
+            "approval_id": a.approval_id,
+            "tool": a.tool,
+            "arguments": a.arguments_preview,
+            "digest": a.digest,
+            "deadline": a.deadline,
+            "session_id": owner,
+        }
+        mapper.events.extend(mapper.frontend_call(call_id(sid, owner, a.approval_id), APPROVE_TOOL_CALL, args))
     return mapper
 
 
-async def _still_waiting(handle: Any, waiting: list[str]) -> list[str]:
-    """Which of the calls (and "message": an idle chat) the run paused on the session still waits for."""
+async def _still_waiting(client: Any, root: str, waiting: list[str]) -> list[str]:
+    """Which of the calls (and "message": an idle chat) the run paused on the tree still waits for; each
+    call is asked of the session it belongs to."""
+    sessions = list(dict.fromkeys([root, *(target_of(root, w)[0] for w in waiting if w != "message")]))
+
+    async def plain(call: Any) -> Any:
+        return await call
+
     try:
-        questions, approvals, status = await asyncio.gather(
-            handle.pending_questions(), handle.pending_approvals(), handle.status()
+        # Every session passes through idle on its way to its end: a run that has ended waits for nothing
+        # (the server says so; a query would make the worker replay the closed run, and may fail).
+        if (await client.session(root).workflow.describe()).status != WorkflowExecutionStatus.RUNNING:
+            return []
+    except Exception:
+        return waiting
+    try:
+        pending, status = await asyncio.gather(
+            pending_of(client, sessions, plain, strict=root), client.session(root).status()
         )
     except Exception:  # no answer now: end the run as waiting; the next run shows what still waits
         return waiting
-    open_ids = {q.ask_id for q in questions} | {a.approval_id for a in approvals}
+    open_ids = pending.open_calls(root)
     if status.status == "idle":
         open_ids.add("message")
     return [w for w in waiting if w in open_ids]
@@ -318,27 +340,30 @@ async def _run_stream(
         return
     last_cursor = cursor
     try:
-        async for item in _items(handle, cursor, cfg.poll_seconds, cfg.keepalive_seconds):
-            if item is None:
+        async for items in follow(handle, cursor, poll=cfg.poll_seconds, keepalive=cfg.keepalive_seconds):
+            if items is None:
                 yield ": keep-alive\n\n"
                 continue
-            events = mapper.feed(item.event, item.offset)
-            last_cursor = item.cursor
-            if skip_to is not None:
-                if skip_to in (item.event.data.get("ask_id"), item.event.data.get("approval_id")):
-                    skip_to = None
-                mapper.waiting.clear()
-                continue
-            for event in events:
-                yield encoder.encode(event)
-            if mapper.waiting:
-                mapper.waiting = await _still_waiting(handle, mapper.waiting)
-            if mapper.waiting:
-                calls = mapper.pending_calls
-                for event in mapper.finish(last_cursor):
-                    yield encoder.encode(event)
-                yield finished({"status": "waiting", "cursor": last_cursor}, calls)
-                return
+            out: list[str] = []  # what the batch makes goes out in one write
+            for item in items:
+                events = mapper.feed(item.event, item.offset)
+                last_cursor = item.cursor
+                if skip_to is not None:
+                    if skip_to in _calls_of(handle.id, item.event):
+                        skip_to = None
+                    mapper.waiting.clear()
+                    continue
+                out.extend(encoder.encode(event) for event in events)
+                if mapper.waiting:
+                    client = await _shared(request).client()
+                    mapper.waiting = await _still_waiting(client, handle.id, mapper.waiting)
+                if mapper.waiting:
+                    calls = mapper.pending_calls
+                    out.extend(encoder.encode(event) for event in mapper.finish(last_cursor))
+                    yield "".join([*out, finished({"status": "waiting", "cursor": last_cursor}, calls)])
+                    return
+            if out:
+                yield "".join(out)
     except Exception as exc:  # the run ends with it as RUN_ERROR
         yield encoder.encode(RunErrorEvent(message=f"the stream stopped: {type(exc).__name__}: {exc}", code="stream"))
         return
@@ -351,43 +376,7 @@ async def _run_stream(
         yield finished({"status": status, "cursor": last_cursor}, [])
 
 
-async def _items(handle: Any, cursor: str | None, poll: float, keepalive: float) -> AsyncIterator[Any]:
-    """The tree's items from ``cursor`` until the root's stream ends, and None each ``keepalive`` seconds of
-    quiet. Items are read by a task of their own, so that a keep-alive never cancels a read half done."""
-    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
-    done = object()
-
-    async def pump() -> None:
-        at, failures = cursor, 0
-        while True:
-            try:
-                async for item in handle.resumable_progress(at, poll=timedelta(seconds=poll)):
-                    at, failures = item.cursor, 0
-                    await queue.put(item)
-                await queue.put(done)
-                return
-            except (SessionError, CursorRefused) as exc:  # no such session, or not its cursor: final
-                await queue.put(exc)
-                return
-            except Exception as exc:  # a poll that failed (Temporal busy): go on from the last cursor
-                failures += 1
-                if failures > READ_RETRIES:
-                    await queue.put(exc)
-                    return
-                await asyncio.sleep(0.2 * failures)
-
-    task = asyncio.create_task(pump())
-    try:
-        while True:
-            try:
-                item = await asyncio.wait_for(queue.get(), keepalive)
-            except TimeoutError:
-                yield None
-                continue
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        task.cancel()
+def _calls_of(root: str, event: Any) -> set[str]:
+    """The frontend call ids an item opens or settles."""
+    ids = (event.data.get("ask_id"), event.data.get("approval_id"))
+    return {call_id(root, event.session_id, str(i)) for i in ids if i}

@@ -10,13 +10,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 
+from agent_tools._boundaries import describe_validation_error
 from agent_tools._service import agui_routes, events_routes, sessions_routes, tools_routes
 from agent_tools._settings import Settings
 
 # Modules exporting ``build_router(settings, state) -> fastapi.APIRouter``.
 ROUTER_MODULES = (events_routes, tools_routes, sessions_routes, agui_routes)
+
+
+# What a 422's detail holds at most (one line per problem; a request can have many).
+DETAIL_CHARS = 2_000
+
+
+async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    """A query, path or header parameter FastAPI refused: one ``{"detail": "<where>: <why>"}`` line, the
+    shape of the service's other errors (FastAPI's own is a list). The input itself is never echoed."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    detail = describe_validation_error(errors, whole="(request)", skip=("body",)) or "invalid request"
+    return JSONResponse({"detail": detail[:DETAIL_CHARS]}, status_code=422)
 
 
 # app.state attributes that routers create on first use and the app must close at shutdown.
@@ -37,6 +52,7 @@ def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
                 await engine.aclose()
 
     app = FastAPI(title="Durable Agent Tools service", version="0.1.0", lifespan=lifespan)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     app.state.settings = settings
     for key, value in state.items():
         setattr(app.state, key, value)

@@ -3,7 +3,7 @@ thin face over :class:`agent_tools._client.AgentToolsClient` and its session han
 
     POST /sessions                               start (scope ``start``)              201
     GET  /sessions                               list: state, agent, root; paged       (``read``)
-    GET  /sessions/{id}                          status, pending questions, approvals  (``read``)
+    GET  /sessions/{id}                          status; its tree's questions, approvals (``read``)
     GET  /sessions/{id}/transcript               the stored transcript, paged          (``read``)
     GET  /sessions/{id}/events                   server-sent progress, resumable       (``read``)
     POST /sessions/{id}/messages                 queue a message                       (``answer``)
@@ -30,7 +30,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Requ
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, ValidationError
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -45,7 +45,9 @@ from agent_tools._boundaries import (
     input_problems,
 )
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError, StoreNotReady
+from agent_tools._search_attributes import AGENT_NAME
 from agent_tools._service.events_routes import ErrorBody, _json_object, _read_body
+from agent_tools._service.tree_pending import tree_pending
 from agent_tools._session import SendMessage, SendMessageAccepted, SessionOptions, SessionStatus, StatusView
 from agent_tools._settings import Settings
 from agent_tools.contracts._approvals import ApprovalAccepted, ApprovalRejected, PendingApproval
@@ -138,12 +140,21 @@ class SessionPage(BaseModel):
     next_offset: int | None = Field(description="Pass as offset for the next page; null on the last")
 
 
+class TreeQuestion(PendingQuestion):
+    session_id: str = Field(description="The session that asked: this one or a sub-agent; answer it there")
+
+
+class TreeApproval(PendingApproval):
+    session_id: str = Field(description="The session whose call waits: this one or a sub-agent; decide it there")
+
+
 class SessionView(BaseModel):
-    """A session now: its status (usage included), what it waits on, and where to go from here."""
+    """A session now: its status (usage included), what it and its running sub-agents wait on, and where to
+    go from here."""
 
     status: StatusView
-    pending_questions: list[PendingQuestion]
-    pending_approvals: list[PendingApproval]
+    pending_questions: list[TreeQuestion]
+    pending_approvals: list[TreeApproval]
     links: SessionLinks
 
 
@@ -286,10 +297,24 @@ class _Sessions:
         limit = self.cfg.call_timeout_seconds
         try:
             return await _answered(asyncio.wait_for(call, limit))
-        except TimeoutError:
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):  # an update cut short says the latter
             raise HTTPException(
                 503, f"the session did not answer within {limit:g} s: is a worker running on its task queue?"
             ) from None
+
+    async def may_use(self, key: ServiceKey, session_id: str) -> None:
+        """That the session exists and the key may see its agent (404, 403 otherwise), from the server alone:
+        a status query would wait on the worker, behind every workflow task it has queued. The agent is
+        the run's AgentName search attribute; a session started without it is asked by query."""
+        client = await self.client()
+        description = await self.call(client.session(session_id).workflow.describe())
+        if key.agents == "all":
+            return
+        agent = description.typed_search_attributes.get(AGENT_NAME)
+        if agent is None:
+            await self.agent_of(key, session_id)
+        elif not key.allows_agent(agent):
+            raise HTTPException(403, f"this key may not use sessions of agent {agent!r}")
 
     async def agent_of(self, key: ServiceKey, session_id: str) -> StatusView:
         """The session's status, once the key may see its agent (403 otherwise, 404 for no session)."""
@@ -481,7 +506,7 @@ async def transcript(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> TranscriptPage:
     sid = _session_id(session_id)
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     entries = await _shared(request).call(client.session(sid).transcript(offset, limit + 1))
     return TranscriptPage(
@@ -537,7 +562,7 @@ async def events(
             ProgressCursor.decode(sid, resume)
         except CursorRefused as exc:
             raise HTTPException(400, f"Last-Event-ID refused: {exc}") from None
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     handle = client.session(sid)
     stream = _event_stream(handle, resume, _shared(request).cfg.keepalive_seconds, _shared(request).cfg.poll_seconds)
@@ -560,7 +585,7 @@ async def message(session_id: SessionId, request: Request, key: Answerer) -> Sen
     body = await _shared(request).body(request, MessageIn)
     if input_problems(SendMessage(content=body.content)) is not None:
         raise HTTPException(422, "the message is over the limit of what one message may hold")
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     accepted: SendMessageAccepted = await _shared(request).call(client.session(sid).send(body.content))
     return accepted
@@ -577,7 +602,7 @@ async def answers(session_id: SessionId, request: Request, key: Answerer) -> Ans
     sid = _session_id(session_id)
     raw = await _read_body(request, _shared(request).cfg.max_body_bytes)
     payload = _json_object(raw)
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     from agent_tools.contracts._human import parse_answer_payload
 
@@ -603,7 +628,7 @@ async def decide(session_id: SessionId, approval_id: str, request: Request, key:
     if len(approval_id) > LABEL_CHARS or clean_text(approval_id) != approval_id:
         raise HTTPException(400, f"malformed approval id {approval_id[:80]!r}")
     body = await _shared(request).body(request, DecisionIn)
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     accepted = await _shared(request).call(
         client.session(sid).decide_approval(
@@ -629,7 +654,7 @@ async def stop(session_id: SessionId, request: Request, key: Starter) -> StopAcc
         body = StopIn.model_validate(_json_object(raw)) if raw.strip() else StopIn()
     except ValidationError as exc:
         raise HTTPException(422, describe_validation_error(exc, whole="(body)")) from None
-    await _shared(request).agent_of(key, sid)
+    await _shared(request).may_use(key, sid)
     client = await _shared(request).client()
     await _shared(request).call(client.session(sid).stop(body.reason))
     return StopAccepted(session_id=sid)
@@ -640,52 +665,41 @@ async def get_session(request: Request, session_id: SessionId, key: Reader) -> S
     sid = _session_id(session_id)
     status = await _shared(request).agent_of(key, sid)
     client = await _shared(request).client()
-    handle = client.session(sid)
-    questions, approvals = await asyncio.gather(
-        _shared(request).call(handle.pending_questions()), _shared(request).call(handle.pending_approvals())
+    pending = await tree_pending(client, sid, _shared(request).call)
+    return SessionView(
+        status=status,
+        pending_questions=[TreeQuestion(**q.model_dump(), session_id=owner) for owner, q in pending.questions],
+        pending_approvals=[TreeApproval(**a.model_dump(), session_id=owner) for owner, a in pending.approvals],
+        links=_links(sid),
     )
-    return SessionView(status=status, pending_questions=questions, pending_approvals=approvals, links=_links(sid))
 
 
 async def _event_stream(handle: Any, resume: str | None, keepalive: float, poll: float) -> AsyncIterator[str]:
     """The SSE text of the session's tree from ``resume`` on: an event per item, a comment while idle, and
-    ``end`` once the root's stream has ended. Items are read by a task of their own, so that a keep-alive
-    never cancels a read half done."""
-    from datetime import timedelta
+    ``end`` once the root's stream has ended."""
+    from agent_tools._service.follow import follow
 
-    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
-    done = object()
-
-    async def pump() -> None:
-        try:
-            async for item in handle.resumable_progress(resume, poll=timedelta(seconds=poll)):
-                await queue.put(item)
-            await queue.put(done)
-        except Exception as exc:  # the reader gets it as the stream's last event
-            await queue.put(exc)
-
-    task = asyncio.create_task(pump())
+    yield "retry: 1000\n\n"
     try:
-        yield "retry: 1000\n\n"
-        while True:
-            try:
-                item = await asyncio.wait_for(queue.get(), keepalive)
-            except TimeoutError:
+        async for items in follow(handle, resume, poll=poll, keepalive=keepalive):
+            if items is None:
                 yield ": keep-alive\n\n"
                 continue
-            if item is done:
-                status = await _final_status(handle)
-                yield _sse("end", StreamEnd(session_id=handle.id, status=status).model_dump_json())
-                return
-            if isinstance(item, BaseException):
-                yield _sse("error", json.dumps({"detail": f"the stream stopped: {type(item).__name__}: {item}"}))
-                return
-            body = StreamItem(
-                kind=item.event.kind, session_id=item.event.session_id, offset=item.offset, data=item.event.data
+            yield "".join(
+                _sse(
+                    None,
+                    StreamItem(
+                        kind=i.event.kind, session_id=i.event.session_id, offset=i.offset, data=i.event.data
+                    ).model_dump_json(),
+                    i.cursor,
+                )
+                for i in items
             )
-            yield _sse(None, body.model_dump_json(), item.cursor)
-    finally:
-        task.cancel()
+    except Exception as exc:  # the reader gets it as the stream's last event
+        yield _sse("error", json.dumps({"detail": f"the stream stopped: {type(exc).__name__}: {exc}"}))
+        return
+    status = await _final_status(handle)
+    yield _sse("end", StreamEnd(session_id=handle.id, status=status).model_dump_json())
 
 
 async def _final_status(handle: Any) -> str:

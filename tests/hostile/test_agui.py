@@ -64,6 +64,11 @@ def _cases(sid: str, ask_id: str) -> list[tuple[str, dict[str, Any], str, int]]:
         ("another session's cursor", {"json": _run(sid, [], state={"cursor": other})}, FULL, 400),
         ("a tool message for no call", {"json": _run(sid, [_tool("call-nobody", "First")])}, FULL, 409),
         ("a tool message, a NUL in its id", {"json": _run(sid, [_tool("a\x00b", "First")])}, FULL, 409),
+        ("a tool message for no sub-agent", {"json": _run(sid, [_tool("sub-999#x", "First")])}, FULL, 409),
+        ("a sub-agent call of a NUL", {"json": _run(sid, [_tool("sub-1#\x00", "First")])}, FULL, 409),
+        ("a sub-agent call id of 100,000", {"json": _run(sid, [_tool("sub-1#" + "x" * 100_000, "a")])}, FULL, 409),
+        ("a sub-agent path 40 deep", {"json": _run(sid, [_tool("sub-1/" * 40 + "#x", "First")])}, FULL, 409),
+        ("the root's ask id as a sub-agent's", {"json": _run(sid, [_tool(f"sub-1#{ask_id}", "First")])}, FULL, 409),
         ("a tool message from a read-only key", {"json": _run(sid, [_tool(ask_id, "First")])}, READER, 403),
         ("an answer nested 5,000 levels", {"json": _run(sid, [_tool(ask_id, _deep(5000))])}, FULL, 422),
         (

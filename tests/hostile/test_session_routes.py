@@ -103,7 +103,7 @@ async def test_hostile_requests_get_a_clear_4xx_and_the_session_goes_on(
             headers = {**auth(FULL), **options.pop("headers", {})}
             resp = await http.request(method, path, headers=headers, **options)
             detail = _detail(resp)
-            if resp.status_code != status or not (detail or status == 201):
+            if resp.status_code != status or not ((isinstance(detail, str) and detail) or status == 201):
                 wrong.append((label, resp.status_code, resp.text[:300]))
         assert wrong == [], "\n".join(map(str, wrong))
 
@@ -138,3 +138,45 @@ def _detail(resp: httpx.Response) -> Any:
         return resp.json().get("detail")
     except (ValueError, json.JSONDecodeError, AttributeError):
         return None
+
+
+async def test_hostile_query_parameters_get_one_line_of_detail_like_every_other_error(settings: Settings) -> None:
+    """A query parameter FastAPI refuses answers 422 with ``{"detail": "<where>: <why>"}``, a string as
+    every other 4xx of the service, never FastAPI's list, and without the input echoed back."""
+    from agent_tools._service.app import create_app
+    from agent_tools.contracts._service import ServiceSettings
+    from tests.support.session_api import KEYS
+
+    app = create_app(settings.model_copy(update={"service": ServiceSettings(api_keys=KEYS)}))
+    huge = "9" * 20_000
+    cases = [
+        ("/sessions?limit=abc", "query.limit"),
+        (f"/sessions?limit={huge}", "query.limit"),
+        ("/sessions?limit=1e400", "query.limit"),
+        ("/sessions?offset=-1", "query.offset"),
+        ("/sessions?offset=1&offset=x", "query.offset"),
+        ("/sessions?state=%00", "query.state"),
+        ("/sessions?state=%ED%A0%80", "query.state"),
+        ("/sessions?agent=" + "a" * 10_000, "query.agent"),
+        ("/sessions?root=", "query.root"),
+        ("/sessions?limit=0&offset=-5&state=nope", "query.state"),
+        (f"/sessions/s1/transcript?offset={10**40}", "query.offset"),
+        ("/sessions/s1/transcript?limit=%F0%9F%92%A9", "query.limit"),
+        ("/sessions/s1/events?cursor=" + "c" * 9_000, "query.cursor"),
+    ]
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://service") as http:
+        wrong = []
+        for path, where in cases:
+            resp = await http.get(path, headers=auth(FULL))
+            detail = _detail(resp)
+            ok = resp.status_code == 422 and isinstance(detail, str) and detail.startswith(where)
+            if not ok or len(detail) > 2_000 or "9" * 50 in detail or "a" * 50 in detail or "c" * 50 in detail:
+                wrong.append((path[:60], resp.status_code, resp.text[:200]))
+        assert wrong == [], "\n".join(map(str, wrong))
+        # Several problems are one line, each named.
+        many = _detail(await http.get("/sessions?limit=0&offset=-5&state=nope", headers=auth(FULL)))
+        assert "query.limit" in many and "query.offset" in many and "query.state" in many
+        # The OpenAPI document says so: a 422 is the service's error body.
+        schema = app.openapi()["paths"]["/sessions"]["get"]["responses"]["422"]["content"]["application/json"]
+        assert schema["schema"] == {"$ref": "#/components/schemas/ErrorBody"}

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from agent_tools._agents import AgentDefinition
 from agent_tools._client import AgentToolsClient
 from agent_tools._service.app import create_app
 from agent_tools._settings import Settings
@@ -46,6 +47,33 @@ ASK = {
         ]
     },
 }
+
+
+# A todoWrite call; the sub-agent tests' agent needs a person's approval for it.
+TODO = {"name": "todoWrite", "arguments": {"todos": [{"content": "write it", "status": "in_progress"}]}}
+
+
+def sub_agent_asks() -> tuple[list[dict[str, Any]], AgentDefinition]:
+    """A script and an agent: the root hands a sync sub-agent ("Helper") the work; the sub-agent asks
+    :data:`ASK`, then calls todoWrite, which waits for approval, then says "helper done"; the root then says
+    "parent got: <the sub-agent's result>"."""
+    from agent_tools.contracts._approvals import ApprovalPolicy
+
+    script: list[dict[str, Any]] = [
+        {"match": {"title": "Helper"}, "turns": [
+            {"say": "", "tool_calls": [ASK]}, {"say": "", "tool_calls": [TODO]}, {"say": "helper done"},
+        ]},
+        {"turns": [
+            {"say": "", "tool_calls": [
+                {"name": "subAgent", "arguments": {"title": "Helper", "instruction": "Ask.", "mode": "sync"}}
+            ]},
+            {"say": "parent got: {{last_tool}}"},
+        ]},
+    ]  # fmt: skip
+    agent = AgentDefinition(
+        name="assistant", tools=["subAgent", "askUser", "todoWrite"], approval=ApprovalPolicy(require=["todoWrite"])
+    )
+    return script, agent
 
 
 def auth(key: str) -> dict[str, str]:

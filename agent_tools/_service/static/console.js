@@ -329,8 +329,10 @@ class SessionView {
   drawPending(sid, view) {
     const box = $("pending");
     for (const old of [...box.children]) if (old.dataset.session === sid) old.remove();
-    for (const q of view.pending_questions) box.append(this.askForm(sid, q));
-    for (const a of view.pending_approvals) box.append(this.approvalBox(sid, a));
+    // The view holds its sub-agents' items too; each is drawn (and answered) under its own session.
+    const own = (item) => (item.session_id ?? sid) === sid;
+    for (const q of view.pending_questions.filter(own)) box.append(this.askForm(sid, q));
+    for (const a of view.pending_approvals.filter(own)) box.append(this.approvalBox(sid, a));
   }
 
   askForm(sid, q) {
