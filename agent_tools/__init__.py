@@ -74,7 +74,7 @@ _LAZY = {
     "ResearchClient": "agent_tools._web_client",
     # Wiring it into a Temporal app
     "AgentToolsPlugin": "agent_tools._plugin",
-    "compose_data_converter": "agent_tools._plugin",
+    "compose_data_converter": "agent_tools._connection",
     "compose_workflow_runner": "agent_tools._plugin",
     "build_worker": "agent_tools._worker",
     "mcp_user_tools": "agent_tools.activities._mcp.discovery",
@@ -115,6 +115,7 @@ if TYPE_CHECKING:
     from agent_tools._budget import BudgetLimits, BudgetSettings
     from agent_tools._catalog.spec import ToolLevel
     from agent_tools._client import AgentToolsClient, SessionHandle
+    from agent_tools._connection import compose_data_converter
     from agent_tools._devserver import start_dev_server
     from agent_tools._embedded import embedded
     from agent_tools._errors import (
@@ -126,7 +127,7 @@ if TYPE_CHECKING:
         ToolFailure,
     )
     from agent_tools._live_text import LiveText, TextUpdate
-    from agent_tools._plugin import AgentToolsPlugin, compose_data_converter, compose_workflow_runner
+    from agent_tools._plugin import AgentToolsPlugin, compose_workflow_runner
     from agent_tools._policy import CallPolicy, ExecutionPolicy
     from agent_tools._process_exit import run_and_exit
     from agent_tools._session import SessionOptions, SessionRequest, SessionResult, SessionStatus

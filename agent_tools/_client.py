@@ -510,9 +510,9 @@ class AgentToolsClient:
         settings = settings or Settings()
         if client is not None:
             return cls(client, settings)
-        from agent_tools._connection import connect
+        from agent_tools._connection import compose_data_converter, connect
 
-        temporal = await connect(settings, data_converter=pydantic_converter(data_converter))
+        temporal = await connect(settings, data_converter=compose_data_converter(data_converter))
         # The namespace and address actually used, for the UI links.
         used = {
             "temporal_address": temporal.service_client.config.target_host,
@@ -762,27 +762,17 @@ class AgentToolsClient:
         await self.close()
 
 
-def pydantic_converter(existing: DataConverter | None) -> DataConverter:
-    """What ``compose_data_converter`` makes of ``existing``; without a host converter, made here: the plugin
-    module (the worker, the sandbox, the tool catalog) is for hosts that bring their own."""
-    if existing is None:
-        from temporalio.contrib.pydantic import PydanticPayloadConverter
-
-        return DataConverter(payload_converter_class=PydanticPayloadConverter)
-    from agent_tools._plugin import compose_data_converter
-
-    return compose_data_converter(existing)
-
-
 def _with_pydantic_payloads(temporal: Client) -> Client:
     """``temporal`` itself when it converts pydantic models; else a client on the same connection whose
     payload converter is pydantic's (codec, failure converter and interceptors kept)."""
     from temporalio.contrib.pydantic import PydanticPayloadConverter
 
+    from agent_tools._connection import compose_data_converter
+
     if temporal.data_converter.payload_converter_class is PydanticPayloadConverter:
         return temporal
     config = temporal.config()
-    config["data_converter"] = pydantic_converter(config.get("data_converter"))
+    config["data_converter"] = compose_data_converter(config.get("data_converter"))
     # The plugins have configured this client already; configuring them again would stack their changes.
     config["plugins"] = []
     return Client(**config)

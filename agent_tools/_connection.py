@@ -13,21 +13,24 @@ a server that refuses or cannot be reached) is one :class:`ConfigurationError` l
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, Plugin
-from temporalio.converter import DataConverter
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import DataConverter, DefaultPayloadConverter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.service import RPCError, TLSConfig
 
 from agent_tools._errors import ConfigurationError
 from agent_tools._settings import Settings
 
-__all__ = ["Target", "connect", "resolve"]
+__all__ = ["Target", "compose_data_converter", "connect", "resolve"]
 
 # What the TLS settings of a profile read, for the error that names the one that cannot be read.
 _TLS_FILES = {
@@ -163,3 +166,23 @@ def _one_line(exc: BaseException) -> str:
     text = " ".join(str(getattr(exc, "message", None) or exc).split())
     text = text.split(", metadata: MetadataMap")[0]  # the core's gRPC status: the response headers say nothing
     return text[:500] or type(exc).__name__
+
+
+def compose_data_converter(existing: DataConverter | None) -> DataConverter:
+    """The host's data converter with pydantic's payload converter, everything else kept.
+
+    The engine's inputs, results and state are pydantic models; the default JSON converter would hand them
+    back as dicts. Codecs and the failure converter are the host's business and stay. A host that brought
+    its own payload converter keeps it: it must turn pydantic models into JSON and back given the type
+    hints, as ``PydanticPayloadConverter`` does (docs/extending.md).
+    """
+    if existing is None:
+        return DataConverter(payload_converter_class=PydanticPayloadConverter)
+    if existing.payload_converter_class in (DefaultPayloadConverter, PydanticPayloadConverter):
+        return dataclasses.replace(existing, payload_converter_class=PydanticPayloadConverter)
+    warnings.warn(
+        f"AgentToolsPlugin keeps the client's payload converter {existing.payload_converter_class.__name__}; "
+        "it must convert pydantic models to JSON and back (see docs/extending.md)",
+        stacklevel=2,
+    )
+    return existing

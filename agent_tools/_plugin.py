@@ -23,20 +23,18 @@ import contextlib
 import dataclasses
 import logging
 import sys
-import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, ClientConfig
-from temporalio.contrib.pydantic import PydanticPayloadConverter
-from temporalio.converter import DataConverter, DefaultPayloadConverter
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_tools._agents import AgentRegistry
 from agent_tools._catalog.registry import ToolCatalog
+from agent_tools._connection import compose_data_converter
 from agent_tools._policy import ExecutionPolicy
 from agent_tools._settings import Settings
 from agent_tools._user_tools import UserTool, make_user_tool
@@ -58,26 +56,6 @@ log = logging.getLogger(__name__)
 # as its child, say): the engine's workflows run unsandboxed, so nothing of ours needs re-importing per run,
 # and one pydantic keeps one class per model on both sides of the sandbox.
 PASSTHROUGH_MODULES = ("agent_tools", "pydantic", "pydantic_core", "annotated_types", "typing_inspection")
-
-
-def compose_data_converter(existing: DataConverter | None) -> DataConverter:
-    """The host's data converter with pydantic's payload converter, everything else kept.
-
-    The engine's inputs, results and state are pydantic models; the default JSON converter would hand them
-    back as dicts. Codecs and the failure converter are the host's business and stay. A host that brought
-    its own payload converter keeps it: it must turn pydantic models into JSON and back given the type
-    hints, as ``PydanticPayloadConverter`` does (docs/extending.md).
-    """
-    if existing is None:
-        return DataConverter(payload_converter_class=PydanticPayloadConverter)
-    if existing.payload_converter_class in (DefaultPayloadConverter, PydanticPayloadConverter):
-        return dataclasses.replace(existing, payload_converter_class=PydanticPayloadConverter)
-    warnings.warn(
-        f"AgentToolsPlugin keeps the client's payload converter {existing.payload_converter_class.__name__}; "
-        "it must convert pydantic models to JSON and back (see docs/extending.md)",
-        stacklevel=2,
-    )
-    return existing
 
 
 def compose_workflow_runner(existing: WorkflowRunner | None) -> WorkflowRunner:

@@ -4,7 +4,6 @@ module, and the table it prints from matches what the modules register."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import subprocess
@@ -18,8 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from agent_tools._cli import COMMANDS, app, module_commands
-from agent_tools._client import pydantic_converter
-from agent_tools._plugin import compose_data_converter
+from agent_tools._connection import compose_data_converter
 from agent_tools._settings import Settings
 from tests.support.fixture_types import Script, WorkerFor
 
@@ -117,19 +115,14 @@ async def test_show_answers_without_the_worker_side_modules(
     assert loaded == [], loaded
 
 
-def _configured(converter: DataConverter) -> dict[str, object]:
-    """A converter's configuration (its converter instances are built per object and compare by identity)."""
-    return {
-        f.name: getattr(converter, f.name)
-        for f in dataclasses.fields(converter)
-        if f.init and f.name not in ("payload_converter", "failure_converter")
-    }
-
-
 def test_the_client_converter_is_the_plugins() -> None:
-    """The client makes the converter itself when the host brings none: it must be the one the plugin makes."""
-    ours, plugins = pydantic_converter(None), compose_data_converter(None)
-    assert _configured(ours) == _configured(plugins)
-    assert ours.payload_converter_class is PydanticPayloadConverter
+    """The client composes its converter with the plugin's one function, from the connection module, so
+    that a client never loads the plugin module for it."""
+    from agent_tools import _connection, _plugin
+
+    assert _plugin.compose_data_converter is _connection.compose_data_converter
+    assert compose_data_converter(None).payload_converter_class is PydanticPayloadConverter
     custom = DataConverter(failure_converter_class=DataConverter.default.failure_converter_class)
-    assert _configured(pydantic_converter(custom)) == _configured(compose_data_converter(custom))
+    composed = compose_data_converter(custom)
+    assert composed.payload_converter_class is PydanticPayloadConverter
+    assert composed.failure_converter_class is custom.failure_converter_class
