@@ -106,15 +106,15 @@ async def store_and_claim(
     this transaction still finds the event in its backlog check. Elsewhere (PostgreSQL reads each statement
     at its start, before this transaction commits) the event is committed before the waits are read.
     """
-    row = _event_row(record, size)
     if store.dialect == "sqlite":
+        row = _event_row(record, size)
 
         def both(conn: Connection) -> tuple[StoredEvent, list[ClaimedDelivery]]:
             stored = _write_event(conn, record, row)
             return stored, _claim_for_event(conn, stored.record, now)
 
         return await store.run(both)
-    stored = await store.run(lambda conn: _write_event(conn, record, row))
+    stored = await store_event(store, record, size=size)
     return stored, await claim_for_event(store, stored.record, now=now)
 
 
