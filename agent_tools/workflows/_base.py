@@ -142,7 +142,8 @@ ASKED_ITSELF = frozenset({"todo-several-in-progress"})
 # same policy with its config (seven call policies), and a cached session
 # keeps its config for its life. Policies are frozen models, so a shared one cannot change under a session.
 _SHARED_POLICIES: dict[str, ExecutionPolicy] = {}
-_SHARED_POLICIES_MAX = 64
+# Distinct objects each of these caches keeps at most (more are used unshared).
+_SHARED_MAX = 64
 
 
 def shared_policy(policy: ExecutionPolicy) -> ExecutionPolicy:
@@ -168,7 +169,7 @@ def _shared(cache: dict[K, V], key: K, value: V) -> V:
     shared = cache.get(key)
     if shared is not None:
         return shared
-    if len(cache) < _SHARED_POLICIES_MAX:
+    if len(cache) < _SHARED_MAX:
         cache[key] = value
     return value
 
