@@ -92,6 +92,30 @@ def test_wheel_installs_one_top_level_name(wheel: Path) -> None:
     assert "agent_tools/_store/migrations/script.py.mako" in names
 
 
+def test_wheel_metadata_is_complete(wheel: Path) -> None:
+    """What an index shows of the release: licence, classifiers, extras, the typed marker; twine accepts it."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        meta_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        meta = zf.read(meta_name).decode()
+    headers = [line.split(": ", 1) for line in meta.split("\n\n", 1)[0].splitlines() if ": " in line]
+    fields: dict[str, list[str]] = {}
+    for key, value in headers:
+        fields.setdefault(key, []).append(value)
+    assert fields["License-Expression"] == ["MIT"]
+    assert fields["License-File"] == ["LICENSE"]
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "Typing :: Typed" in fields["Classifier"]
+    assert {"postgres", "tracing"} <= set(fields["Provides-Extra"])
+    assert fields["Requires-Python"] == [">=3.11"]
+    assert "agent_tools/py.typed" in names
+    assert meta.split("\n\n", 1)[1].startswith("# "), "the README is the long description"
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(wheel)], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 def test_installed_package_is_the_wheel(venv: Path, tmp_path: Path) -> None:
     probe = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import agent_tools, activities; print(agent_tools.__file__)"],
