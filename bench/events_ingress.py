@@ -5,7 +5,8 @@
 
 Everything runs on this machine: the embedded Temporal dev server, the workers (in the bench's process, with
 the raw reference's worker beside it; in processes of their own with ``--worker-process`` or a scale above 1),
-the ingress (``agent-tools serve`` processes on 127.0.0.1 sockets), SQLite in a temp dir, the scripted model.
+the ingress (``agent-tools serve`` processes on 127.0.0.1 sockets), SQLite in a temp dir (or ``--url``), the scripted
+model.
 
 Before each phase the same number of bare workflows waiting on a signal are signalled directly on the same
 server: the raw reference. Both sides count a signal *reached* when it is in the workflow's history (the
@@ -384,6 +385,12 @@ def parse_args() -> argparse.Namespace:
         "processes. Above 1 the workers run in processes of their own",
     )
     parser.add_argument(
+        "--url",
+        default=None,
+        help="the store (default: SQLite in a temp dir), e.g. postgresql+asyncpg://postgres@127.0.0.1:5432/bench_events "
+        "for a database of the bench's own: every round writes under new project names",
+    )
+    parser.add_argument(
         "--worker-process",
         action="store_true",
         help="run the workers (ours and the raw reference's) in a process of their own, apart from the bench's "
@@ -425,7 +432,10 @@ async def main() -> None:
     ]
     model = write_script(tmp / "script.json", turns)
     settings = Settings(
-        database_url=f"sqlite+aiosqlite:///{tmp}/store.sqlite", task_queue=queue_for(1), agents_file=None, model=model
+        database_url=args.url or f"sqlite+aiosqlite:///{tmp}/store.sqlite",
+        task_queue=queue_for(1),
+        agents_file=None,
+        model=model,
     )
     env = await start_dev_server(ui=False)
     address = env.client.service_client.config.target_host
