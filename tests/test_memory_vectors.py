@@ -5,9 +5,11 @@ scanned instead of cached and answers the same; the cache stays within its budge
 from __future__ import annotations
 
 import random
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 from sqlalchemy import Connection, update
@@ -116,14 +118,15 @@ async def test_a_scope_beyond_the_budget_is_scanned_and_answers_the_same(store_u
     store = Store(store_url)
     await store.create_schema()
     try:
-        with embeddings_server() as server:
+        async with AsyncExitStack() as stack:
+            server = stack.enter_context(embeddings_server())
             endpoint = EmbeddingsEndpoint(base_url=server.base_url, model="fake-embed")
             scope = Scope("vectors", "p", f"u{random.randrange(10**9)}", "agent")
             small = Scope("vectors", "p", f"s{random.randrange(10**9)}", "agent")
-            engines = [MemoryEngine(store, MemoryPolicy(embeddings=endpoint)) for _ in range(2)]
-            for engine in engines:
-                engine.embedder = engines[0].embedder or _embedder(endpoint)
-            cached, tight = engines
+            http = httpx.AsyncClient()
+            stack.push_async_callback(http.aclose)
+            # Two engines, as two workers with caches of their own, over one HTTP client.
+            cached, tight = (MemoryEngine(store, MemoryPolicy(embeddings=endpoint), http=http) for _ in range(2))
             for i in range(30):
                 await cached.save(
                     scope,
@@ -153,11 +156,3 @@ async def test_a_scope_beyond_the_budget_is_scanned_and_answers_the_same(store_u
             assert tight.vectors.nbytes <= tight.vectors.budget_bytes
     finally:
         await store.close()
-
-
-def _embedder(endpoint: EmbeddingsEndpoint) -> Any:
-    import httpx
-
-    from agent_tools.activities._embeddings import Embedder
-
-    return Embedder(endpoint, httpx.AsyncClient())

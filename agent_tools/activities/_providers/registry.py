@@ -31,7 +31,8 @@ def _http_provider(
     kind: str, client: httpx.AsyncClient, *, base_url: str, api_key: str | None, name: str | None = None,
     stream: bool = True,
 ) -> Provider:  # fmt: skip
-    """An ``openai`` (chat completions) or ``anthropic`` (messages) provider over ``client``."""
+    """An ``anthropic`` (messages) provider over ``client``; any other ``kind`` speaks OpenAI's chat
+    completions."""
     if kind == "anthropic":
         from agent_tools.activities._providers.anthropic import AnthropicProvider
 
@@ -65,9 +66,8 @@ class ProviderRegistry:
         s = self.settings
         if prefix in s.providers:
             ep = s.providers[prefix]
-            kind = "anthropic" if ep.kind == "anthropic" else "openai"
             return _http_provider(
-                kind, self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix, stream=ep.stream
+                ep.kind, self.client, base_url=ep.base_url, api_key=ep.api_key, name=prefix, stream=ep.stream
             )
         if prefix == "openai":
             key = s.openai_api_key or os.environ.get("OPENAI_API_KEY")
