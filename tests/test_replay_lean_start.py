@@ -233,3 +233,22 @@ def test_a_cached_run_keeps_only_the_identity_of_its_request() -> None:
     assert second.config.tools is first.config.tools == ["askUser", "recall"]
     first._keep_only_what_runs_need()  # again (a run that resumes): nothing left to drop, identity kept
     assert first._carried_request().depth == 2
+
+
+def test_a_full_cache_of_shared_lists_still_shares_a_new_list() -> None:
+    """The shared-list cache stays bounded, and once full a new list displaces the oldest rather than going
+    unshared (many distinct tool lists must not end sharing for the agents that come after them)."""
+    from agent_tools.workflows import _base
+
+    saved = dict(_base._SHARED_NAMES)
+    _base._SHARED_NAMES.clear()
+    try:
+        for i in range(_base._SHARED_MAX + 5):
+            _base.shared_names([f"tool{i}"])
+        assert len(_base._SHARED_NAMES) == _base._SHARED_MAX
+        assert ("tool0",) not in _base._SHARED_NAMES
+        first = _base.shared_names(["askUser", "late"])
+        assert _base.shared_names(["askUser", "late"]) is first
+    finally:
+        _base._SHARED_NAMES.clear()
+        _base._SHARED_NAMES.update(saved)

@@ -142,7 +142,8 @@ ASKED_ITSELF = frozenset({"todo-several-in-progress"})
 # same policy with its config (seven call policies), and a cached session
 # keeps its config for its life. Policies are frozen models, so a shared one cannot change under a session.
 _SHARED_POLICIES: dict[str, ExecutionPolicy] = {}
-# Distinct objects each of these caches keeps at most (more are used unshared).
+# Distinct objects each of these caches keeps at most; a new one displaces the oldest (sessions holding the
+# oldest keep their object: shared objects never change).
 _SHARED_MAX = 64
 
 
@@ -169,8 +170,9 @@ def _shared(cache: dict[K, V], key: K, value: V) -> V:
     shared = cache.get(key)
     if shared is not None:
         return shared
-    if len(cache) < _SHARED_MAX:
-        cache[key] = value
+    if len(cache) >= _SHARED_MAX:
+        del cache[next(iter(cache))]
+    cache[key] = value
     return value
 
 
