@@ -65,8 +65,8 @@ _LAZY = {
     "SessionHandle": "agent_tools._client",
     "SessionRequest": "agent_tools._session",
     "SessionOptions": "agent_tools._session",
-    "SessionResult": "agent_tools._session",
-    "SessionStatus": "agent_tools._session",
+    "SessionResult": "agent_tools._session_views",
+    "SessionStatus": "agent_tools._session_views",
     "ProgressEvent": "agent_tools._activity_io",
     "LiveText": "agent_tools._live_text",
     "TextUpdate": "agent_tools._live_text",
@@ -130,7 +130,8 @@ if TYPE_CHECKING:
     from agent_tools._plugin import AgentToolsPlugin, compose_workflow_runner
     from agent_tools._policy import CallPolicy, ExecutionPolicy
     from agent_tools._process_exit import run_and_exit
-    from agent_tools._session import SessionOptions, SessionRequest, SessionResult, SessionStatus
+    from agent_tools._session import SessionOptions, SessionRequest
+    from agent_tools._session_views import SessionResult, SessionStatus
     from agent_tools._settings import Settings
     from agent_tools._user_tools import ToolContext, tool
     from agent_tools._web_client import ResearchClient, ToolsClient, WebToolError

@@ -38,14 +38,11 @@ from agent_tools._boundaries import (
 )
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError
 from agent_tools._messages import Message
-from agent_tools._session import (
+from agent_tools._session_views import (
     WORKFLOW_NAME,
     LatestMessageView,
     SendMessage,
     SendMessageAccepted,
-    SessionInput,
-    SessionOptions,
-    SessionRequest,
     SessionResult,
     SessionStatus,
     StatusView,
@@ -70,6 +67,7 @@ from agent_tools.contracts._output import schema_dict, schema_refusal
 
 if TYPE_CHECKING:
     from agent_tools._progress_resume import ResumableItem
+    from agent_tools._session import SessionOptions, SessionRequest
     from agent_tools._session_start import SessionStart
     from agent_tools._store.transcripts import TranscriptStore
     from agent_tools._web_client import ResearchClient, ToolsClient
@@ -577,6 +575,8 @@ class AgentToolsClient:
             pydantic.ValidationError: a field is out of range.
             SessionError: the output schema is not a usable JSON Schema (the reason says why).
         """
+        from agent_tools._session import SessionOptions, SessionRequest
+
         request = SessionRequest(
             agent=agent,
             prompt=prompt,
@@ -608,6 +608,8 @@ class AgentToolsClient:
             SessionError: the request breaks a limit, or a session with this id exists already (running or
                 closed: a second run under one id would mix both runs' transcripts and memories).
         """
+        from agent_tools._session import SessionRequest
+
         try:
             # Normalised where it enters: text a store or an encoder would refuse (NUL, lone surrogates) is
             # replaced, and nesting beyond the decoders' limits is refused.
@@ -639,6 +641,8 @@ class AgentToolsClient:
     async def _start_workflow(self, start: SessionStart, request: SessionRequest) -> None:
         """Start the root's workflow. A namespace no worker has prepared yet lacks the session search
         attributes: they are registered from here where the server allows it, else the error says how."""
+        from agent_tools._session import SessionInput
+
         for attempt in range(_ATTRIBUTE_RETRIES + 1):
             try:
                 await self.temporal.start_workflow(

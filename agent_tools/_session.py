@@ -7,16 +7,29 @@ Every signal, update and query takes one input model. These are durable contract
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from agent_tools._activity_io import ToolCallOutput
-from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, NOTE_CHARS, SCOPE_CHARS, limit
+from agent_tools._boundaries import ID_CHARS, LABEL_CHARS, MESSAGE_CHARS, SCOPE_CHARS, limit
 from agent_tools._budget import BudgetState
 from agent_tools._messages import Message, Usage
 from agent_tools._policy import ExecutionPolicy
+
+# The models a client reads and sends, defined apart so that reading a session loads none of the state.
+from agent_tools._session_views import (
+    TERMINAL_STATUSES,
+    WORKFLOW_NAME,
+    LatestMessageView,
+    SendMessage,
+    SendMessageAccepted,
+    SessionResult,
+    SessionStatus,
+    StatusView,
+    StopRequest,
+    TriggerKind,
+)
 from agent_tools.contracts._approvals import ApprovalPolicy, ApprovalState, ResolvedApprovals
 from agent_tools.contracts._delegation import DelegationState
 from agent_tools.contracts._events import EventWaitState
@@ -45,27 +58,6 @@ __all__ = [
     "StopRequest",
     "Trigger",
 ]
-
-WORKFLOW_NAME = "AgentSession"
-
-
-class SessionStatus(StrEnum):
-    starting = "starting"
-    running = "running"
-    waiting_for_user = "waiting_for_user"
-    waiting_for_event = "waiting_for_event"
-    idle = "idle"
-    completed = "completed"
-    stopped = "stopped"
-    failed = "failed"
-    handed_off = "handed_off"
-
-
-TERMINAL_STATUSES = frozenset(
-    {SessionStatus.completed, SessionStatus.stopped, SessionStatus.failed, SessionStatus.handed_off}
-)
-
-TriggerKind = Literal["user", "loop", "goal", "subagent", "event", "handoff", "system"]
 
 
 class Trigger(BaseModel):
@@ -308,16 +300,6 @@ class ParkedStep(BaseModel):
     last_answer: str | None = None
 
 
-class LatestMessageView(BaseModel):
-    # Defined before SessionState, which holds one: a model whose annotations name a class defined later is
-    # left incomplete by pydantic, and every workflow instance's payload converter then builds its validator
-    # anew, a cost per session and per cached one (tests/test_architecture.py checks none is left so).
-    message_id: str | None
-    role: str | None
-    content: str
-    created_at: str | None
-
-
 class SessionState(BaseModel):
     """All state of one session run; continue-as-new carries it whole."""
 
@@ -366,18 +348,6 @@ class SessionInput(BaseModel):
     stream_state: Any | None = None
 
 
-class SessionResult(BaseModel):
-    session_id: str
-    status: SessionStatus
-    final_message: str | None = None
-    usage: Usage = Field(default_factory=Usage)
-    tree_usage: Usage = Field(default_factory=Usage)
-    error: str | None = None
-    handed_off_to: str | None = None
-    # The last final answer that matched the output schema, parsed (sessions with one; else None).
-    output: Any = None
-
-
 class PrepareInput(BaseModel):
     """Input of the ``prepare_session`` activity."""
 
@@ -391,43 +361,3 @@ class PrepareInput(BaseModel):
 class PrepareOutput(BaseModel):
     config: SessionConfig
     transcript_len: int
-
-
-# ---- messages in ---------------------------------------------------------------------------------------
-
-
-class SendMessage(BaseModel):
-    content: str = Field(min_length=1, **limit(chars=MESSAGE_CHARS))
-    # Clients send "user" messages; the other kinds are the session's own (a refusal says so).
-    kind: TriggerKind = "user"
-    meta: dict[str, Any] = Field(default_factory=dict, **limit(properties=20))
-
-
-class SendMessageAccepted(BaseModel):
-    position: int
-    queued_behind: int
-
-
-class StopRequest(BaseModel):
-    # A stop is never refused: a longer reason is cut (the session stops with at most NOTE_CHARS of it).
-    reason: str = Field(default="stopped by request", **limit(chars=NOTE_CHARS))
-
-
-class StatusView(BaseModel):
-    session_id: str
-    agent: str
-    title: str
-    status: SessionStatus
-    turns: int
-    steps: int
-    usage: Usage
-    tree_usage: Usage
-    parent_id: str | None
-    root_id: str
-    depth: int
-    pending_inbox: int
-    created_at: str | None
-    updated_at: str | None
-    error: str | None = None
-    # The session the conversation continues in after hand_off_to_agent.
-    handed_off_to: str | None = None

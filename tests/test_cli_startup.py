@@ -83,8 +83,12 @@ def test_help_lists_every_command_with_its_line_and_unknown_ones_fail() -> None:
 
 
 # What ``show`` has no use for: the worker side (the plugin, the SDK's worker and sandbox, the tool catalog),
-# starting a session, following progress, the live console.
+# starting a session, following progress, the live console, the state a session carries and the tools'
+# models (the settings need only each capability's settings section).
 NOT_FOR_SHOW = (
+    "agent_tools._session",
+    "agent_tools.contracts._web.tools",
+    "agent_tools.contracts._web.models",
     "agent_tools._plugin",
     "temporalio.worker",
     "agent_tools._catalog.registry",

@@ -74,6 +74,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "agent_tools._retry_after",
         "agent_tools._script",
         "agent_tools._session",
+        "agent_tools._session_views",
         "agent_tools._session_names",
         "agent_tools._settings",
         "agent_tools._spill",

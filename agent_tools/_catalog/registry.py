@@ -39,9 +39,7 @@ from agent_tools.contracts import (
 from agent_tools.contracts import (
     _skills as skills,
 )
-from agent_tools.contracts import (
-    _web as web,
-)
+from agent_tools.contracts._web import tools as web
 
 # Every capability's contracts, in the order the catalog lists them. A capability joins by being imported here.
 BUILTIN_MODULES = (planning, human, delegation, web, memory, results, history, events, sandbox, skills)

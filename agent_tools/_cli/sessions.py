@@ -16,7 +16,7 @@ import typer
 from agent_tools._cli.running import Interrupted, log_file, other_terminals, run_or_explain, unless
 from agent_tools._client import AgentToolsClient, SessionHandle, TranscriptEntry
 from agent_tools._model_spec import split_spec
-from agent_tools._session import TERMINAL_STATUSES
+from agent_tools._session_views import TERMINAL_STATUSES
 from agent_tools._settings import Settings
 
 if TYPE_CHECKING:

@@ -5,17 +5,19 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, func, select
 
 from agent_tools._boundaries import clean_json, clean_text
 from agent_tools._errors import AgentToolsError
 from agent_tools._messages import Message, ToolCall, Usage, message_fingerprint
-from agent_tools._session import SessionConfig
 from agent_tools._store.base import upsert_rows
 from agent_tools._store.db import Store
 from agent_tools._store.tables import artifacts, sessions, transcript, usage
+
+if TYPE_CHECKING:
+    from agent_tools._session import SessionConfig
 
 _MESSAGE_UPDATE = ["role", "content", "tool_calls", "tool_call_id", "name", "artifact_ref", "created_at", "attempt"]
 _USAGE_UPDATE = ["input_tokens", "output_tokens", "cost_usd", "model"]
