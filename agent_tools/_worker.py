@@ -27,19 +27,11 @@ from agent_tools._errors import ConfigurationError
 from agent_tools._health import Health, parse_bind, serving
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._settings import Settings
+from agent_tools._version import package_version
 
 STICKY_TIMEOUT_SECONDS = 3.0
 # The longest a worker holds a heartbeat before it forwards it to the server: one every 2 s per running call.
 HEARTBEAT_THROTTLE_SECONDS = 2.0
-
-
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("durable-agent-tools")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "dev"
 
 
 def build_worker(
@@ -60,7 +52,7 @@ def build_worker(
     if "build_id" not in kwargs and "deployment_config" not in kwargs:
         # Without one the SDK reads and hashes the code of every loaded module at each start. It only names
         # the worker unless the host versions its workers, and then the host passes its own.
-        kwargs["build_id"] = f"agent-tools-{_package_version()}"
+        kwargs["build_id"] = f"agent-tools-{package_version()}"
     return Worker(
         client,
         task_queue=task_queue or plugin.settings.task_queue,
@@ -119,7 +111,7 @@ def deployment_config(settings: Settings) -> WorkerDeploymentConfig | None:
     if not settings.deployment_name:
         return None
     behavior = {"pinned": VersioningBehavior.PINNED, "auto_upgrade": VersioningBehavior.AUTO_UPGRADE}
-    build_id = settings.deployment_build_id or _package_version()
+    build_id = settings.deployment_build_id or package_version()
     return WorkerDeploymentConfig(
         version=WorkerDeploymentVersion(deployment_name=settings.deployment_name, build_id=build_id),
         use_worker_versioning=True,

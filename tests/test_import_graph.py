@@ -79,6 +79,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "agent_tools._settings",
         "agent_tools._spill",
         "agent_tools._stream_state",
+        "agent_tools._version",
     ),
 }
 

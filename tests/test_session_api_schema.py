@@ -74,6 +74,15 @@ def test_the_openapi_document_says_every_route_and_schema() -> None:
     assert "#/$defs/" not in text
 
 
+def test_the_openapi_document_states_the_installed_version() -> None:
+    """The API's version is the distribution's, as pip installed it (the editable install in tests)."""
+    from importlib.metadata import version
+
+    info = create_app(Settings()).openapi()["info"]
+    assert info["version"] == version("durable-agent-tools")
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", info["version"]), info
+
+
 def test_keys_come_from_the_environment_and_never_show(monkeypatch: pytest.MonkeyPatch) -> None:
     keys = [{"key": SECRET, "name": "console", "scopes": ["read"], "agents": ["assistant"]}]
     monkeypatch.setenv("AGENT_TOOLS_SERVICE__API_KEYS", json.dumps(keys))

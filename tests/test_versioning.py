@@ -24,7 +24,8 @@ from agent_tools._connection import connect
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
-from agent_tools._worker import _package_version, build_worker, deployment_config
+from agent_tools._version import package_version
+from agent_tools._worker import build_worker, deployment_config
 from tests.support.fixture_types import Script
 from tests.support.polling import eventually
 
@@ -37,7 +38,7 @@ def test_the_version_comes_from_settings(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("AGENT_TOOLS_DEPLOYMENT_NAME", "agents")
     config = deployment_config(Settings())
     assert config is not None and config.use_worker_versioning
-    assert (config.version.deployment_name, config.version.build_id) == ("agents", _package_version())
+    assert (config.version.deployment_name, config.version.build_id) == ("agents", package_version())
     assert config.default_versioning_behavior == VersioningBehavior.AUTO_UPGRADE
     monkeypatch.setenv("AGENT_TOOLS_DEPLOYMENT_BUILD_ID", "2026-12-03.1")
     monkeypatch.setenv("AGENT_TOOLS_SESSION_VERSIONING", "pinned")

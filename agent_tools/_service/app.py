@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from agent_tools._boundaries import describe_validation_error
 from agent_tools._service import agui_routes, events_routes, sessions_routes, tools_routes
 from agent_tools._settings import Settings
+from agent_tools._version import package_version
 
 # Modules exporting ``build_router(settings, state) -> fastapi.APIRouter``.
 ROUTER_MODULES = (events_routes, tools_routes, sessions_routes, agui_routes)
@@ -51,7 +52,7 @@ def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
             if engine is not None and hasattr(engine, "aclose"):
                 await engine.aclose()
 
-    app = FastAPI(title="Durable Agent Tools service", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="Durable Agent Tools service", version=package_version(), lifespan=lifespan)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.state.settings = settings
     for key, value in state.items():
