@@ -92,6 +92,8 @@ async def test_todo_write_replaces_the_list_and_accepts_several_in_progress(
 
         follower = asyncio.create_task(follow())
         result = await handle.result()
+        # The follower ends once it has drained the closed run, which needs this worker to answer it.
+        await asyncio.wait_for(follower, timeout=30)
         current = await handle.query("todos", list[TodoItem])
         assert [t.content for t in current] == ["Search", "Write"]  # full replacement
         assert "[~] Writing" in await current_details(handle)
@@ -101,7 +103,6 @@ async def test_todo_write_replaces_the_list_and_accepts_several_in_progress(
     async with worker_for() as client:
         handle = await client.start_session("plan two")
         second = await handle.result()
-        follower.cancel()
         answer = second.final_message or ""
         assert not answer.startswith("Invalid arguments"), answer
         assert answer.startswith("Todo list updated: 2 items, 0 completed.")
