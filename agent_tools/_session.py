@@ -32,7 +32,7 @@ from agent_tools._session_views import (
 )
 from agent_tools.contracts._approvals import ApprovalPolicy, ApprovalState, ResolvedApprovals
 from agent_tools.contracts._delegation import DelegationState
-from agent_tools.contracts._events import EventWaitState
+from agent_tools.contracts._events.contract import EventWaitState
 from agent_tools.contracts._human import HumanState
 from agent_tools.contracts._output import MAX_OUTPUT_RETRIES, OutputContract, OutputState
 from agent_tools.contracts._planning import PlanningState

@@ -43,7 +43,7 @@ from agent_tools._devserver import start_dev_server
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._settings import Settings
 from agent_tools._worker import build_worker
-from agent_tools.contracts._events import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED
+from agent_tools.contracts._events.contract import ACTIVITY_LOAD_EVENT, SIGNAL_EVENT_ARRIVED
 from agent_tools.testing import write_script
 
 TOKEN = "bench-token-0123456789"
@@ -121,7 +121,7 @@ async def add_other_waits(client: AgentToolsClient, project: str, count: int) ->
     sessions of a busy project hold: rows only, written straight into the store."""
     from agent_tools._store.base import upsert_rows
     from agent_tools._store.event_tables import event_subscriptions, subscription_row
-    from agent_tools.contracts._events import Subscription
+    from agent_tools.contracts._events.contract import Subscription
 
     now = datetime.now(UTC)
     rows = [

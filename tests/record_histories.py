@@ -340,7 +340,7 @@ async def save_chain(temporal: Client, name: str, wid: str) -> None:
 
 async def record_event_wait(client: AgentToolsClient, settings: Settings, script: Callable[[list[Any]], str]) -> None:
     """A session waiting on an event delivered through the real ingress, and the EventRouter that routed it."""
-    from agent_tools.contracts._events import router_workflow_id
+    from agent_tools.contracts._events.contract import router_workflow_id
     from tests.support.events import TOKEN, ingress, subscribed
 
     project = f"replay-{uuid.uuid4().hex[:6]}"

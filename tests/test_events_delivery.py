@@ -25,7 +25,7 @@ from agent_tools._store.event_tables import (
     store_event,
 )
 from agent_tools.activities._events import deliver_events, subscribe
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     SIGNAL_EVENT_ARRIVED,
     DeliverEventsInput,
     EventDelivery,

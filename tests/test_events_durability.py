@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_tools._session import SessionResult, SessionStatus
 from agent_tools._settings import Settings
-from agent_tools.contracts._events import MAX_TIMEOUT_SECONDS, router_workflow_id
+from agent_tools.contracts._events.contract import MAX_TIMEOUT_SECONDS, router_workflow_id
 from tests.support.events import TOKEN, final_event, ingress, router_state, subscribed, wait_script
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
@@ -262,7 +262,7 @@ async def test_router_drops_expired_subscriptions_and_keeps_routing(
 async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new_event(
     settings: Settings, script: Script, worker_for: WorkerFor
 ) -> None:
-    from agent_tools.contracts._events import EventWaitState
+    from agent_tools.contracts._events.contract import EventWaitState
 
     project = f"p-{uuid.uuid4().hex[:8]}"
     wait = {"name": "wait_for_event", "arguments": {"kind": "job", "timeout_seconds": 60}}
@@ -311,7 +311,7 @@ async def test_event_state_survives_continue_as_new_and_a_second_wait_gets_a_new
 async def test_router_continues_as_new_before_large_payloads_fill_its_history(
     settings: Settings, worker_for: WorkerFor
 ) -> None:
-    from agent_tools.contracts._events import RouterInput
+    from agent_tools.contracts._events.contract import RouterInput
 
     project = f"p-{uuid.uuid4().hex[:8]}"
     async with (

@@ -24,7 +24,7 @@ from agent_tools._store.event_tables import (
     count_events,
     event_subscriptions,
 )
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     SIGNAL_EVENT_ARRIVED,
     SIGNAL_SUBSCRIBE,
     Subscription,

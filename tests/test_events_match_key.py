@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     MAX_PAYLOAD_KEYS,
     match_index_key,
     payload_index_keys,

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_tools._catalog.registry import ToolCatalog
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     EventWaitState,
     Subscription,
     WaitForEventArgs,

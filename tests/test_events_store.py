@@ -26,7 +26,7 @@ from agent_tools._store.event_tables import (
     store_and_claim,
     store_event,
 )
-from agent_tools.contracts._events import MAX_PAYLOAD_KEYS, EventRecord, Subscription, match_index_key
+from agent_tools.contracts._events.contract import MAX_PAYLOAD_KEYS, EventRecord, Subscription, match_index_key
 
 
 def record(project: str, delivery: str, kind: str, payload: dict[str, object], at: datetime) -> EventRecord:

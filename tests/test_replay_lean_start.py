@@ -15,7 +15,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from agent_tools import _search_attributes as sa
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
-from agent_tools.contracts._events import PATCH_INLINE_EVENT, PATCH_LOAD_EVENT_LOCAL
+from agent_tools.contracts._events.contract import PATCH_INLINE_EVENT, PATCH_LOAD_EVENT_LOCAL
 from agent_tools.contracts._planning import PATCH_LOOP_FLOOR
 from agent_tools.workflows._approvals import PATCH_APPROVAL_PARKED, PATCH_APPROVALS
 from agent_tools.workflows._base import (
@@ -75,7 +75,7 @@ def test_every_patch_a_session_asks_is_one_the_newest_marker_stands_for() -> Non
         if path.name == "_event_router.py":  # the router is its own workflow, with its own patch
             continue
         asked |= set(re.findall(r"patched\((PATCH_[A-Z_0-9]+)\)", path.read_text()))
-    import agent_tools.contracts._events as events
+    import agent_tools.contracts._events.contract as events
     import agent_tools.contracts._planning as planning
     import agent_tools.workflows._approvals as approvals
     import agent_tools.workflows._base as base

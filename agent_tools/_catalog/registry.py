@@ -16,9 +16,6 @@ from agent_tools.contracts import (
     _delegation as delegation,
 )
 from agent_tools.contracts import (
-    _events as events,
-)
-from agent_tools.contracts import (
     _history as history,
 )
 from agent_tools.contracts import (
@@ -39,6 +36,7 @@ from agent_tools.contracts import (
 from agent_tools.contracts import (
     _skills as skills,
 )
+from agent_tools.contracts._events import contract as events
 from agent_tools.contracts._web import tools as web
 
 # Every capability's contracts, in the order the catalog lists them. A capability joins by being imported here.

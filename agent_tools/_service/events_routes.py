@@ -37,7 +37,7 @@ from agent_tools._boundaries import MAX_JSON_DEPTH, clean_json, clean_text, desc
 from agent_tools._errors import InvalidInput
 from agent_tools._service.auth import bearer_token
 from agent_tools._settings import Settings
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     KIND_PATTERN,
     SIGNAL_EVENT,
     EventDelivery,

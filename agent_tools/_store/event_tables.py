@@ -17,7 +17,7 @@ from sqlalchemy import JSON, Column, Connection, DateTime, Index, Integer, Strin
 from agent_tools._boundaries import clean_json, clean_text
 from agent_tools._store.base import Database, as_utc, upsert_rows
 from agent_tools._store.tables import metadata
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     EventRecord,
     Subscription,
     kind_matches,

@@ -28,7 +28,7 @@ from agent_tools._store.db import Store
 from agent_tools._store.event_tables import add_subscription, claim_batch, claim_one, find_matching, get_event
 from agent_tools.activities._services import ActivityClass, Services
 from agent_tools.activities._tool_runner import save_if_large
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     ACTIVITY_DELIVER_EVENTS,
     ACTIVITY_LOAD_EVENT,
     ACTIVITY_SUBSCRIBE,

@@ -27,7 +27,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     ACTIVITY_DELIVER_EVENTS,
     PATCH_ROUTER_BATCHED_DELIVERY,
     ROUTER_WORKFLOW,

@@ -16,7 +16,7 @@ from agent_tools._messages import ToolCall
 from agent_tools._session import ParkedCall, SessionStatus
 from agent_tools._session_names import QUERY_EVENT_STATE, QUERY_EVENT_WAITS, SIGNAL_EVENT_ARRIVED
 from agent_tools._spill import should_spill
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     ACTIVITY_LOAD_EVENT,
     ACTIVITY_SUBSCRIBE,
     PATCH_INLINE_EVENT,

@@ -16,7 +16,7 @@ from temporalio.common import RawValue
 from agent_tools._client import AgentToolsClient, SessionHandle
 from agent_tools._session import SessionStatus
 from agent_tools._settings import Settings
-from agent_tools.contracts._events import SIGNAL_EVENT_ARRIVED, EventWait
+from agent_tools.contracts._events.contract import SIGNAL_EVENT_ARRIVED, EventWait
 from tests.support.events import final_event, loads, wait_script
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.hostile import signal_settled, task_failures

@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from agent_tools._service.app import create_app
 from agent_tools._settings import Settings
 from agent_tools._store.event_tables import count_events
-from agent_tools.contracts._events import Subscription
+from agent_tools.contracts._events.contract import Subscription
 from agent_tools.contracts._events.signatures import sign_standard_webhook
 from tests.support.events import HMAC_SECRET, TOKEN, github_headers, ingress
 

@@ -20,7 +20,7 @@ from agent_tools._store.db import Store
 from agent_tools._store.event_tables import (
     count_open_waits,
 )
-from agent_tools.contracts._events import (
+from agent_tools.contracts._events.contract import (
     ACTIVITY_LOAD_EVENT,
     RouterView,
     router_workflow_id,

@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agent_tools.contracts._events import DEFAULT_ROUTER_PREFIX
+# The router workflow id's prefix (with the organisation and project).
+DEFAULT_ROUTER_PREFIX = "agent-tools-event-router"
 
 
 class EventSource(BaseModel):
