@@ -92,7 +92,7 @@ _LAZY = {
     "Settings": "agent_tools._settings",
     "WebConfig": "agent_tools.contracts._web.config",
     "EventSettings": "agent_tools.contracts._events.settings",
-    "MemoryPolicy": "agent_tools.contracts._memory",
+    "MemoryPolicy": "agent_tools.contracts._memory.settings",
     "SandboxSettings": "agent_tools.contracts._sandbox",
     "SkillsSettings": "agent_tools.contracts._skills",
     "BudgetSettings": "agent_tools._budget",
@@ -139,7 +139,7 @@ if TYPE_CHECKING:
     from agent_tools.activities._mcp.discovery import mcp_user_tools
     from agent_tools.activities._providers.base import ModelProvider
     from agent_tools.contracts._events.settings import EventSettings
-    from agent_tools.contracts._memory import MemoryPolicy
+    from agent_tools.contracts._memory.settings import MemoryPolicy
     from agent_tools.contracts._sandbox import SandboxSettings
     from agent_tools.contracts._skills import SkillsSettings
     from agent_tools.contracts._web.config import WebConfig

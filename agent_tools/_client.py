@@ -26,7 +26,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agent_tools import _search_attributes as sa
 from agent_tools import _session_names as names
-from agent_tools._activity_io import ProgressEvent
 from agent_tools._boundaries import (
     ID_CHARS,
     NOTE_CHARS,
@@ -49,28 +48,16 @@ from agent_tools._session_views import (
     StopRequest,
 )
 from agent_tools._settings import Settings
-from agent_tools.contracts._approvals import (
-    ApprovalAccepted,
-    ApprovalDecision,
-    ApprovalRejected,
-    ApprovalState,
-    PendingApproval,
-)
-from agent_tools.contracts._human import (
-    AnswerAccepted,
-    AnswerRejected,
-    HumanState,
-    PendingQuestion,
-    parse_answer_payload,
-)
-from agent_tools.contracts._output import schema_dict, schema_refusal
 
 if TYPE_CHECKING:
+    from agent_tools._activity_io import ProgressEvent
     from agent_tools._progress_resume import ResumableItem
     from agent_tools._session import SessionOptions, SessionRequest
     from agent_tools._session_start import SessionStart
     from agent_tools._store.transcripts import TranscriptStore
     from agent_tools._web_client import ResearchClient, ToolsClient
+    from agent_tools.contracts._approvals import ApprovalAccepted, ApprovalState, PendingApproval
+    from agent_tools.contracts._human import AnswerAccepted, HumanState, PendingQuestion
 
 __all__ = [
     "AgentToolsClient",
@@ -213,6 +200,8 @@ class SessionHandle:
             AnswerRejected: the answers have none of the accepted shapes, or break their limits (checked
                 before sending).
         """
+        from agent_tools.contracts._human import AnswerAccepted, AnswerRejected, parse_answer_payload
+
         request = _sendable(parse_answer_payload(answers), "the answers", AnswerRejected)
         if by_signal:
             await self.workflow.signal(names.SIGNAL_ANSWER_QUESTIONS, request.model_dump(mode="json"))
@@ -224,18 +213,26 @@ class SessionHandle:
 
     async def pending_questions(self) -> list[PendingQuestion]:
         """The askUser questions waiting for an answer."""
+        from agent_tools.contracts._human import PendingQuestion
+
         return await self.query(names.QUERY_PENDING_QUESTIONS, list[PendingQuestion])
 
     async def pending_approvals(self) -> list[PendingApproval]:
         """The tool calls waiting for a person's approval (see docs/approvals.md)."""
+        from agent_tools.contracts._approvals import PendingApproval
+
         return await self.query(names.QUERY_PENDING_APPROVALS, list[PendingApproval])
 
     async def human_state(self) -> HumanState:
         """Pending questions, answered ones (structured) and rejected signalled answers."""
+        from agent_tools.contracts._human import HumanState
+
         return await self.query(names.QUERY_HUMAN_STATE, HumanState)
 
     async def approval_state(self) -> ApprovalState:
         """Pending approvals, recent decisions and rejected signalled decisions."""
+        from agent_tools.contracts._approvals import ApprovalState
+
         return await self.query(names.QUERY_APPROVAL_STATE, ApprovalState)
 
     async def decide_approval(
@@ -260,6 +257,8 @@ class SessionHandle:
             ApprovalRejected: approving without a digest, a denial for an approval that is not pending, or a
                 decision over its limits (checked before sending).
         """
+        from agent_tools.contracts._approvals import ApprovalAccepted, ApprovalDecision, ApprovalRejected
+
         if digest is None:
             if approve:
                 raise ApprovalRejected(
@@ -355,6 +354,7 @@ class SessionHandle:
             async for event in self._tree_progress(from_offset, poll):
                 yield event
             return
+        from agent_tools._activity_io import ProgressEvent
         from agent_tools._progress_poll import follow_with_offsets
 
         # By query: a watched session's history holds what it did, not the polls of whoever watched it.
@@ -576,6 +576,7 @@ class AgentToolsClient:
             SessionError: the output schema is not a usable JSON Schema (the reason says why).
         """
         from agent_tools._session import SessionOptions, SessionRequest
+        from agent_tools.contracts._output import schema_dict
 
         request = SessionRequest(
             agent=agent,
@@ -609,6 +610,7 @@ class AgentToolsClient:
                 closed: a second run under one id would mix both runs' transcripts and memories).
         """
         from agent_tools._session import SessionRequest
+        from agent_tools.contracts._output import schema_refusal
 
         try:
             # Normalised where it enters: text a store or an encoder would refuse (NUL, lone surrogates) is

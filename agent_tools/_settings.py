@@ -31,7 +31,7 @@ from pydantic_settings import (
 from agent_tools._budget import BudgetSettings
 from agent_tools._policy import ExecutionPolicy
 from agent_tools.contracts._events.settings import EventSettings
-from agent_tools.contracts._memory import MemoryPolicy
+from agent_tools.contracts._memory.settings import MemoryPolicy
 from agent_tools.contracts._sandbox import SandboxSettings
 from agent_tools.contracts._service import ServiceSettings
 from agent_tools.contracts._skills import SkillsSettings

@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=7399)
     parser.add_argument("--baseline", help="another install's agent-tools, timed in the same rounds")
     parser.add_argument("--importtime", type=int, default=0, metavar="N", help="N runs of show's import profile")
+    parser.add_argument("--top", type=int, default=14, help="how many packages the import profile lists")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {
@@ -123,7 +124,7 @@ def main() -> None:
                     profiles[name].append(import_self_times(["show", sessions[name]], install_env, cli))
             for name, runs in profiles.items():
                 if runs:
-                    print_import_times(runs, name)
+                    print_import_times(runs, name, args.top)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,8 @@ from sqlalchemy import delete, func, select, text
 from agent_tools._store.db import Store
 from agent_tools._store.memory_tables import memories
 from agent_tools.activities._memory import MemoryEngine, Scope
-from agent_tools.contracts._memory import EmbeddingsEndpoint, MemoryPolicy, scoring
+from agent_tools.contracts._memory import scoring
+from agent_tools.contracts._memory.settings import EmbeddingsEndpoint, MemoryPolicy
 
 try:
     from bench.embeddings_server import embed_text

@@ -19,7 +19,8 @@ from agent_tools._store.memory_tables import memories
 from agent_tools.activities import _embeddings
 from agent_tools.activities._embeddings import VectorIndex
 from agent_tools.activities._memory import MemoryEngine, Scope
-from agent_tools.contracts._memory import EmbeddingsEndpoint, MemoryPolicy, scoring
+from agent_tools.contracts._memory import scoring
+from agent_tools.contracts._memory.settings import EmbeddingsEndpoint, MemoryPolicy
 from bench.embeddings_server import embeddings_server
 
 MODEL = "test-embed"

@@ -15,7 +15,7 @@ from agent_tools._policy import ExecutionPolicy
 from agent_tools._settings import SECTIONS, Settings
 from agent_tools.activities._services import Services
 from agent_tools.contracts._events.settings import EventSettings
-from agent_tools.contracts._memory import MemoryPolicy
+from agent_tools.contracts._memory.settings import MemoryPolicy
 from agent_tools.contracts._sandbox import SandboxSettings
 from agent_tools.contracts._skills import SkillsSettings
 from agent_tools.contracts._web.config import WebConfig

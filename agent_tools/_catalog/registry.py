@@ -22,9 +22,6 @@ from agent_tools.contracts import (
     _human as human,
 )
 from agent_tools.contracts import (
-    _memory as memory,
-)
-from agent_tools.contracts import (
     _planning as planning,
 )
 from agent_tools.contracts import (
@@ -37,6 +34,7 @@ from agent_tools.contracts import (
     _skills as skills,
 )
 from agent_tools.contracts._events import contract as events
+from agent_tools.contracts._memory import contract as memory
 from agent_tools.contracts._web import tools as web
 
 # Every capability's contracts, in the order the catalog lists them. A capability joins by being imported here.

@@ -33,7 +33,8 @@ from sqlalchemy import Connection, func, select
 
 from agent_tools._errors import ProviderError
 from agent_tools._store.memory_tables import memories
-from agent_tools.contracts._memory import MAX_EMBEDDING_DIMENSIONS, EmbeddingsEndpoint, scoring
+from agent_tools.contracts._memory import scoring
+from agent_tools.contracts._memory.settings import MAX_EMBEDDING_DIMENSIONS, EmbeddingsEndpoint
 
 if TYPE_CHECKING:
     # numpy is imported where a vector is first handled, not with this module: a worker loads this module

@@ -47,17 +47,14 @@ from agent_tools._store.base import upsert_rows
 from agent_tools._store.db import Store
 from agent_tools._store.memory_tables import SCOPED_SEARCH, memories
 from agent_tools.activities._embeddings import Embedder, EmbeddingsUnavailable, Snapshot, VectorIndex
-from agent_tools.contracts._memory import (
-    MemoryItem,
-    MemoryPolicy,
-    Tier,
-    scoring,
-)
+from agent_tools.contracts._memory import scoring
+from agent_tools.contracts._memory.contract import MemoryItem, Tier
 from agent_tools.contracts._memory.format import (
     MemoryLine,
     aware,
     human_age,
 )
+from agent_tools.contracts._memory.settings import MemoryPolicy
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from agent_tools._messages import Message
 from agent_tools.activities._context import BuiltinContext, ToolImpl
 from agent_tools.activities._memory import Memory, MemoryEngine, Scope, memory_id_for, utc_now
 from agent_tools.activities._services import ContextHook, Services
-from agent_tools.contracts._memory import (
+from agent_tools.contracts._memory.contract import (
     DeleteMemoryArgs,
     DeleteMemoryResult,
     ListMemoriesArgs,

@@ -23,7 +23,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, Field
 
 from agent_tools._catalog.spec import CODAI_EXECUTED, ToolSpec
@@ -55,6 +54,8 @@ def parse_skill(text: str, *, default_name: str, source: str = "") -> Skill:
     body = text
     m = _FRONT_MATTER.match(text)
     if m:
+        import yaml  # only skills with front matter need the parser; settings import this module
+
         try:
             loaded = yaml.safe_load(m.group(1)) or {}
         except yaml.YAMLError as exc:

@@ -18,7 +18,7 @@ from agent_tools._settings import Settings
 from agent_tools._store.memory_tables import memories
 from agent_tools.activities._memory import Scope
 from agent_tools.activities._services import Services
-from agent_tools.contracts._memory import EmbeddingsEndpoint, MemoryPolicy
+from agent_tools.contracts._memory.settings import EmbeddingsEndpoint, MemoryPolicy
 from bench import embeddings_server as fake_embeddings
 from bench.embeddings_server import EmbeddingsServer, embeddings_server
 from tests.support.memory import call, ref

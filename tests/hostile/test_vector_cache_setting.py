@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_tools._settings import Settings
-from agent_tools.contracts._memory import MemoryPolicy
+from agent_tools.contracts._memory.settings import MemoryPolicy
 
 HOSTILE = [-1, 10**40, "lots", "256\x00", "\ud800", 1.5, None, [256], {"mb": 1}, "9" * 5000]
 
