@@ -97,6 +97,14 @@ NOT_FOR_SHOW = (
     "agent_tools._progress_resume",
     "agent_tools._cli.console",
     "rich",
+    # The tools' and the waits' models: a finished session's show reads none of them.
+    "agent_tools.contracts._events.contract",
+    "agent_tools.contracts._memory.contract",
+    "agent_tools.contracts._human",
+    "agent_tools.contracts._approvals",
+    "agent_tools.contracts._output",
+    "agent_tools._activity_io",
+    "yaml",
 )
 
 
