@@ -325,19 +325,28 @@ class SessionHandle:
         Raises:
             StoreNotReady: no worker has created the store at ``settings.database_url`` yet.
         """
-        store = await self._client.transcripts()
-        page = await store.page(self.id, offset, limit)
+        from agent_tools._store.transcript_rows import plain_sqlite_file, read_transcript, row_to_message
+
+        url = self._client.settings.database_url
+        if plain_sqlite_file(url) is not None:
+            # A SQLite file is read with the standard library: a command that shows a transcript then
+            # never imports SQLAlchemy.
+            rows = await asyncio.to_thread(read_transcript, url, self.id, offset, limit)
+            page = [(r.seq, row_to_message(r), r.created_at) for r in rows]
+        else:
+            store = await self._client.transcripts()
+            page = [(p.seq, p.message, p.created_at) for p in await store.page(self.id, offset, limit)]
         return [
             TranscriptEntry(
-                seq=p.seq,
-                role=p.message.role,
-                content=p.message.content,
-                name=p.message.name,
-                tool_calls=[tc.model_dump() for tc in p.message.tool_calls],
-                artifact_ref=p.message.artifact_ref,
-                created_at=p.created_at,
+                seq=seq,
+                role=message.role,
+                content=message.content,
+                name=message.name,
+                tool_calls=[tc.model_dump() for tc in message.tool_calls],
+                artifact_ref=message.artifact_ref,
+                created_at=created_at,
             )
-            for p in page
+            for seq, message, created_at in page
         ]
 
     async def progress(

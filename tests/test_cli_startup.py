@@ -105,6 +105,8 @@ NOT_FOR_SHOW = (
     "agent_tools.contracts._output",
     "agent_tools._activity_io",
     "yaml",
+    # The transcript of a SQLite store is read with the standard library.
+    "sqlalchemy",
 )
 
 

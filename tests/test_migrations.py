@@ -20,7 +20,8 @@ from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from agent_tools._store.db import Store, load_metadata
-from agent_tools._store.migrations import BASELINE, HEAD, alembic_config, include_object
+from agent_tools._store.migrations import BASELINE, alembic_config, include_object
+from agent_tools._store.transcript_rows import HEAD
 
 
 def test_head_names_the_newest_revision() -> None:

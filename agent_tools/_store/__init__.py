@@ -1,5 +1,5 @@
-"""SQL store (SQLAlchemy 2, async): SQLite embedded, PostgreSQL at scale, one schema for both."""
+"""SQL store (SQLAlchemy 2): SQLite embedded, PostgreSQL at scale, one schema for both.
 
-from agent_tools._store.db import Store
-
-__all__ = ["Store"]
+The store is :class:`agent_tools._store.db.Store`. This package imports nothing itself: a client that reads a
+SQLite transcript (:mod:`agent_tools._store.transcript_rows`) never loads SQLAlchemy.
+"""

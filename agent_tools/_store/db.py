@@ -6,9 +6,9 @@ import asyncio
 
 from sqlalchemy import Connection, MetaData, make_url, text
 
-from agent_tools._errors import StoreNotReady
 from agent_tools._store.base import Database, is_sqlite_file
 from agent_tools._store.tables import metadata
+from agent_tools._store.transcript_rows import HEAD, missing, not_ready
 
 
 class Store(Database):
@@ -49,15 +49,11 @@ class Store(Database):
         Clients (the Python client, the CLI, the HTTP service) read and write an existing store but never
         create or migrate it: that is the workers' job, or ``agent-tools migrate``'s.
         """
-        from agent_tools._store.migrations import HEAD, current_revision
+        from agent_tools._store.migrations import current_revision
 
         revision = await self.run(current_revision)
         if revision != HEAD:
-            state = "has no schema yet" if revision is None else f"is at revision {revision}, this version needs {HEAD}"
-            raise StoreNotReady(
-                f"the store at {_safe_url(self.url)} {state}: start a worker (`agent-tools worker`), "
-                "or run `agent-tools migrate`"
-            )
+            raise not_ready(_safe_url(self.url), revision)
 
     @classmethod
     async def open_existing(cls, url: str) -> Store:
@@ -67,10 +63,7 @@ class Store(Database):
 
             database = make_url(url).database
             if database and not await asyncio.to_thread(os.path.exists, database):
-                raise StoreNotReady(
-                    f"the store at {_safe_url(url)} does not exist yet: start a worker (`agent-tools worker`), "
-                    "or run `agent-tools migrate`"
-                )
+                raise missing(_safe_url(url))
         store = cls(url)
         try:
             await store.check_schema()

@@ -11,10 +11,11 @@ from sqlalchemy import Connection, func, select
 
 from agent_tools._boundaries import clean_json, clean_text
 from agent_tools._errors import AgentToolsError
-from agent_tools._messages import Message, ToolCall, Usage, message_fingerprint
+from agent_tools._messages import Message, Usage, message_fingerprint
 from agent_tools._store.base import upsert_rows
 from agent_tools._store.db import Store
 from agent_tools._store.tables import artifacts, sessions, transcript, usage
+from agent_tools._store.transcript_rows import row_to_message
 
 if TYPE_CHECKING:
     from agent_tools._session import SessionConfig
@@ -32,17 +33,6 @@ class StoredMessage:
     seq: int
     message: Message
     created_at: datetime
-
-
-def _row_to_message(row: Any) -> Message:
-    return Message(
-        role=row.role,
-        content=row.content or "",
-        tool_calls=[ToolCall.model_validate(tc) for tc in (row.tool_calls or [])],
-        tool_call_id=row.tool_call_id,
-        name=row.name,
-        artifact_ref=row.artifact_ref,
-    )
 
 
 def _usage_row(call_key: str, session_id: str, root_id: str, model: str, used: Usage) -> dict[str, Any]:
@@ -235,7 +225,7 @@ class TranscriptStore:
             stmt = stmt.where(transcript.c.seq < upto)
         ordered = stmt.order_by(transcript.c.seq)
         rows = await self.store.run(lambda conn: conn.execute(ordered).all())
-        return [_row_to_message(r) for r in rows]
+        return [row_to_message(r) for r in rows]
 
     async def page(self, session_id: str, offset: int = 0, limit: int = 100) -> list[StoredMessage]:
         stmt = (
@@ -245,7 +235,7 @@ class TranscriptStore:
             .limit(limit)
         )
         rows = await self.store.run(lambda conn: conn.execute(stmt).all())
-        return [StoredMessage(r.seq, _row_to_message(r), r.created_at) for r in rows]
+        return [StoredMessage(r.seq, row_to_message(r), r.created_at) for r in rows]
 
     async def count(self, session_id: str) -> int:
         stmt = select(func.count()).select_from(transcript).where(transcript.c.session_id == session_id)
@@ -263,7 +253,7 @@ class TranscriptStore:
             stmt = stmt.where(transcript.c.role == role)
         ordered = stmt.order_by(transcript.c.seq.desc()).limit(limit)
         rows = await self.store.run(lambda conn: conn.execute(ordered).all())
-        return [StoredMessage(r.seq, _row_to_message(r), r.created_at) for r in rows]
+        return [StoredMessage(r.seq, row_to_message(r), r.created_at) for r in rows]
 
     async def session_row(self, session_id: str) -> Any | None:
         stmt = select(sessions).where(sessions.c.session_id == session_id)

@@ -7,7 +7,8 @@ upgraded. tests/test_migrations.py checks that the revisions lead to the same sc
 
 A schema change is a change to the tables plus a revision:
 ``alembic revision --autogenerate -m "what changed"`` (alembic.ini at the repository root; it uses
-AGENT_TOOLS_DATABASE_URL), then review the generated file and move ``HEAD`` to it.
+AGENT_TOOLS_DATABASE_URL), then review the generated file and move ``HEAD`` to it (``HEAD`` lives in
+:mod:`agent_tools._store.transcript_rows`, which clients load without SQLAlchemy).
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, inspect, text
 
+from agent_tools._store.transcript_rows import HEAD
+
 if TYPE_CHECKING:
     from alembic.config import Config
 
 BASELINE = "0001"
-# The newest revision (tests/test_migrations.py checks it against the revisions). Knowing it here lets a
-# store that is already current skip loading Alembic, a third of a second at every worker and CLI start.
-HEAD = "0008"
 # Two workers starting on one new PostgreSQL database must not both create it.
 _PG_LOCK_KEY = 0x41475453  # "AGTS"
 # Tables of the baseline schema: their presence without alembic_version marks a pre-migrations database.
