@@ -1,5 +1,5 @@
 """Bench: one session waits on askUser for 30 simulated days while a loop ticks hourly, a message arrives
-every hour and a subscriber follows its progress.
+every hour and a subscriber follows its progress between the skips.
 
     python bench/long_wait.py                 # 30 days, the session's history budget at 500 events
     python bench/long_wait.py --days 3 --budget 300
@@ -98,6 +98,71 @@ async def until(check: Any, timeout: float, what: str) -> None:
         await asyncio.sleep(0.05)
 
 
+class Subscriber:
+    """Follows the session's progress stream across continue-as-new by the stream's poll query, as
+    ``SessionHandle.progress`` does, and stops asking while the driver moves the clock: the test server holds
+    its clock still while a query is in flight, and for good when the query's caller gives up on it."""
+
+    def __init__(self, client: Any, session_id: str, figures: Figures) -> None:
+        self._handle = client.temporal.get_workflow_handle(session_id)
+        self._figures = figures
+        self._next_offset = 0
+        self._open = asyncio.Event()
+        self._asking = asyncio.Lock()  # held while a query is in flight
+        self._open.set()
+        self._task = asyncio.create_task(self._follow())
+
+    async def _follow(self) -> None:
+        from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
+        from temporalio.contrib.workflow_streams import PollInput, PollResult
+
+        from agent_tools._progress_poll import POLL_QUERY
+
+        while True:
+            await self._open.wait()
+            async with self._asking:
+                if not self._open.is_set():
+                    continue
+                closed = (await self._handle.describe()).status != WorkflowExecutionStatus.RUNNING
+                try:
+                    result: PollResult | None = await self._handle.query(
+                        POLL_QUERY,
+                        PollInput(topics=["progress"], from_offset=self._next_offset),
+                        result_type=PollResult,
+                    )
+                except WorkflowQueryFailedError:
+                    result = None  # a run being replaced answers on its next run
+            if result is not None:
+                self._figures.progress_items += len(result.items)
+                self._next_offset = result.next_offset
+                if closed and not result.more_ready:
+                    return
+            await asyncio.sleep(0.1)
+
+    async def pause(self) -> None:
+        """Return once no query is in flight, and ask none until :meth:`resume`."""
+        self._open.clear()
+        async with self._asking:
+            pass
+
+    def resume(self) -> None:
+        self._open.set()
+
+    async def settle(self, items: int, *, timeout: float) -> None:
+        """Give the subscriber until ``items`` items have been seen in all, or ``timeout`` seconds (a turn
+        may publish nothing new yet): what it misses now it reads after the next skip."""
+        deadline = time.monotonic() + timeout
+        while self._figures.progress_items < items and time.monotonic() < deadline:
+            if self._task.done():
+                self._task.result()  # a failed poll fails the bench
+                return
+            await asyncio.sleep(0.05)
+
+    async def finished(self, *, timeout: float) -> None:
+        """Wait for the stream to end, as it does once the session has closed and its last items were read."""
+        await asyncio.wait_for(self._task, timeout)
+
+
 async def long_wait(env: Any, settings: Any, *, hours: int, budget: int = 500) -> Figures:
     """Drive one session through ``hours`` simulated hours parked on askUser; return the figures."""
     from agent_tools.testing import write_script
@@ -121,14 +186,15 @@ async def long_wait(env: Any, settings: Any, *, hours: int, budget: int = 500) -
 
             await until(asked, 60, "the question")
 
-            async def follow() -> None:
-                async for _event in handle.progress():
-                    figures.progress_items += 1
-
-            subscriber = asyncio.create_task(follow())
+            subscriber = Subscriber(client, handle.id, figures)
             for hour in range(hours):
+                # No query may be in flight while the test server moves its clock: one that is holds the
+                # clock still, and under load the skip then times out. The subscriber pauses for the skip.
+                await subscriber.pause()
                 await skip_time(env, 3600)
+                subscriber.resume()
                 await handle.send(f"hourly message {hour}")
+                await subscriber.settle(figures.progress_items + 1, timeout=5)
             assert [q.question for q in await handle.pending_questions()] == [QUESTION["question"]]
             await handle.answer_questions({QUESTION["question"]: "SQLite"})
 
@@ -142,8 +208,7 @@ async def long_wait(env: Any, settings: Any, *, hours: int, budget: int = 500) -
             await until(answered, 120, "the answer to complete the askUser call")
             await handle.stop("bench done")
             await handle.result()
-            subscriber.cancel()
-            await asyncio.gather(subscriber, return_exceptions=True)
+            await subscriber.finished(timeout=60)
             figures.runs = await chain_sizes(env.client, handle.id, first_run)
     figures.seconds = time.monotonic() - started
     return figures
@@ -167,11 +232,13 @@ def report(figures: Figures) -> str:
 
 
 def check(figures: Figures) -> None:
-    """The bench's bound: the largest run below a tenth of the warning limits, one result for the call."""
+    """The bench's bound: the largest run below a tenth of the warning limits, one result for the call, and
+    progress seen by the subscriber."""
     assert figures.largest_events < WARN_EVENTS // 10, figures.runs
     assert figures.largest_bytes < WARN_BYTES // 10, figures.runs
     assert len(figures.ask_results) == 1 and "SQLite" in figures.ask_results[0], figures.ask_results
     assert figures.answer_message is not None and "SQLite" in figures.answer_message
+    assert figures.progress_items > 0, "the subscriber saw no progress"
 
 
 async def main() -> None:
