@@ -482,11 +482,10 @@ async def main() -> None:
                         project = projects[(name, k, path)]
                         raw_results.append(await run_raw_phase(temporal, raw_queue(k), n, conc))
                         ingresses = [https[(path, j)] for j in range(k)]
-                        results.append(
-                            await run_phase(
-                                project, f"{TOKEN}-{project}", clients[k], ingresses, n, conc, path, args.other_waits
-                            )
+                        phase = run_phase(
+                            project, f"{TOKEN}-{project}", clients[k], ingresses, n, conc, path, args.other_waits
                         )
+                        results.append(await measured_phase([servers[(path, j)][0] for j in range(k)], phase))
                         print_pair(results[-1], raw_results[-1])  # as it comes: a failed later round keeps it
             for client in clients.values():
                 await client.close()
@@ -501,6 +500,32 @@ async def main() -> None:
                 proc.kill()
         await env.shutdown()
     report(results, raw_results, paths, scales)
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user and system) the process has used, from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, all) clock ticks of every core since boot, from ``/proc/stat``."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # idle and iowait are not busy
+
+
+async def measured_phase(ingresses: list[subprocess.Popen[Any]], phase: Any) -> dict[str, Any]:
+    """``phase``'s result with what it cost: the ingress processes' CPU per event, and how busy the machine's
+    cores were meanwhile (the worker, the server and the bench share them with the ingress)."""
+    cpu_before = sum(process_cpu(p.pid) for p in ingresses)
+    busy_before, all_before = machine_ticks()
+    result: dict[str, Any] = await phase
+    busy, every = machine_ticks()
+    result["ingress_cpu_ms_per_event"] = (
+        (sum(process_cpu(p.pid) for p in ingresses) - cpu_before) * 1000 / result["sessions"]
+    )
+    result["machine_busy"] = (busy - busy_before) / max(every - all_before, 1)
+    return result
 
 
 def spread(values: list[float]) -> str:
@@ -529,7 +554,8 @@ def print_pair(r: dict[str, Any], raw: dict[str, Any]) -> None:
     print(
         f"{'':>8}  events/raw: reached {r['reached_events_per_s'] / raw['reached_events_per_s']:.2f}x "
         f"(target >= 0.5x), sessions done {r['delivered_events_per_s'] / raw['delivered_events_per_s']:.2f}x, "
-        f"signal p50 latency {r['signal_ms_p50'] / raw['signal_ms_p50']:.2f}x"
+        f"signal p50 latency {r['signal_ms_p50'] / raw['signal_ms_p50']:.2f}x; ingress CPU "
+        f"{r['ingress_cpu_ms_per_event']:.1f} ms per event, cores busy {r['machine_busy']:.0%} during the phase"
     )
 
 
@@ -547,7 +573,9 @@ def report(
                 f"{phase:>8} [{path}] scale {k}, medians of {len(mine)} rounds: events/raw reached {spread(reached)} "
                 f"(target >= 0.5x), sessions done {spread(done)}, signal p50 latency {spread(lat)}; reached "
                 f"{rates([r for r, _ in mine])}/s, raw "
-                f"{rates([raw for _, raw in mine])}/s"
+                f"{rates([raw for _, raw in mine])}/s; ingress CPU per event "
+                f"{' '.join(format(r['ingress_cpu_ms_per_event'], '.1f') for r, _ in mine)} ms, cores busy "
+                f"{' '.join(format(r['machine_busy'], '.0%') for r, _ in mine)}"
             )
     for path in paths:
         one = [r for r in results if r["phase"] == "burst" and r["path"] == path and r["scale"] == 1]
