@@ -3,6 +3,7 @@ ends."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -36,3 +37,15 @@ def dev_server_and_workers(port: int) -> Iterator[list[subprocess.Popen[bytes]]]
 def start_worker(env: dict[str, str], cli: str = CLI) -> subprocess.Popen[bytes]:
     """``agent-tools worker`` of the install ``cli`` with ``env``, its output discarded."""
     return subprocess.Popen([cli, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a running process has used, from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, all) clock ticks of every core since boot, from ``/proc/stat``."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # idle and iowait are not busy

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -502,27 +503,17 @@ async def main() -> None:
     report(results, raw_results, paths, scales)
 
 
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user and system) the process has used, from ``/proc``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def machine_ticks() -> tuple[int, int]:
-    """(busy, all) clock ticks of every core since boot, from ``/proc/stat``."""
-    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # idle and iowait are not busy
-
-
-async def measured_phase(ingresses: list[subprocess.Popen[Any]], phase: Any) -> dict[str, Any]:
+async def measured_phase(ingresses: list[subprocess.Popen[Any]], phase: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     """``phase``'s result with what it cost: the ingress processes' CPU per event, and how busy the machine's
     cores were meanwhile (the worker, the server and the bench share them with the ingress)."""
-    cpu_before = sum(process_cpu(p.pid) for p in ingresses)
+    from bench._processes import cpu_seconds, machine_ticks  # ROOT is on the path from main() on
+
+    cpu_before = sum(cpu_seconds(p.pid) for p in ingresses)
     busy_before, all_before = machine_ticks()
-    result: dict[str, Any] = await phase
+    result = await phase
     busy, every = machine_ticks()
     result["ingress_cpu_ms_per_event"] = (
-        (sum(process_cpu(p.pid) for p in ingresses) - cpu_before) * 1000 / result["sessions"]
+        (sum(cpu_seconds(p.pid) for p in ingresses) - cpu_before) * 1000 / result["sessions"]
     )
     result["machine_busy"] = (busy - busy_before) / max(every - all_before, 1)
     return result

@@ -113,10 +113,9 @@ class Subscriber:
         self._task = asyncio.create_task(self._follow())
 
     async def _follow(self) -> None:
-        from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
-        from temporalio.contrib.workflow_streams import PollInput, PollResult
+        from temporalio.client import WorkflowExecutionStatus
 
-        from agent_tools._progress_poll import POLL_QUERY
+        from agent_tools._progress_poll import _poll
 
         while True:
             await self._open.wait()
@@ -124,14 +123,7 @@ class Subscriber:
                 if not self._open.is_set():
                     continue
                 closed = (await self._handle.describe()).status != WorkflowExecutionStatus.RUNNING
-                try:
-                    result: PollResult | None = await self._handle.query(
-                        POLL_QUERY,
-                        PollInput(topics=["progress"], from_offset=self._next_offset),
-                        result_type=PollResult,
-                    )
-                except WorkflowQueryFailedError:
-                    result = None  # a run being replaced answers on its next run
+                result = await _poll(self._handle, "progress", self._next_offset)  # None: ask again
             if result is not None:
                 self._figures.progress_items += len(result.items)
                 self._next_offset = result.next_offset

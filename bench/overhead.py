@@ -37,13 +37,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CLK = os.sysconf("SC_CLK_TCK")
+from bench._processes import cpu_seconds  # noqa: E402 - the standard library only
+
 SEQUENTIAL_RUNS = 10
-
-
-def proc_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
 
 
 def proc_peak_rss_mb(pid: int) -> float:
@@ -188,13 +184,13 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
         )  # fmt: skip
         await waiting.result()
         # Its CPU too: on a loaded machine the wall clock mostly measures the wait for a core.
-        return proc, time.perf_counter() - spawned, proc_cpu_seconds(proc.pid)
+        return proc, time.perf_counter() - spawned, cpu_seconds(proc.pid)
 
     proc, startup, startup_cpu = await spawn_worker(-2)
     # Warm up once so that imports and connection set-up are not billed to the measured sessions.
     await one(-1)
     rss_warm = proc_rss_mb(proc.pid)
-    cpu0 = proc_cpu_seconds(proc.pid)
+    cpu0 = cpu_seconds(proc.pid)
     t0 = time.perf_counter()
     if concurrency == 1:
         # One at a time, several times over: /proc counts CPU in 10 ms ticks, too coarse for one session.
@@ -202,7 +198,7 @@ async def run_config(address: str, mode: str, turns: int, concurrency: int, work
     else:
         results = list(await asyncio.gather(*(one(i) for i in range(concurrency))))
     wall = time.perf_counter() - t0
-    cpu = proc_cpu_seconds(proc.pid) - cpu0
+    cpu = cpu_seconds(proc.pid) - cpu0
     rss = proc_peak_rss_mb(proc.pid)
     sessions = len(results)
     histories = [await client.get_workflow_handle(wid).fetch_history() for _, wid in results[:5]]
