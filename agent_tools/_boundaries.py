@@ -209,8 +209,8 @@ def limit(
     The schema is what the model sees, and :func:`schema_problems` enforces it where arguments enter, so the
     two cannot drift. The limits live in the schema rather than as pydantic constraints because workflow code
     validates the workflow-native tools' arguments on replay too: a pydantic constraint added to such a model
-    would refuse, on replay, a call that a recorded history accepted (a non-deterministic replay). The schema
-    check applies to histories begun after it (see ``AgentSession.bounded_inputs``).
+    would refuse, on replay, a call that a recorded history accepted (a non-deterministic replay). A limit
+    changed after 1.0.0 is therefore a workflow change, guarded by a patch id.
     """
     extra: dict[str, Any] = {}
     if chars is not None:

@@ -72,7 +72,7 @@ async def milestones(handle: SessionHandle) -> tuple[datetime | None, datetime |
         if loaded is None and (
             (scheduled and ev.activity_task_scheduled_event_attributes.activity_type.name == ACTIVITY_LOAD_EVENT)
             or is_local_load_event(ev)
-            # An event that rode in its delivery (patch inline-event) needs no load: the next model step is
+            # An event that rode in its delivery needs no load: the next model step is
             # the session's next activity.
             or (scheduled and signalled is not None)
         ):
@@ -83,7 +83,7 @@ async def milestones(handle: SessionHandle) -> tuple[datetime | None, datetime |
 
 
 def is_local_load_event(ev: Any) -> bool:
-    """The marker of ``load_event`` run as a local activity (patch ``load-event-local``). Its time is the
+    """The marker of ``load_event`` run as a local activity. Its time is the
     workflow task's completion, as an ActivityTaskScheduled event's is, but after the load has run: the
     stricter of the two."""
     if ev.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:

@@ -1,11 +1,13 @@
 """Record the histories that the replay test keeps checking: run each scenario on an embedded dev server
-and save its history under tests/histories/.
+and save its history under tests/histories/<version>/, the installed package's version.
 
-    python -m tests.record_histories            # re-record after an intended workflow change
+    python -m tests.record_histories            # at a release: the sessions of that release
 
-A changed workflow that no longer replays these histories would break running sessions on upgrade:
-that is what the replay test catches. Re-record only when the change is meant to be incompatible (and
-version the workflow then).
+Every scenario waits in one of the states a session can wait in (askUser, an approval, a loop's timer,
+an event, a sub-agent, continue-as-new in the middle of a wait, a structured-output retry) and then
+finishes. The histories of every release from 1.0.0 on replay in CI on every later commit: a workflow
+change that no longer replays them would break sessions waiting across an upgrade, so it needs a patch id
+(named in CHANGELOG.md). A release's recorded histories are never re-recorded.
 """
 
 from __future__ import annotations
@@ -25,11 +27,14 @@ from agent_tools._devserver import start_dev_server
 from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._settings import Settings
 from agent_tools._user_tools import tool
+from agent_tools._version import package_version
 from agent_tools._worker import build_worker
 from agent_tools.testing import write_script
 from tests.support.polling import eventually
 
 HISTORIES = Path(__file__).parent / "histories"
+# The first release's sessions: what the compatibility promise starts from.
+RELEASED = HISTORIES / "1.0.0"
 
 
 @tool
@@ -220,6 +225,27 @@ async def scenario_streamed_text(client: AgentToolsClient, script: Callable[[lis
     return handle.id
 
 
+async def scenario_loop_timer(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
+    """A loop of two ticks a second apart: the session waits on the loop's durable timer between them."""
+    model = script(
+        [
+            {"turns": [
+                {"say": "", "tool_calls": [
+                    {"name": "createLoop", "arguments": {"prompt": "poll", "interval_seconds": 1, "max_turns": 2}}
+                ]},
+                {"say": "created"},
+                {"say": "polled"},
+            ], "repeat_last": True},
+        ]
+    )  # fmt: skip
+    handle = await client.start_session(
+        "poll", model=model, tools=["createLoop"], options={"loop_min_interval_seconds": 1},
+        session_id=f"replay-loop-{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+    await handle.result()
+    return handle.id
+
+
 async def scenario_structured_output(client: AgentToolsClient, script: Callable[[list[Any]], str]) -> str:
     """A session with an output schema: the first answer is not JSON and goes back with the error."""
     model = script([{"say": "three days"}, {"say": '{"days": 3}'}])
@@ -321,6 +347,7 @@ SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Aw
     "session_subagent_and_goal": scenario_subagent_and_goal,
     "session_streamed_text": scenario_streamed_text,
     "session_structured_output": scenario_structured_output,
+    "session_loop_timer": scenario_loop_timer,
     "session_budget_reached": scenario_budget_reached,
     "session_tool_approval": scenario_tool_approval,
     "session_ask_user_mid_wait": scenario_ask_user_mid_wait,
@@ -331,15 +358,27 @@ SCENARIOS: dict[str, Callable[[AgentToolsClient, Callable[[list[Any]], str]], Aw
 
 async def save_chain(temporal: Client, name: str, wid: str) -> None:
     """Every run of the chain (continue-as-new) is a history of its own."""
-    async for wf in temporal.list_workflows(f"WorkflowId = '{wid}'"):
+
+    async def runs() -> list[Any]:
+        return [wf async for wf in temporal.list_workflows(f"WorkflowId = '{wid}'")]
+
+    listed = await eventually(runs, timeout=30, interval=0.2, what=f"{wid} in the visibility store")
+    for wf in listed:
         history = await temporal.get_workflow_handle(wid, run_id=wf.run_id).fetch_history()
-        path = HISTORIES / f"{name}.{wf.run_id[:8]}.json"
+        path = HISTORIES / package_version() / f"{name}.{wf.run_id[:8]}.json"
         path.write_text(json.dumps(json.loads(history.to_json()), indent=1))
         print("recorded", path.name)
 
 
-async def record_event_wait(client: AgentToolsClient, settings: Settings, script: Callable[[list[Any]], str]) -> None:
-    """A session waiting on an event delivered through the real ingress, and the EventRouter that routed it."""
+async def record_event_wait(
+    client: AgentToolsClient,
+    settings: Settings,
+    script: Callable[[list[Any]], str],
+    *,
+    name: str = "session_event_wait",
+) -> None:
+    """A session waiting on an event delivered through the real ingress, and with ``direct_delivery`` off the
+    EventRouter that routed it."""
     from agent_tools.contracts._events.contract import router_workflow_id
     from tests.support.events import TOKEN, ingress, subscribed
 
@@ -367,8 +406,9 @@ async def record_event_wait(client: AgentToolsClient, settings: Settings, script
             )
             assert resp.status_code == 202, resp.text
         await handle.result()
-        await save_chain(client.temporal, "session_event_wait", handle.id)
-        await save_chain(client.temporal, "router_event_wait", router_workflow_id("acme", project))
+        await save_chain(client.temporal, name, handle.id)
+        if not settings.events.direct_delivery:
+            await save_chain(client.temporal, "router_event_wait", router_workflow_id("acme", project))
 
 
 async def record_event_wait_mid_wait(
@@ -407,7 +447,7 @@ async def record_event_wait_mid_wait(
 
 
 async def record(names: list[str] | None = None) -> None:
-    HISTORIES.mkdir(exist_ok=True)
+    (HISTORIES / package_version()).mkdir(parents=True, exist_ok=True)
     env = await start_dev_server(ui=False)
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -433,6 +473,19 @@ async def record(names: list[str] | None = None) -> None:
                 if not names or "event_wait_mid_wait" in names:
                     await record_event_wait_mid_wait(client, settings, script)
                 await client.close()
+            if not names or "event_wait_routed" in names:
+                routed = settings.model_copy(
+                    update={
+                        "events": settings.events.model_copy(update={"direct_delivery": False}),
+                        "task_queue": "routed",
+                    }
+                )
+                plugin = AgentToolsPlugin(routed, tools=[lookup])
+                temporal = await Client.connect(env.client.service_client.config.target_host, plugins=[plugin])
+                async with build_worker(temporal, plugin):
+                    client = AgentToolsClient(temporal, routed)
+                    await record_event_wait(client, routed, script, name="session_event_wait_routed")
+                    await client.close()
     finally:
         await env.shutdown()
 

@@ -10,33 +10,45 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _patch_ids() -> dict[str, str]:
+def _patch_ids(root: Path) -> dict[str, str]:
     """Every patch id in the package, by where it is: ``PATCH_*`` constants and literals passed to ``patched``."""
     found: dict[str, str] = {}
-    for path in sorted((ROOT / "agent_tools").rglob("*.py")):
+    for path in sorted((root / "agent_tools").rglob("*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
                 names = [t.id for t in node.targets if isinstance(t, ast.Name)]
                 if any(n.startswith("PATCH_") for n in names) and isinstance(node.value.value, str):
-                    found[node.value.value] = f"{path.relative_to(ROOT)}:{node.lineno}"
+                    found[node.value.value] = f"{path.relative_to(root)}:{node.lineno}"
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "patched":
                 for arg in node.args:
                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                        found[arg.value] = f"{path.relative_to(ROOT)}:{node.lineno}"
+                        found[arg.value] = f"{path.relative_to(root)}:{node.lineno}"
     return found
 
 
-def test_the_scan_finds_the_known_patch_ids() -> None:
-    """A scan that found nothing would pass any changelog."""
-    ids = _patch_ids()
-    assert {"lean-start", "lean-start-2", "tool-approvals", "router-batched-delivery"} <= set(ids), ids
+def test_the_scan_finds_patch_ids(tmp_path: Path) -> None:
+    """A scan that found nothing would pass any changelog: it finds both spellings in a module."""
+    package = tmp_path / "agent_tools"
+    package.mkdir()
+    (package / "m.py").write_text('PATCH_X = "x-constant"\nif workflow.patched("x-literal"):\n    pass\n')
+    assert set(_patch_ids(tmp_path)) == {"x-constant", "x-literal"}
+
+
+def test_no_patch_id_predates_the_baseline() -> None:
+    """1.0.0 folded every earlier patch into its baseline: none of their ids may come back."""
+    folded = {
+        "bounded-inputs", "strict-tool-arguments", "prepare-as-local-activity", "continue-as-new-mid-wait",
+        "loop-interval-floor", "tool-approvals", "approval-parked-wait", "load-event-local", "inline-event",
+        "router-batched-delivery", "lean-start", "lean-start-2", "todo-several-in-progress",
+    }  # fmt: skip
+    assert folded.isdisjoint(_patch_ids(ROOT)), sorted(folded & set(_patch_ids(ROOT)))
 
 
 def test_every_patch_id_is_in_the_changelog() -> None:
     text = (ROOT / "CHANGELOG.md").read_text()
     listed = set(re.findall(r"^- `([a-z0-9-]+)`:", text, flags=re.MULTILINE))
-    missing = {pid: where for pid, where in _patch_ids().items() if pid not in listed}
+    missing = {pid: where for pid, where in _patch_ids(ROOT).items() if pid not in listed}
     assert missing == {}, f"patch ids the changelog does not list (add each with the change it guards): {missing}"
 
 

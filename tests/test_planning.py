@@ -9,7 +9,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
@@ -112,9 +111,7 @@ async def test_todo_write_replaces_the_list_and_accepts_several_in_progress(
         assert "[~] a" in await current_details(handle) and "[~] Doing b" in await current_details(handle)
         history = await handle.workflow.fetch_history()
     assert [len(t) for t in seen] == [1, 2]
-    # The run recorded the patch marker and replays on the current code.
-    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
-    assert any(b"todo-several-in-progress" in e.SerializeToString() for e in markers)
+    # The run replays on the current code.
     await Replayer(workflows=[], plugins=[AgentToolsPlugin(Settings(agents_file=None))]).replay_workflow(history)
 
 

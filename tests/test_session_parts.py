@@ -95,10 +95,6 @@ class FakePort:
         return False
 
     @property
-    def bounded_inputs(self) -> bool:
-        return True
-
-    @property
     def logger(self) -> logging.LoggerAdapter[logging.Logger]:
         return logging.LoggerAdapter(logging.getLogger("fake-port"))
 

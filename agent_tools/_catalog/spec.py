@@ -86,33 +86,29 @@ class ToolSpec:
         """JSON Schema of the arguments, trimmed of pydantic's titles that only cost tokens."""
         return _schema_of(self.args_model)
 
-    def validate_arguments(self, arguments: dict[str, Any], *, limits: bool = True, strict: bool = True) -> BaseModel:
+    def validate_arguments(self, arguments: dict[str, Any]) -> BaseModel:
         """Parse arguments; raises ``pydantic.ValidationError``.
 
-        ``limits``: also check the limits of :meth:`parameters_schema` (lengths, counts, ranges), the schema the
-        model saw. Workflow code passes False when replaying a history begun before the limits existed.
-        ``strict``: refuse parameters the schema does not name (with the valid ones) and anything but true or
+        Also checks the limits of :meth:`parameters_schema` (lengths, counts, ranges), the schema the model
+        saw, and refuses parameters the schema does not name (with the valid ones) and anything but true or
         false where it says boolean; pydantic would drop the first and read ``"yes"`` as true. Numeric strings
-        (``"10"`` for an integer) stay accepted: harmless, and models write them. Workflow code passes False
-        when replaying a history begun before this check. An MCP server's own schema is its contract.
+        (``"10"`` for an integer) stay accepted: harmless, and models write them. An MCP server's own schema
+        is its contract.
         """
-        if strict and self.capability != "mcp" and isinstance(arguments, dict):
+        if self.capability != "mcp" and isinstance(arguments, dict):
             problems = strict_problems(self.parameters_schema(), arguments)
             if problems:
                 raise _as_validation_error(self.name, problems)
         try:
             parsed = self.args_model.model_validate(arguments)
         except ValidationError as exc:
-            if not limits:
-                raise
             raise limit_error(self.name, self.parameters_schema(), arguments, also=exc) or exc from None
-        if limits:
-            # Checked on the parsed arguments: the contracts' own normalisation (trimming, a ref taken out of
-            # a pasted pointer, a timeout capped as the document says) comes first.
-            dumped = parsed.model_dump(mode="json", fallback=lambda _value: None)  # sentinels (MCP) read as unset
-            error = limit_error(self.name, self.parameters_schema(), dumped)
-            if error is not None:
-                raise error
+        # Checked on the parsed arguments: the contracts' own normalisation (trimming, a ref taken out of a
+        # pasted pointer, a timeout capped as the document says) comes first.
+        dumped = parsed.model_dump(mode="json", fallback=lambda _value: None)  # sentinels (MCP) read as unset
+        error = limit_error(self.name, self.parameters_schema(), dumped)
+        if error is not None:
+            raise error
         return parsed
 
     def summary(self, arguments: dict[str, Any]) -> str:

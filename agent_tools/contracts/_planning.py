@@ -34,9 +34,6 @@ MIN_LOOP_INTERVAL_SECONDS = 1
 DEFAULT_LOOP_FLOOR_SECONDS = 5
 """Cost control: the shortest interval a loop may have unless ``options.loop_min_interval_seconds`` says
 otherwise (a tick is a model turn; a loop every second would spend tokens for nothing)."""
-LEGACY_LOOP_FLOOR_SECONDS = 60
-"""The floor before it was configurable; histories recorded before the ``loop-interval-floor`` patch."""
-PATCH_LOOP_FLOOR = "loop-interval-floor"
 MAX_LOOP_INTERVAL_SECONDS = 30 * 24 * 3600
 DEFAULT_LOOP_TURNS = 10
 MAX_LOOP_TURNS = 1000
@@ -68,18 +65,6 @@ class TodoWriteArgs(BaseModel):
         description=f"Todo item list (complete replacement; at most {LIST_ITEMS} items)",
         **limit(items=LIST_ITEMS),
     )
-
-
-PATCH_SEVERAL_IN_PROGRESS = "todo-several-in-progress"
-"""Histories begun before it refused a list with two in_progress items; they replay with that refusal."""
-
-
-def several_in_progress_refusal(todos: list[TodoItem]) -> str | None:
-    """The refusal histories begun before ``PATCH_SEVERAL_IN_PROGRESS`` gave a list with two active items."""
-    active = [t.content for t in todos if t.status == "in_progress"]
-    if len(active) > 1:
-        return f"at most one todo may be in_progress at a time, got {len(active)}: {active}"
-    return None
 
 
 def in_progress_hint(todos: list[TodoItem]) -> str:

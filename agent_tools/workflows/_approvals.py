@@ -66,21 +66,12 @@ from agent_tools.workflows._base import (
 )
 from agent_tools.workflows._port import CapabilityPart, SessionPort, query, signal, update
 
-# Marks histories that may wait for approvals; it is only ever reached by a call that needs one, and
-# sessions recorded before approvals existed have none, so their replay never meets it.
-PATCH_APPROVALS = "tool-approvals"
-# Marks histories whose approval waits are parked waits (a run may continue-as-new while a call waits for
-# its approval). Asked at the very start of ``AgentSession.run``, like the mid-wait patch, for the same reason.
-PATCH_APPROVAL_PARKED = "approval-parked-wait"
-
 
 class ApprovalsPart(CapabilityPart):
     """The approval gate of tool calls, the ``decide_approval`` update and signal, and their queries."""
 
     def __init__(self, port: SessionPort) -> None:
         super().__init__(port)
-        # Whether approval waits are parked waits (:data:`PATCH_APPROVAL_PARKED`); set at the start of ``run``.
-        self.park = False
         # The approvals a call of this run waits on (run-local: a new run starts with none).
         self._waiters: set[str] = set()
 
@@ -92,7 +83,7 @@ class ApprovalsPart(CapabilityPart):
 
     async def await_approval(self, call: ToolCall) -> tuple[ToolCallOutput | None, str | None]:
         """Wait for a decision on this call: (the tool error when it must not run, the approval id when it may)."""
-        if not self._needs_approval(call) or not self.port.patched(PATCH_APPROVALS):
+        if not self._needs_approval(call):
             return None, None
         approvals = self.config.approvals
         assert approvals is not None
@@ -135,8 +126,8 @@ class ApprovalsPart(CapabilityPart):
                 approvers=pending.approvers,
             )
         # A parked wait: the run may continue-as-new while the call waits, and the new run resumes
-        # it (``resume_approval``). Histories begun before that hand approvals over never park them.
-        parked = self.port.parked_call(call, "approval", approval_id) if self.park else None
+        # it (``resume_approval``).
+        parked = self.port.parked_call(call, "approval", approval_id)
         return await self._decide_call(call, approval_id, timeout, seconds, parked)
 
     async def resume_approval(self, parked: ParkedCall, call: ToolCall) -> tuple[ToolCallOutput | None, str | None]:

@@ -104,40 +104,6 @@ def tool_error(text: str) -> ToolCallOutput:
     return ToolCallOutput(content=text, is_error=True)
 
 
-# Histories begun with this marker check the limits of the tools' schemas and of client input (see
-# agent_tools._boundaries.limit); recorded ones replay with the rules they ran with.
-PATCH_BOUNDED_INPUTS = "bounded-inputs"
-# Histories begun with this marker refuse unknown tool parameters and "yes" for a boolean;
-# before it, such arguments were accepted, and recorded runs replay that way.
-PATCH_STRICT_ARGUMENTS = "strict-tool-arguments"
-# Runs begun with this one marker have the patches below without asking for them: each marker cost a cached
-# run two history events (the SDK core upserts the TemporalChangeVersion search attribute with it), and a
-# session asked five before it first waited. Asked first thing in ``AgentSession.run``; a run that has it also
-# sets its first search attributes in one command (``AgentSession._flush_attributes``).
-PATCH_LEAN_START = "lean-start"
-# What it stands for: every patch the session asked when it was added (their constants live with their code).
-LEAN_START_IMPLIES = frozenset(
-    {
-        "continue-as-new-mid-wait",
-        "approval-parked-wait",
-        "prepare-as-local-activity",
-        PATCH_BOUNDED_INPUTS,
-        PATCH_STRICT_ARGUMENTS,
-        "loop-interval-floor",
-    }
-)
-# The next fold: runs begun with this marker instead have every patch above and the three a session asked
-# for itself since (an approval's wait, an event loaded in a local activity, an event that rode in its
-# delivery). The last of them cost each woken session a marker and its TemporalChangeVersion upsert, two
-# history events and a visibility update per event delivered. Asked before ``lean-start``; a history without
-# it asks that, and each later patch, as before.
-PATCH_LEAN_START_2 = "lean-start-2"
-LEAN_START_2_IMPLIES = LEAN_START_IMPLIES | {"tool-approvals", "load-event-local", "inline-event"}
-# Patches added since, asked for themselves until a next marker folds them in. Each is asked only on the
-# rare path it guards (a todo list with several items in progress), so a session records its marker then.
-ASKED_ITSELF = frozenset({"todo-several-in-progress"})
-
-
 # One ExecutionPolicy object per distinct policy in a worker's process: every session of a worker decodes the
 # same policy with its config (seven call policies), and a cached session
 # keeps its config for its life. Policies are frozen models, so a shared one cannot change under a session.

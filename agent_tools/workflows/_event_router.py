@@ -29,10 +29,8 @@ from temporalio.common import RetryPolicy
 
 from agent_tools.contracts._events.contract import (
     ACTIVITY_DELIVER_EVENTS,
-    PATCH_ROUTER_BATCHED_DELIVERY,
     ROUTER_WORKFLOW,
     SIGNAL_EVENT,
-    SIGNAL_EVENT_ARRIVED,
     SIGNAL_SUBSCRIBE,
     DeliverEventsInput,
     DeliverEventsOutput,
@@ -153,12 +151,8 @@ class EventRouter:
             self.state.subscriptions = keep
         if not deliveries:
             return
-        if workflow.patched(PATCH_ROUTER_BATCHED_DELIVERY):
-            batch = [SessionDelivery(session_id=s, delivery=d) for s, d in deliveries]
-            self._track(asyncio.create_task(self._deliver_batch(batch)))
-            return
-        for session_id, delivery in deliveries:  # histories recorded before the patch
-            self._track(asyncio.create_task(self._deliver(session_id, delivery)))
+        batch = [SessionDelivery(session_id=s, delivery=d) for s, d in deliveries]
+        self._track(asyncio.create_task(self._deliver_batch(batch)))
 
     def _track(self, task: asyncio.Task[None]) -> None:
         self._inflight.add(task)
@@ -176,11 +170,3 @@ class EventRouter:
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
         )
         self.state.delivered += out.delivered
-
-    async def _deliver(self, session_id: str, delivery: EventDelivery) -> None:
-        try:
-            await workflow.get_external_workflow_handle(session_id).signal(SIGNAL_EVENT_ARRIVED, delivery)
-        except Exception as exc:  # the session ended meanwhile: nothing waits any more
-            workflow.logger.info("event %s not delivered to %s: %s", delivery.event_id, session_id, exc)
-            return
-        self.state.delivered += 1

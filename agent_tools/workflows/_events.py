@@ -19,8 +19,6 @@ from agent_tools._spill import should_spill
 from agent_tools.contracts._events.contract import (
     ACTIVITY_LOAD_EVENT,
     ACTIVITY_SUBSCRIBE,
-    PATCH_INLINE_EVENT,
-    PATCH_LOAD_EVENT_LOCAL,
     EventDelivery,
     EventWait,
     EventWaitState,
@@ -173,22 +171,19 @@ class EventsPart(CapabilityPart):
         carried = delivery.inline_event()
         if carried is not None:
             content, data = received_result(load, carried)
-            # Rendered here when it needs no artifact (a spilled result is written by load_event). Asked only
-            # for a delivery that carries its event, so the other deliveries record no marker; a history
-            # whose worker loaded a carried event anyway (one from before this) replays that load.
-            if not should_spill(content, ref.spill_threshold, exempt=False) and self.port.patched(PATCH_INLINE_EVENT):
+            # Rendered here when it needs no artifact (a spilled result is written by load_event).
+            if not should_spill(content, ref.spill_threshold, exempt=False):
                 return ToolCallOutput(content=content, data=data)
-        # A local activity since the patch: one store read (and a spill of a large event), which as a regular
-        # activity cost a round trip through the server and a workflow task of its own before the next step.
-        local = self.port.patched(PATCH_LOAD_EVENT_LOCAL)
+        # A local activity: one store read (and a spill of a large event), which as a regular activity would
+        # cost a round trip through the server and a workflow task of its own before the next step.
         try:
             loaded: ToolCallOutput = await self.port.execute_activity(
                 ACTIVITY_LOAD_EVENT,
                 load,
                 result_type=ToolCallOutput,
                 summary=f"event {delivery.kind}",
-                options=local_call_options(engine) if local else call_options(engine),
-                local=local,
+                options=local_call_options(engine),
+                local=True,
             )
             return loaded
         except ActivityError as exc:

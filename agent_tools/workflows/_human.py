@@ -9,10 +9,7 @@ answer instead, since a signal cannot be refused). Both keep unanswered question
 
 import asyncio
 from datetime import datetime, timedelta
-from typing import Any
 
-from pydantic import ValidationError
-from temporalio import workflow
 from temporalio.common import RawValue
 
 from agent_tools._activity_io import ToolCallOutput
@@ -173,13 +170,6 @@ class HumanPart(CapabilityPart):
 
     def signal_answer_questions(self, payload: RawValue) -> None:
         # Decoded by hand (read_signal), so that every rejected signal is recorded.
-        if not self.port.bounded_inputs:
-            try:
-                legacy = workflow.payload_converter().from_payload(payload.payload, dict[str, Any])
-            except Exception:
-                return  # what the SDK did with such a signal before: dropped
-            self._legacy_signal_answers(legacy)
-            return
         size = len(payload.payload.data)
         try:
             request = read_signal(
@@ -200,18 +190,6 @@ class HumanPart(CapabilityPart):
         del self.state.human.rejected[:-MAX_REJECTED_KEPT]
         self.port.publish("answer", via="signal", rejected=True, reason=reason)
         self.touch()
-
-    def _legacy_signal_answers(self, payload: dict[str, Any]) -> None:
-        """Signalled answers as histories begun before ``bounded-inputs`` recorded them (kept for replay)."""
-        try:
-            request = AnswerQuestions.model_validate(payload)
-            self._apply_answers(request, "signal")
-        except (AnswerRejected, ValidationError) as exc:
-            reason = str(exc) if isinstance(exc, AnswerRejected) else f"malformed answers: {exc.errors()[0]['msg']}"
-            self.state.human.rejected.append(RejectedAnswer(at=self.now_iso(), reason=reason, payload=payload))
-            del self.state.human.rejected[:-MAX_REJECTED_KEPT]
-            self.port.publish("answer", via="signal", rejected=True, reason=reason)
-            self.touch()
 
     def query_pending_questions(self) -> list[PendingQuestion]:
         return self.state.human.pending_questions()

@@ -24,9 +24,6 @@ from agent_tools._session_names import QUERY_GOALS, QUERY_LOOPS, QUERY_PLANNING_
 from agent_tools.contracts._planning import (
     ACTIVITY_JUDGE_GOAL,
     DEFAULT_LOOP_FLOOR_SECONDS,
-    LEGACY_LOOP_FLOOR_SECONDS,
-    PATCH_LOOP_FLOOR,
-    PATCH_SEVERAL_IN_PROGRESS,
     CompleteGoalArgs,
     CompleteLoopArgs,
     CreateGoalArgs,
@@ -51,7 +48,6 @@ from agent_tools.contracts._planning import (
     render_goals,
     render_loops,
     render_todos,
-    several_in_progress_refusal,
 )
 from agent_tools.workflows._base import MODEL_NON_RETRYABLE, call_options, failure_detail, tool_error
 from agent_tools.workflows._native import NativeHandler
@@ -93,10 +89,6 @@ class PlanningPart(CapabilityPart):
     # ---- todoWrite ----------------------------------------------------------------------------------
 
     async def _tool_todo_write(self, args: TodoWriteArgs, call: ToolCall) -> ToolCallOutput:
-        refusal = several_in_progress_refusal(args.todos)
-        # Asked only for a list with several active items, so every other history replays without a marker.
-        if refusal is not None and not self.port.patched(PATCH_SEVERAL_IN_PROGRESS):
-            return tool_error(f"Invalid arguments for todoWrite: (arguments): Value error, {refusal}")
         self.state.planning.todos = list(args.todos)
         self.port.publish("todos", todos=[t.model_dump() for t in args.todos])
         self.port.refresh_details()
@@ -273,9 +265,7 @@ class PlanningPart(CapabilityPart):
         return self.config.options.loop_min_interval_seconds or DEFAULT_LOOP_FLOOR_SECONDS
 
     async def _tool_create_loop(self, args: CreateLoopArgs, call: ToolCall) -> ToolCallOutput:
-        # Histories begun before the floor was configurable replay with the 60 s they ran with.
-        floor = self._loop_floor() if self.port.patched(PATCH_LOOP_FLOOR) else LEGACY_LOOP_FLOOR_SECONDS
-        refusal = loop_interval_refusal(args.interval_seconds, floor)
+        refusal = loop_interval_refusal(args.interval_seconds, self._loop_floor())
         if refusal is not None:
             return tool_error(refusal)
         p = self.state.planning

@@ -64,13 +64,8 @@ class SessionPort(Protocol):
         """Whether the session has been told to stop."""
         ...
 
-    @property
-    def bounded_inputs(self) -> bool:
-        """Whether this run checks client input against the limits (a patch of its own)."""
-        ...
-
     def patched(self, patch_id: str) -> bool:
-        """``workflow.patched``, answered without a marker for the patches the run's lean start implies."""
+        """``workflow.patched``: where a capability asks the patch id of a change made after 1.0.0."""
         ...
 
     def now(self) -> datetime:

@@ -79,15 +79,9 @@ from agent_tools._session_names import (
 from agent_tools._session_start import SessionStart
 from agent_tools._stream_state import dump_stream_state, load_stream_state
 from agent_tools.contracts._output import next_output_step
-from agent_tools.workflows._approvals import PATCH_APPROVAL_PARKED, ApprovalsPart
+from agent_tools.workflows._approvals import ApprovalsPart
 from agent_tools.workflows._base import (
-    LEAN_START_2_IMPLIES,
-    LEAN_START_IMPLIES,
     MODEL_NON_RETRYABLE,
-    PATCH_BOUNDED_INPUTS,
-    PATCH_LEAN_START,
-    PATCH_LEAN_START_2,
-    PATCH_STRICT_ARGUMENTS,
     PROGRESS_KINDS,
     InflightStep,
     call_options,
@@ -109,10 +103,6 @@ R = TypeVar("R")
 P = TypeVar("P", bound=CapabilityPart)
 
 BUILTIN_SPECS = {s.name: s for s in builtin_specs()}
-# Marks histories whose prepare step ran as a local activity (see ``_prepare``).
-PATCH_LOCAL_PREPARE = "prepare-as-local-activity"
-# Marks histories whose runs may continue-as-new in the middle of a turn parked on a durable wait.
-PATCH_MID_WAIT_CAN = "continue-as-new-mid-wait"
 # A client message's meta: small, shallow (it is kept in the inbox and carried by continue-as-new).
 MAX_META_DEPTH = 8
 # Progress items carried across continue-as-new for late subscribers.
@@ -167,13 +157,8 @@ class AgentSession:
         self._turn_task: asyncio.Task[None] | None = None
         self._last_answer: str | None = None
         self._step_position = 0
-        self._attributes_due: dict[str, SearchAttributeUpdate[Any]] | None = None
-        # Whether this run checks input limits and strict tool arguments (each a patch, asked when first needed).
-        self._bounded_inputs: bool | None = None
-        self._strict_arguments: bool | None = None
-        # The patches this run's lean-start marker stands for; set first thing in ``run``.
-        self._implied_patches: frozenset[str] = frozenset()
-        self._mid_wait_can = False
+        # A run's first search attributes (the tree's and the first status) go in one command.
+        self._attributes_due: dict[str, SearchAttributeUpdate[Any]] | None = {}
         # The step in progress, and whether the run is handing it to its successor (continue-as-new mid-wait).
         self._inflight: InflightStep | None = None
         self._handover = False
@@ -200,20 +185,6 @@ class AgentSession:
 
     @workflow.run
     async def run(self, input: RawValue) -> SessionResult:
-        # Sessions begun before continue-as-new mid-wait replay without it (it adds commands mid-turn). Asked
-        # first thing: a patch asked for right after the prepare local activity is not yet known on replay
-        # when that activity's marker closed the previous workflow task.
-        # Before them all, the one marker that stands for them in runs begun since (base.PATCH_LEAN_START_2,
-        # or in runs begun before it base.PATCH_LEAN_START, which stands for fewer).
-        if workflow.patched(PATCH_LEAN_START_2):
-            self._implied_patches = LEAN_START_2_IMPLIES
-        elif workflow.patched(PATCH_LEAN_START):
-            self._implied_patches = LEAN_START_IMPLIES
-        self._mid_wait_can = self.patched(PATCH_MID_WAIT_CAN)
-        # Approval waits became parked waits after that (histories between the two hand none of them over).
-        self.approvals.park = self._mid_wait_can and self.patched(PATCH_APPROVAL_PARKED)
-        # A lean run's first search attributes (the tree's and the first status) go in one command.
-        self._attributes_due = {} if self._implied_patches else None
         if self._config is None:
             await self._first_run_start()
         self._keep_only_what_runs_need()
@@ -264,7 +235,7 @@ class AgentSession:
         the request for as long as the session lives."""
         request = self.request
         assert request is not None  # dropped only once the config is resolved
-        refusal = self._input_error or (request_problems(request) if self.bounded_inputs else None)
+        refusal = self._input_error or request_problems(request)
         if refusal is not None:
             self.state.inbox.clear()
             self.state.status = SessionStatus.failed
@@ -288,14 +259,11 @@ class AgentSession:
         args = PrepareInput(session_id=info.workflow_id, request=request, run_chain=info.first_execution_run_id)
         # Before the config exists the worker's policy is not known yet: prepare runs on the defaults.
         options = local_call_options(ExecutionPolicy().engine)
-        out: PrepareOutput
-        if self.patched(PATCH_LOCAL_PREPARE):
-            # A local activity: a few milliseconds of store work that would otherwise cost a round trip
-            # through the server (and three history events) before the first model step.
-            out = await workflow.execute_local_activity(ACTIVITY_PREPARE, args, result_type=PrepareOutput, **options)
-        else:
-            # Sessions started before the patch replay their prepare as the activity it was.
-            out = await workflow.execute_activity(ACTIVITY_PREPARE, args, result_type=PrepareOutput, **options)
+        # A local activity: a few milliseconds of store work that would otherwise cost a round trip through the
+        # server (and three history events) before the first model step.
+        out: PrepareOutput = await workflow.execute_local_activity(
+            ACTIVITY_PREPARE, args, result_type=PrepareOutput, **options
+        )
         return out
 
     async def _loop(self) -> None:
@@ -363,15 +331,14 @@ class AgentSession:
         return info.is_continue_as_new_suggested() or bool(budget and info.get_current_history_length() >= budget)
 
     def _idle_handover_due(self) -> bool:
-        return self._mid_wait_can and self._stop_reason is None and self._continue_as_new_wanted()
+        return self._stop_reason is None and self._continue_as_new_wanted()
 
     def _handover_due(self) -> bool:
         """Whether the run should continue-as-new now, in the middle of the turn: every tool call of the step
         still out is parked in a durable wait (none has woken and resumed) and a new run is wanted."""
         step = self._inflight
         return (
-            self._mid_wait_can
-            and not self._handover
+            not self._handover
             and self._stop_reason is None
             and step is not None
             and step.all_out_parked()
@@ -645,7 +612,7 @@ class AgentSession:
         handler = self._native.get(call.name)
         if handler is not None and spec is not None:
             try:
-                args = spec.validate_arguments(call.arguments, limits=self.bounded_inputs, strict=self.strict_arguments)
+                args = spec.validate_arguments(call.arguments)
             except ValidationError as exc:
                 out = ToolCallOutput(content=spec.invalid_arguments(call.name, exc), is_error=True)
             else:
@@ -812,23 +779,17 @@ class AgentSession:
 
     @workflow.signal(name=SIGNAL_SEND_MESSAGE)
     def signal_send_message(self, message: SendMessage) -> None:
-        refusal = self._message_refusal(message) if self.bounded_inputs else None
+        refusal = self._message_refusal(message)
         if refusal is not None:
             # A signal cannot be refused: it is dropped, said in the log and on the progress stream.
             workflow.logger.warning("send_message signal dropped: %s", refusal)
             self.publish("input_rejected", input="send_message", reason=refusal[:500])
             return
-        if self.bounded_inputs:
-            self._accept_message(message)
-        else:
-            self.enqueue(Trigger(kind=message.kind, content=message.content, meta=message.meta))
+        self._accept_message(message)
 
     @workflow.update(name=UPDATE_SEND_MESSAGE)
     def update_send_message(self, message: SendMessage) -> SendMessageAccepted:
-        if self.bounded_inputs:
-            self._accept_message(message)
-        else:
-            self.enqueue(Trigger(kind=message.kind, content=message.content, meta=message.meta))
+        self._accept_message(message)
         return SendMessageAccepted(position=len(self.state.inbox) - 1, queued_behind=len(self.state.inbox) - 1)
 
     @update_send_message.validator
@@ -911,26 +872,8 @@ class AgentSession:
         return workflow.logger
 
     def patched(self, patch_id: str) -> bool:
-        """``workflow.patched``, true without a marker for the patches a lean-start run stands for.
-
-        A handler that runs before ``run`` (a signal in the first activation) asks the patch itself, as it
-        always did; its replay asks in the same order.
-        """
-        return patch_id in self._implied_patches or workflow.patched(patch_id)
-
-    @property
-    def strict_arguments(self) -> bool:
-        """Whether native tools refuse unknown parameters and non-boolean flags (:data:`PATCH_STRICT_ARGUMENTS`)."""
-        if self._strict_arguments is None:
-            self._strict_arguments = self.patched(PATCH_STRICT_ARGUMENTS)
-        return self._strict_arguments
-
-    @property
-    def bounded_inputs(self) -> bool:
-        """Whether this run checks the input limits added with :data:`PATCH_BOUNDED_INPUTS`."""
-        if self._bounded_inputs is None:
-            self._bounded_inputs = self.patched(PATCH_BOUNDED_INPUTS)
-        return self._bounded_inputs
+        """``workflow.patched``: the one place a workflow change made after 1.0.0 asks its patch id."""
+        return workflow.patched(patch_id)
 
     def now(self) -> datetime:
         return workflow.now()

@@ -1,5 +1,5 @@
 """``event_arrived`` with hostile input, as a raw client can send it: a delivery that carries its event
-(patch ``inline-event``) is rendered by the session itself, so what it carries must never fail a workflow
+is rendered by the session itself, so what it carries must never fail a workflow
 task. Undecodable deliveries are dropped by the SDK and the session goes on waiting; a decodable one that is
 too deep, too large or names another event is read from the store instead; NUL bytes and huge numbers are
 rendered (JSON escapes the one, Python's int holds the other). Lone surrogates never get that far: pydantic's

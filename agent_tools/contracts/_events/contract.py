@@ -34,12 +34,6 @@ SIGNAL_EVENT_ARRIVED = session_names.SIGNAL_EVENT_ARRIVED
 ACTIVITY_SUBSCRIBE = "agent_tools.events.subscribe"
 ACTIVITY_LOAD_EVENT = "agent_tools.events.load_event"
 ACTIVITY_DELIVER_EVENTS = "agent_tools.events.deliver"
-# The router signals a batch's sessions from one local activity instead of one command per session.
-PATCH_ROUTER_BATCHED_DELIVERY = "router-batched-delivery"
-# A session reads the event it received in a local activity instead of a regular one.
-PATCH_LOAD_EVENT_LOCAL = "load-event-local"
-# Marks histories whose session rendered an event that rode in its delivery (no load_event in between).
-PATCH_INLINE_EVENT = "inline-event"
 # An event whose stored record is at most this many characters of JSON rides in the ingress's delivery
 # (and the backlog check's): the woken session renders its result itself, without the store read that
 # otherwise runs between the event's arrival and the next model step. A larger one never enters the
