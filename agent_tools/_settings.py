@@ -11,11 +11,7 @@ underscore) still work for one release, below the new names, with a warning nami
 
 from __future__ import annotations
 
-import json
 import os
-import types
-import typing
-import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +22,7 @@ from pydantic_settings import (
     DotEnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from agent_tools._budget import BudgetSettings
@@ -53,7 +50,7 @@ __all__ = [
     "WebConfig",
 ]
 
-# The capability sections, by field name; their legacy variables were AGENT_TOOLS_<SECTION>_<FIELD>.
+# The capability sections, by field name; variables AGENT_TOOLS_<SECTION>_<FIELD> were read until 1.0.0.
 SECTIONS: dict[str, type[BaseModel]] = {
     "web": WebConfig,
     "events": EventSettings,
@@ -61,7 +58,6 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "sandbox": SandboxSettings,
     "skills": SkillsSettings,
 }
-_warned: set[str] = set()
 
 DEMO_SCRIPT = Path(__file__).parent / "demo" / "demo_script.yaml"
 
@@ -182,13 +178,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Sources merge section by section: a legacy variable fills only the fields no new name sets.
         return (
             init_settings,
             env_settings,
             dotenv_settings,
-            LegacySectionNames(settings_cls, dotenv_settings),
-            (file_secret_settings),
+            RemovedSectionNames(settings_cls, dotenv_settings),
+            file_secret_settings,
         )
 
     def default_model(self) -> str:
@@ -210,11 +205,11 @@ class Settings(BaseSettings):
         return [*self.disabled_tools, *self.org_disabled_tools.get(organisation, [])]
 
 
-class LegacySectionNames(PydanticBaseSettingsSource):
-    """``AGENT_TOOLS_<SECTION>_<FIELD>`` (one underscore), from the environment or ``.env``, into the section.
+class RemovedSectionNames(PydanticBaseSettingsSource):
+    """Refuses ``AGENT_TOOLS_<SECTION>_<FIELD>`` (one underscore), from the environment or ``.env``.
 
-    Read the way pydantic-settings reads a complex field: JSON for lists, dicts and models, text otherwise.
-    Each name warns once per process, naming its replacement.
+    Those names were read, with a warning, until 1.0.0. Ignoring one now would drop a setting without a word,
+    so reading settings fails instead, naming the variable and its replacement.
     """
 
     def __init__(self, settings_cls: type[BaseSettings], dotenv: PydanticBaseSettingsSource) -> None:
@@ -225,41 +220,15 @@ class LegacySectionNames(PydanticBaseSettingsSource):
         return None, field_name, False  # __call__ reads whole sections
 
     def __call__(self) -> dict[str, Any]:
-        found: dict[str, str] = {}
+        found = {k.lower() for k in os.environ}
         if isinstance(self._dotenv, DotEnvSettingsSource):
-            found.update({k.lower(): v for k, v in self._dotenv.env_vars.items() if v is not None})
-        found.update({k.lower(): v for k, v in os.environ.items()})
-        sections: dict[str, Any] = {}
-        for section, model in SECTIONS.items():
-            for name, field in model.model_fields.items():
-                raw = found.get(f"agent_tools_{section}_{name}")
-                if raw is None:
-                    continue
-                old, new = f"AGENT_TOOLS_{section}_{name}".upper(), f"AGENT_TOOLS_{section}__{name}".upper()
-                if old not in _warned:
-                    _warned.add(old)
-                    warnings.warn(
-                        f"{old} is deprecated and will stop working in the next release: set {new}",
-                        FutureWarning,
-                        stacklevel=2,
-                    )
-                sections.setdefault(section, {})[name] = _decode(raw, field)
-        return sections
-
-
-def _decode(raw: str, field: FieldInfo) -> Any:
-    if not _is_complex(field.annotation):
-        return raw
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw  # validation then names the field and what it expected
-
-
-def _is_complex(annotation: Any) -> bool:
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return any(_is_complex(arg) for arg in typing.get_args(annotation) if arg is not type(None))
-    if origin in (list, dict, tuple, set):
-        return True
-    return isinstance(annotation, type) and issubclass(annotation, (BaseModel, list, dict))
+            found.update(k.lower() for k, v in self._dotenv.env_vars.items() if v is not None)
+        renames = [
+            f"AGENT_TOOLS_{section}_{name} -> AGENT_TOOLS_{section}__{name}".upper()
+            for section, model in SECTIONS.items()
+            for name in model.model_fields
+            if f"agent_tools_{section}_{name}" in found
+        ]
+        if renames:
+            raise SettingsError(f"settings names removed in 1.0.0 are set; rename them: {', '.join(renames)}")
+        return {}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
-from agent_tools import _settings as settings_module
 from agent_tools._policy import ExecutionPolicy
 from agent_tools._settings import SECTIONS, Settings
 from agent_tools.activities._services import Services
@@ -23,14 +23,13 @@ from agent_tools.contracts._web.config import WebConfig
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No AGENT_TOOLS_* of the machine running the tests, no .env of the repository, every warning anew."""
+    """No AGENT_TOOLS_* of the machine running the tests, no .env of the repository."""
     import os
 
     for name in list(os.environ):
         if name.startswith("AGENT_TOOLS_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(settings_module, "_warned", set())
 
 
 def test_every_capability_is_a_section_of_settings() -> None:
@@ -107,46 +106,25 @@ def test_sections_from_dot_env(tmp_path: Path) -> None:
     assert Settings(_env_file=None).web.searxng_url is None  # type: ignore[call-arg]
 
 
-def test_legacy_names_work_with_a_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", "http://searx.legacy")
-    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", '["searxng"]')
-    monkeypatch.setenv("AGENT_TOOLS_WEB_ALLOW_LOOPBACK", "true")  # was Settings.web_allow_loopback
+def test_removed_names_are_refused_with_their_replacements(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One-underscore section names were read until 1.0.0: now they stop the settings with the new name,
+    rather than being dropped without a word."""
+    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", "http://searx.old")
     monkeypatch.setenv("AGENT_TOOLS_EVENTS_TOKENS", '{"acme/web": "tok-1234567890"}')
-    monkeypatch.setenv("AGENT_TOOLS_MEMORY_CONTEXT_LIMIT", "3")
-    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_LIMITS", '{"output_chars": 5000}')
-    (tmp_path / ".env").write_text("AGENT_TOOLS_SKILLS_DIR=/srv/legacy-skills\n")
-    with pytest.warns(FutureWarning) as caught:
-        s = Settings()
-    assert s.web.searxng_url == "http://searx.legacy" and s.web.search_engines == ["searxng"]
-    assert s.web.allow_loopback is True and s.events.project_for_token("tok-1234567890") == ("acme", "web")
-    assert s.memory.context_limit == 3 and s.sandbox.limits.output_chars == 5000
-    assert s.skills.dir == Path("/srv/legacy-skills")
-    messages = sorted(str(w.message) for w in caught)
-    assert len(messages) == 7
-    assert any(
-        "AGENT_TOOLS_WEB_SEARXNG_URL is deprecated" in m and "set AGENT_TOOLS_WEB__SEARXNG_URL" in m for m in messages
-    )
-    # Once per process: reading the settings again does not repeat the warning.
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert Settings().web.searxng_url == "http://searx.legacy"
-
-
-def test_new_names_win_over_legacy_ones_field_by_field(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARXNG_URL", "http://searx.legacy")
-    monkeypatch.setenv("AGENT_TOOLS_WEB_THIN_RESULTS", "9")
-    monkeypatch.setenv("AGENT_TOOLS_WEB__SEARXNG_URL", "http://searx.new")
-    with pytest.warns(FutureWarning):
-        s = Settings(_env_file=None)  # type: ignore[call-arg]
-    assert (s.web.searxng_url, s.web.thin_results) == ("http://searx.new", 9)
-
-
-def test_a_bad_legacy_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pydantic import ValidationError
-
-    monkeypatch.setenv("AGENT_TOOLS_WEB_SEARCH_ENGINES", "searxng,brave")  # not JSON
-    with pytest.warns(FutureWarning), pytest.raises(ValidationError, match=r"web\.search_engines"):
+    with pytest.raises(SettingsError) as caught:
         Settings(_env_file=None)  # type: ignore[call-arg]
+    message = str(caught.value)
+    assert "AGENT_TOOLS_WEB_SEARXNG_URL -> AGENT_TOOLS_WEB__SEARXNG_URL" in message
+    assert "AGENT_TOOLS_EVENTS_TOKENS -> AGENT_TOOLS_EVENTS__TOKENS" in message
+    assert "tok-1234567890" not in message  # names only: a value may be a secret
+
+
+def test_a_removed_name_in_dot_env_is_refused(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("AGENT_TOOLS_SKILLS_DIR=/srv/old-skills\n")
+    with pytest.raises(SettingsError, match="AGENT_TOOLS_SKILLS_DIR -> AGENT_TOOLS_SKILLS__DIR"):
+        Settings()
+    (tmp_path / ".env").write_text("AGENT_TOOLS_SKILLS__DIR=/srv/new-skills\n")
+    assert Settings().skills.dir == Path("/srv/new-skills")
 
 
 async def test_a_worker_reads_the_settings_it_was_given(tmp_path: Path) -> None:
