@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
+import tarfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -22,62 +22,31 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from agent_tools._version import package_version
 from agent_tools.testing import write_script
+from tests.support.wheel import ROOT, build_dists, copy_sources, venv_with
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = Path(__file__).parent / "fixtures" / "host_app"
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The distribution's wheel, built from this checkout."""
-    out = tmp_path_factory.mktemp("wheel")
-    # From a copy of the sources: setuptools keeps a build/ folder in the tree it builds, and files it
-    # left there by an earlier build (of an older layout) would end up in the wheel.
-    source = tmp_path_factory.mktemp("source") / "src"
-    shutil.copytree(
-        ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", "tests")
-    )
-    # No build isolation: setuptools is in the test environment, and nothing may download here.
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (found,) = out.glob("durable_agent_tools-*.whl")
-    return found
+def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The distribution's sdist and wheel, built from this checkout as a release is."""
+    source = copy_sources(ROOT, tmp_path_factory.mktemp("source") / "src")
+    return build_dists(source, tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture(scope="module")
+def wheel(dists: tuple[Path, Path]) -> Path:
+    return dists[1]
 
 
 @pytest.fixture(scope="module")
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv with the wheel installed, not editable.
-
-    Its dependencies come from the test environment's site-packages through a ``.pth`` path line (pip would
-    otherwise download them all again); a path line does not run that directory's own ``.pth`` files, so
-    the test environment's editable install of this checkout stays invisible.
-    """
-    home = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(home)], check=True, timeout=120)
-    python = home / "bin" / "python"
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    )
-    (site / "zz_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return home
+    """A fresh virtualenv with the wheel installed, not editable."""
+    return venv_with(wheel, tmp_path_factory.mktemp("venv"))
 
 
 def test_wheel_installs_one_top_level_name(wheel: Path) -> None:
@@ -92,8 +61,10 @@ def test_wheel_installs_one_top_level_name(wheel: Path) -> None:
     assert "agent_tools/_store/migrations/script.py.mako" in names
 
 
-def test_wheel_metadata_is_complete(wheel: Path) -> None:
-    """What an index shows of the release: licence, classifiers, extras, the typed marker; twine accepts it."""
+def test_wheel_metadata_is_complete(dists: tuple[Path, Path]) -> None:
+    """What an index shows of the release: version, licence, classifiers, extras, the typed marker; twine
+    accepts both distributions."""
+    sdist, wheel = dists
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         meta_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
@@ -102,16 +73,23 @@ def test_wheel_metadata_is_complete(wheel: Path) -> None:
     fields: dict[str, list[str]] = {}
     for key, value in headers:
         fields.setdefault(key, []).append(value)
+    assert fields["Version"] == [package_version()]
     assert fields["License-Expression"] == ["MIT"]
     assert fields["License-File"] == ["LICENSE"]
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    assert "Typing :: Typed" in fields["Classifier"]
+    assert {"Typing :: Typed", "Development Status :: 5 - Production/Stable"} <= set(fields["Classifier"])
     assert {"postgres", "tracing"} <= set(fields["Provides-Extra"])
     assert fields["Requires-Python"] == [">=3.11"]
     assert "agent_tools/py.typed" in names
     assert meta.split("\n\n", 1)[1].startswith("# "), "the README is the long description"
+    with tarfile.open(sdist) as tf:
+        members = tf.getnames()
+    root = sdist.name.removesuffix(".tar.gz")
+    assert {f"{root}/PKG-INFO", f"{root}/pyproject.toml", f"{root}/LICENSE", f"{root}/agent_tools/py.typed"} <= set(
+        members
+    )
     checked = subprocess.run(
-        [sys.executable, "-m", "twine", "check", "--strict", str(wheel)], capture_output=True, text=True
+        [sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 

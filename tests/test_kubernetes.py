@@ -20,6 +20,7 @@ from typer.main import get_command
 from agent_tools._cli import app
 from agent_tools._connection import resolve
 from agent_tools._settings import Settings
+from agent_tools._version import package_version
 from tests.support.deploy import ROOT, answers, free_port, setting_exists, start, stop, temporal_reads
 from tests.support.tls_proxy import SERVER_NAME, SecuredTemporal, secured_endpoint
 
@@ -152,7 +153,9 @@ async def test_the_worker_container_runs_against_a_secured_temporal(
         ready = await answers(worker, log, f"http://127.0.0.1:{health}/readyz")
         assert ready.json()["checks"] == {"temporal": "ok", "store": "ok", "polling": "ok"}
         assert "temporal_" in (await answers(worker, log, f"http://127.0.0.1:{metrics}/metrics")).text
-        assert f"worker deployment {env['AGENT_TOOLS_DEPLOYMENT_NAME']}, build 0.1.0" in log.read_text()
+        build = env["AGENT_TOOLS_DEPLOYMENT_BUILD_ID"]  # the manifest's, the release's version
+        assert build == package_version()
+        assert f"worker deployment {env['AGENT_TOOLS_DEPLOYMENT_NAME']}, build {build}" in log.read_text()
     finally:
         assert await stop(worker) == 0, log.read_text()[-3000:]
     assert "PollWorkflowTaskQueue" in secured.log.read_text()
