@@ -6,6 +6,8 @@
     python bench/askuser_memory.py --sessions 150 --profile   # where the sessions' Python memory went
     python bench/askuser_memory.py --sessions 500 --cache 10 --batches 5   # RSS as the waiting count grows
     python bench/askuser_memory.py --sessions 300 --workflow-threads 4     # a smaller workflow task executor
+    python bench/askuser_memory.py --sessions 300 --batches 2 --components  # the worker's memory by part
+    python bench/askuser_memory.py --sessions 300 --components --trace-python   # ... with the Python heap
 
 Starts an embedded Temporal dev server and a worker in a subprocess (so that its RSS is the worker's
 alone), warms the worker up with one session, starts N sessions whose scripted model calls askUser, waits
@@ -27,6 +29,12 @@ waits: the slope past the first batch is what one more waiting session costs, wi
 once under load (its threads, pools, and the heap the first burst of work leaves mapped). Every session's
 history is then read for activity attempts past the first (a model step run twice).
 
+``--components`` also reads, in both workers, the memory by part (``memory_parts``: glibc malloc's chunks
+in use and free, pymalloc's arenas, the resident rest) at the baseline and with all waiting, before and after
+the trim, and prints each part's growth per waiting workflow, engine / bare, with the size of one waiting
+workflow's history (events, bytes, payload bytes). ``--trace-python`` adds tracemalloc from the baseline on
+in both workers: the Python heap's total (its own tables inflate the RSS of that run).
+
 ``--profile`` runs the engine once with ``tracemalloc`` in the worker and prints the Python allocations the
 waiting sessions hold, by line, by file and by traceback. tracemalloc sees Python's heap only; for the rest
 (the SDK core's Rust state, protobuf arenas, pydantic-core) run a worker under memray with native traces
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import json
 import os
 import shutil
@@ -124,20 +133,28 @@ async def run_bare_worker(address: str, task_queue: str, cache: int) -> None:
     )  # fmt: skip
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, collect_and_trim)
     async with worker:
         print("READY", flush=True)
         await stop.wait()
 
 
-async def drive_bare(env: Any, n: int, cache: int, batches: int = 1) -> tuple[int, float | None]:
-    """RSS with N bare workflows waiting minus RSS after one warm-up (KiB), and the KiB each waiting one
-    adds past the first batch (None with one batch)."""
+async def drive_bare(
+    env: Any, n: int, cache: int, batches: int = 1, components: bool = False
+) -> tuple[int, float | None, dict[str, Any]]:
+    """RSS with N bare workflows waiting minus RSS after one warm-up (KiB), the KiB each waiting one adds
+    past the first batch (None with one batch), and with ``components`` the memory by part per waiting
+    workflow and the size of one waiting workflow's history (``parts_per_waiting``, ``history_size``)."""
     from bench.bare_waiter import BareWaiter
 
     tmp = Path(tempfile.mkdtemp(prefix="askuser-bare-"))
     task_queue = f"bare-{uuid.uuid4().hex[:8]}"
     address = env.client.service_client.config.target_host
-    proc = await start_worker(("--bare-worker", address, task_queue, str(cache)), tmp / "worker.log")
+    stats_path = tmp / "parts.jsonl"
+    proc = await start_worker(
+        ("--bare-worker", address, task_queue, str(cache)), tmp / "worker.log",
+        env={STATS_ENV: str(stats_path)} if components else {},
+    )  # fmt: skip
     client = env.client
     try:
         warm = await client.start_workflow(BareWaiter.run, "warm", id=f"{task_queue}-warm", task_queue=task_queue)
@@ -145,6 +162,9 @@ async def drive_bare(env: Any, n: int, cache: int, batches: int = 1) -> tuple[in
         await warm.result()
         await asyncio.sleep(1.0)
         baseline = rss_kib(proc.pid)
+        if components:  # as the engine's run does: the baseline's parts, then a trim
+            proc.send_signal(signal.SIGUSR2)
+            await asyncio.sleep(1.0)
         sem = asyncio.Semaphore(100)
 
         async def start(i: int) -> Any:
@@ -167,6 +187,9 @@ async def drive_bare(env: Any, n: int, cache: int, batches: int = 1) -> tuple[in
             await asyncio.sleep(2.0)
             series.append((len(handles), rss_kib(proc.pid)))
         waiting = series[-1][1]
+        extra: dict[str, Any] = {}
+        if components:
+            extra = await read_components(proc, stats_path, n, handles[0])
 
         async def answer(h: Any) -> None:
             async with sem:
@@ -175,7 +198,7 @@ async def drive_bare(env: Any, n: int, cache: int, batches: int = 1) -> tuple[in
         await asyncio.gather(*(answer(h) for h in handles))
         results = await asyncio.gather(*(h.result() for h in handles))
         assert all(r.endswith("dayjs") for r in results)
-        return waiting - baseline, marginal(series)
+        return waiting - baseline, marginal(series), extra
     finally:
         await stop_worker(proc)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -216,6 +239,8 @@ async def run_worker(address: str, task_queue: str, database_url: str, model: st
 
 
 PROFILE_ENV = "AGENT_TOOLS_BENCH_PROFILE"
+STATS_ENV = "AGENT_TOOLS_BENCH_STATS"
+TRACE_ENV = "AGENT_TOOLS_BENCH_TRACE_PYTHON"
 THREADS_ENV = "AGENT_TOOLS_BENCH_WORKFLOW_THREADS"
 
 
@@ -230,12 +255,83 @@ def workflow_threads() -> dict[str, Any]:
 
 def collect_and_trim() -> None:
     """SIGUSR2: a full collection, then glibc hands its free pages back to the system. RSS after it is what
-    the waiting sessions hold; before it, also the heap the work before the wait left freed but mapped."""
-    import ctypes
+    the waiting sessions hold; before it, also the heap the work before the wait left freed but mapped.
+    With ``--components`` it appends the worker's memory by part (``memory_parts``) before and after to the
+    file ``STATS_ENV`` names, and with ``--trace-python`` the first one starts tracemalloc."""
     import gc
 
+    stats = os.environ.get(STATS_ENV)
+    if stats:
+        write_parts(Path(stats), "before_trim")
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
+    if stats:
+        write_parts(Path(stats), "after_trim")
+        if os.environ.get(TRACE_ENV):
+            import tracemalloc
+
+            if not tracemalloc.is_tracing():
+                tracemalloc.start(1)  # one frame: the least slowdown; only the total is read
+
+
+def write_parts(path: Path, when: str) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps({"when": when, **memory_parts()}) + "\n")
+
+
+class MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (2.33 on), summed over all its arenas."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()
+    ]
+
+
+def memory_parts() -> dict[str, int]:
+    """The worker's memory by part, in bytes: RSS (anonymous, file-backed), glibc malloc's heap (in use, free
+    but kept, mmapped chunks: the SDK core's Rust, upb's protobuf arenas, pydantic-core and Python's large
+    objects all allocate there), pymalloc's arenas and the blocks in use in them (Python's objects up to 512
+    bytes), the anonymous RSS beyond malloc's chunks in use and pymalloc's arenas (free heap still resident,
+    thread stacks), and, while tracemalloc runs (pymalloc then reports nothing), the Python allocations made
+    since it started and tracemalloc's own memory."""
+    import re
+    import tracemalloc
+
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    parts = {k.lower(): int(status[k].split()[0]) * 1024 for k in ("VmRSS", "RssAnon", "RssFile")}
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = MallInfo2
+    m = libc.mallinfo2()
+    parts |= {"malloc_in_use": m.uordblks, "malloc_free": m.fordblks, "malloc_mmapped": m.hblkhd}
+    parts["malloc_system"] = m.arena + m.hblkhd
+    # pymalloc prints its statistics to the C-level stderr: sent to a file while it does.
+    with tempfile.TemporaryFile("w+") as out:
+        saved = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+
+    def figure(label: str) -> int:
+        found = re.search(rf"^{re.escape(label)}\s*=\s*([\d,]+)", text, re.M)
+        return int(found.group(1).replace(",", "")) if found else 0
+
+    arenas = re.search(r"^(\d+) arenas \* (\d+) bytes/arena", text, re.M)
+    if arenas:
+        parts["pymalloc_arenas"] = int(arenas.group(1)) * int(arenas.group(2))
+        parts["pymalloc_in_use"] = figure("# bytes in allocated blocks")
+        heaps = parts["malloc_in_use"] + parts["malloc_mmapped"] + parts["pymalloc_arenas"]
+        parts["anon_beyond_heaps"] = parts["rssanon"] - heaps
+    if tracemalloc.is_tracing():
+        parts["python_traced"] = tracemalloc.get_traced_memory()[0]
+        parts["tracemalloc_own"] = tracemalloc.get_tracemalloc_memory()
+    return parts
 
 
 def install_profiler(out: Path) -> None:
@@ -289,7 +385,7 @@ async def wait_count(client: Any, query: str, want: int, timeout: float) -> floa
 
 
 async def drive(
-    env: Any, n: int, cache: int, root: Path = ROOT, profile: bool = False, batches: int = 1
+    env: Any, n: int, cache: int, root: Path = ROOT, profile: bool = False, batches: int = 1, components: bool = False
 ) -> dict[str, Any]:
     from agent_tools._client import AgentToolsClient
     from agent_tools._settings import Settings
@@ -303,9 +399,11 @@ async def drive(
     address = env.client.service_client.config.target_host
     worker_args = ("--worker", address, task_queue, database_url, model, str(cache))
     profile_path = tmp / "profile.txt"
+    stats_path = tmp / "parts.jsonl"
     proc = await start_worker(
-        worker_args, tmp / "worker-1.log", root, {PROFILE_ENV: str(profile_path)} if profile else {}
-    )
+        worker_args, tmp / "worker-1.log", root,
+        {PROFILE_ENV: str(profile_path)} if profile else {STATS_ENV: str(stats_path)} if components else {},
+    )  # fmt: skip
     cold = rss_kib(proc.pid)
     failed: BaseException | None = None
     try:
@@ -355,8 +453,11 @@ async def drive(
         all_waiting_seconds = time.monotonic() - started
         await asyncio.sleep(2.0)
         waiting = rss_kib(proc.pid)
-        proc.send_signal(signal.SIGUSR2)
-        await asyncio.sleep(2.0)
+        if components:
+            parts = await read_components(proc, stats_path, n, handles[0].workflow)
+        else:
+            proc.send_signal(signal.SIGUSR2)
+            await asyncio.sleep(2.0)
         trimmed = rss_kib(proc.pid)
         if profile:
             proc.send_signal(signal.SIGUSR1)
@@ -406,6 +507,7 @@ async def drive(
             "seconds_until_all_waiting": round(all_waiting_seconds, 1),
             "seconds_to_answer_all_by_update_fresh_worker": round(answer_seconds, 1),
             "seconds_until_all_completed": round(done_seconds, 1),
+            **(parts if components else {}),
         }
     except BaseException as exc:
         failed = exc
@@ -415,6 +517,57 @@ async def drive(
         await stop_worker(proc)
         if failed is None:
             shutil.rmtree(tmp, ignore_errors=True)  # kept (with the worker logs) when the run failed
+
+
+async def read_components(proc: Any, stats_path: Path, n: int, one: Any) -> dict[str, Any]:
+    """With N waiting: the worker's parts (``memory_parts``) before and after a trim, less the baseline's,
+    per waiting workflow in KiB; and the size of one waiting workflow's history (``one``, its handle)."""
+    proc.send_signal(signal.SIGUSR2)
+    for _ in range(100):
+        await asyncio.sleep(0.5)
+        lines = [json.loads(x) for x in stats_path.read_text().splitlines()] if stats_path.exists() else []
+        if len(lines) >= 4:
+            break
+    else:
+        raise RuntimeError(f"the worker wrote {len(lines)} of the 4 readings to {stats_path}")
+    base_before, base_after, wait_before, wait_after = lines[:4]
+
+    def per(wait: dict[str, int], base: dict[str, int]) -> dict[str, float]:
+        keys = [k for k in wait if k != "when"]
+        return {k: round((wait[k] - base.get(k, 0)) / n / 1024, 1) for k in keys}
+
+    return {
+        "parts_per_waiting": {"before_trim": per(wait_before, base_before), "after_trim": per(wait_after, base_after)},
+        "history_size": history_size(await one.fetch_history()),
+    }
+
+
+def history_size(history: Any) -> dict[str, int]:
+    """A run's history: events, serialized bytes, and bytes of the payloads in it (inputs, results, memos,
+    search attributes, headers)."""
+    events = history.events
+    return {
+        "events": len(events),
+        "bytes": sum(e.ByteSize() for e in events),
+        "payload_bytes": sum(payload_bytes(e) for e in events),
+    }
+
+
+def payload_bytes(msg: Any) -> int:
+    if msg.DESCRIPTOR.full_name == "temporal.api.common.v1.Payload":
+        return int(msg.ByteSize())
+    total = 0
+    for field, value in msg.ListFields():
+        if field.message_type is None:
+            continue
+        if field.message_type.GetOptions().map_entry:
+            if field.message_type.fields_by_name["value"].message_type is None:
+                continue
+            values = list(value.values())
+        else:
+            values = list(value) if field.is_repeated else [value]
+        total += sum(payload_bytes(v) for v in values)
+    return total
 
 
 async def count_attempts(handles: list[Any]) -> tuple[int, int]:
@@ -516,6 +669,14 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--before", type=Path, help="a checkout of older code, run first in every round")
     parser.add_argument(
+        "--components", action="store_true",
+        help="also the worker's memory by part (RSS, malloc, pymalloc) per waiting workflow, engine and bare",
+    )  # fmt: skip
+    parser.add_argument(
+        "--trace-python", action="store_true",
+        help="with --components: tracemalloc from the baseline on in both workers (the Python heap's share)",
+    )  # fmt: skip
+    parser.add_argument(
         "--profile", action="store_true",
         help="instead: one engine run under tracemalloc, printing where the waiting sessions' Python memory went",
     )  # fmt: skip
@@ -525,12 +686,41 @@ def main() -> None:
     if args.before is not None and not (args.before / "bench" / "askuser_memory.py").is_file():
         parser.error(f"--before {args.before}: no bench/askuser_memory.py there")
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    if args.trace_python:
+        os.environ[TRACE_ENV] = "1"
     if args.workflow_threads:
         os.environ[THREADS_ENV] = str(args.workflow_threads)  # the workers inherit it
     if args.profile:
         asyncio.run(profile_once(args.sessions, args.cache))
         return
-    asyncio.run(compare(args.sessions, args.cache, args.rounds, args.before, args.batches))
+    asyncio.run(compare(args.sessions, args.cache, args.rounds, args.before, args.batches, args.components))
+
+
+def print_parts(r: int, engine: dict[str, Any], bare: dict[str, Any]) -> None:
+    """``--components``: one round's memory by part per waiting workflow (KiB), engine / bare."""
+    for when in ("before_trim", "after_trim"):
+        e, b = engine["parts_per_waiting"][when], bare["parts_per_waiting"][when]
+        print(f"  round {r} parts {when}, KiB each, engine / bare: "
+              + ", ".join(f"{k} {e[k]} / {b.get(k, '-')}" for k in e), flush=True)  # fmt: skip
+    print(f"  round {r} one waiting history, engine / bare: "
+          + ", ".join(f"{k} {engine['history_size'][k]} / {bare['history_size'][k]}" for k in bare["history_size"]))  # fmt: skip
+
+
+def print_parts_median(parts: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    """``--components``: the medians over the rounds, with their spread, engine / bare."""
+    import statistics
+
+    def spread(values: list[float]) -> str:
+        return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
+
+    for when in ("before_trim", "after_trim"):
+        keys = list(parts[0][0]["parts_per_waiting"][when])
+        cells = []
+        for k in keys:
+            e = [p[0]["parts_per_waiting"][when][k] for p in parts]
+            b = [p[1]["parts_per_waiting"][when].get(k, 0.0) for p in parts]
+            cells.append(f"{k} {spread(e)} / {spread(b)}")
+        print(f"median parts {when}, KiB per waiting workflow, engine / bare: " + "; ".join(cells))
 
 
 async def profile_once(n: int, cache: int) -> None:
@@ -546,7 +736,9 @@ async def profile_once(n: int, cache: int) -> None:
         await env.shutdown()
 
 
-async def compare(n: int, cache: int, rounds: int, before: Path | None = None, batches: int = 1) -> None:
+async def compare(
+    n: int, cache: int, rounds: int, before: Path | None = None, batches: int = 1, components: bool = False
+) -> None:
     import statistics
 
     from agent_tools._devserver import start_dev_server
@@ -559,6 +751,7 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None, b
     before_trimmed_kib: list[float] = []
     # The slopes (KiB each waiting one adds past the first batch), with --batches above 1.
     slopes: dict[str, list[float]] = {"engine": [], "before": [], "bare": []}
+    parts: list[tuple[dict[str, Any], dict[str, Any]]] = []
     try:
         for r in range(rounds):
             if before is not None:
@@ -566,8 +759,11 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None, b
                 before_kib.append(old["delta_kib"] / n)
                 if old["marginal_kib_per_waiting_session"] is not None:
                     slopes["before"].append(old["marginal_kib_per_waiting_session"])
-            figures = await drive(env, n, cache, batches=batches)
-            bare, bare_slope = await drive_bare(env, n, cache, batches)
+            figures = await drive(env, n, cache, batches=batches, components=components)
+            bare, bare_slope, bare_parts = await drive_bare(env, n, cache, batches, components)
+            if components:
+                parts.append((figures, bare_parts))
+                print_parts(r + 1, figures, bare_parts)
             if figures["marginal_kib_per_waiting_session"] is not None and bare_slope is not None:
                 slopes["engine"].append(figures["marginal_kib_per_waiting_session"])
                 slopes["bare"].append(bare_slope)
@@ -593,7 +789,7 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None, b
     ratios = [x / y for x, y in zip(engine_kib, bare_kib, strict=True)]
     print(
         f"median: engine {e:.1f} KiB per waiting session (spread {min(engine_kib):.1f}-{max(engine_kib):.1f}; "
-        f"target < 150), bare {b:.1f} KiB (spread {min(bare_kib):.1f}-{max(bare_kib):.1f}); ratio {e / b:.2f}x "
+        f"target < 120), bare {b:.1f} KiB (spread {min(bare_kib):.1f}-{max(bare_kib):.1f}); ratio {e / b:.2f}x "
         f"(per round {' '.join(f'{x:.2f}' for x in ratios)})"
     )
     print(
@@ -611,6 +807,8 @@ async def compare(n: int, cache: int, rounds: int, before: Path | None = None, b
                 if v
             )
         )
+    if parts:
+        print_parts_median(parts)
     if before_kib:
         m = statistics.median(before_kib)
         print(

@@ -701,7 +701,7 @@ class AgentSession:
         self.refresh_details()
 
     def _upsert_attributes(self, updates: list[SearchAttributeUpdate[Any]]) -> None:
-        """Upsert now, or, before a lean run's first wait, with the others due (the last value of a key wins)."""
+        """Upsert now, or, before the run's first wait, with the others due (the last value of a key wins)."""
         due = self._attributes_due
         if due is None:
             workflow.upsert_search_attributes(updates)
