@@ -200,7 +200,7 @@ class RejectedAnswer(BaseModel):
     at: str
     via: AnswerVia = "signal"
     reason: str
-    # Histories begun before the bounded-inputs patch kept the payload itself.
+    # Empty since 1.0.0 (the preview and size stand for the payload); kept so carried states still decode.
     payload: dict[str, Any] = Field(default_factory=dict)
     preview: str | None = None
     size: int | None = None
