@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from agent_tools._client import AgentToolsClient
@@ -233,6 +234,10 @@ async def test_sessions_waiting_on_the_release_finish_on_this_code(
         ),
     ):
         session = client.session
+        # Each session replays its 1.0.0 history on this worker to answer a query; until the server hands it
+        # over (the old worker's sticky queue times out first), a query may fail.
+        for sid in ids.values():
+            await eventually(partial(_status, client, sid), timeout=60, ignoring=(RPCError,), what=f"{sid} here")
         await session(ids["ask_user"]).answer_questions({QUESTION: "SQLite"})
         [approval] = await session(ids["approval"]).pending_approvals()
         await session(ids["approval"]).approve(approval.approval_id, digest=approval.digest)
@@ -266,6 +271,10 @@ async def test_sessions_waiting_on_the_release_finish_on_this_code(
                 history = await client.temporal.get_workflow_handle(sid, run_id=run.run_id).fetch_history()
                 failed = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
                 assert failed == [], (sid, failed[0])
+
+
+async def _status(client: AgentToolsClient, session_id: str) -> SessionStatus:
+    return (await client.session(session_id).status()).status
 
 
 async def _ended(client: AgentToolsClient, session_id: str) -> SessionResult | None:
