@@ -68,6 +68,11 @@ def release_commit(version: str) -> str:
     )
     if tagged.returncode == 0:
         return tagged.stdout.strip()
+    shallow = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--is-shallow-repository"], capture_output=True, text=True, check=True
+    )
+    # A shallow clone's first commit seems to add every line, the version's too: it would pass for the release.
+    assert shallow.stdout.strip() == "false", f"a shallow clone has no release {version}: git fetch --unshallow --tags"
     log = subprocess.run(
         ["git", "-C", str(ROOT), "log", "--reverse", "--format=%H", "-G", rf'^version = "{re.escape(version)}"',
          "--", "pyproject.toml"],
