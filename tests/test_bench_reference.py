@@ -17,9 +17,10 @@ from pathlib import Path
 import bench.bare_loop, bench.bare_messages, bench.bare_waiter, bench.overhead
 from bench.bare_loop import BareLlmInput, bare_llm
 from bench.bare_messages import Message
-script = Path(tempfile.mkdtemp()) / "s.json"
-script.write_text(json.dumps({"conversations": [{"turns": [{"say": "x", "tool_calls": [{"name": "lookup"}]}]}]}))
-asyncio.run(bare_llm(BareLlmInput(script=str(script), messages=[Message(role="user", content="hi")])))
+with tempfile.TemporaryDirectory() as tmp:
+    script = Path(tmp) / "s.json"
+    script.write_text(json.dumps({"conversations": [{"turns": [{"say": "x", "tool_calls": [{"name": "lookup"}]}]}]}))
+    asyncio.run(bare_llm(BareLlmInput(script=str(script), messages=[Message(role="user", content="hi")])))
 bench.overhead.bare_runner()
 print(json.dumps(sorted(m for m in sys.modules if m == "agent_tools" or m.startswith("agent_tools."))))
 """
