@@ -6,7 +6,7 @@ delimiter (``AGENT_TOOLS_WEB__SEARXNG_URL``), and code sets it with ``Settings(w
 reads the tree once and hands each capability its section; nothing below reads the environment again.
 
 The names the sections had when each read the environment itself (``AGENT_TOOLS_WEB_SEARXNG_URL``, one
-underscore) still work for one release, below the new names, with a warning naming the replacement.
+underscore) were removed in 1.0.0: while one is set, reading settings fails, naming its replacement.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ class RemovedSectionNames(PydanticBaseSettingsSource):
         self._dotenv = dotenv
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # __call__ reads whole sections
+        return None, field_name, False  # __call__ checks the names and gives no values
 
     def __call__(self) -> dict[str, Any]:
         found = {k.lower() for k in os.environ}

@@ -24,13 +24,12 @@ from temporalio.client import Client
 
 from agent_tools._client import AgentToolsClient, SessionHandle
 from agent_tools._devserver import start_dev_server
-from agent_tools._plugin import AgentToolsPlugin
 from agent_tools._settings import Settings
 from agent_tools._user_tools import tool
 from agent_tools._version import package_version
-from agent_tools._worker import build_worker
 from agent_tools.testing import write_script
 from tests.support.polling import eventually
+from tests.support.temporal import running_worker
 
 HISTORIES = Path(__file__).parent / "histories"
 # The first release's sessions: what the compatibility promise starts from.
@@ -459,33 +458,21 @@ async def record(names: list[str] | None = None) -> None:
             settings = Settings(
                 database_url=f"sqlite+aiosqlite:///{tmp}/store.sqlite", task_queue="record", agents_file=None
             )
-            plugin = AgentToolsPlugin(settings, tools=[lookup])
-            temporal = await Client.connect(env.client.service_client.config.target_host, plugins=[plugin])
-            async with build_worker(temporal, plugin):
-                client = AgentToolsClient(temporal, settings)
+            async with running_worker(env, settings, tools=[lookup]) as client:
                 for name, scenario in SCENARIOS.items():
                     if names and name not in names:
                         continue
                     wid = await scenario(client, script)
-                    await save_chain(temporal, name, wid)
+                    await save_chain(client.temporal, name, wid)
                 if not names or "event_wait" in names:
                     await record_event_wait(client, settings, script)
                 if not names or "event_wait_mid_wait" in names:
                     await record_event_wait_mid_wait(client, settings, script)
-                await client.close()
             if not names or "event_wait_routed" in names:
-                routed = settings.model_copy(
-                    update={
-                        "events": settings.events.model_copy(update={"direct_delivery": False}),
-                        "task_queue": "routed",
-                    }
-                )
-                plugin = AgentToolsPlugin(routed, tools=[lookup])
-                temporal = await Client.connect(env.client.service_client.config.target_host, plugins=[plugin])
-                async with build_worker(temporal, plugin):
-                    client = AgentToolsClient(temporal, routed)
+                events = settings.events.model_copy(update={"direct_delivery": False})
+                routed = settings.model_copy(update={"events": events, "task_queue": "routed"})
+                async with running_worker(env, routed, tools=[lookup]) as client:
                     await record_event_wait(client, routed, script, name="session_event_wait_routed")
-                    await client.close()
     finally:
         await env.shutdown()
 

@@ -33,6 +33,7 @@ from agent_tools.contracts._web.config import WebConfig
 from agent_tools.testing import write_script
 from tests.support.events import TOKEN, ingress
 from tests.support.polling import eventually
+from tests.support.sessions import call
 from tests.support.temporal import running_worker
 from tests.support.wheel import ROOT, build_wheel, export_commit, venv_with
 
@@ -41,20 +42,11 @@ pytestmark = pytest.mark.slow
 RELEASE = "1.0.0"
 DRIVER = Path(__file__).parent / "fixtures" / "upgrade" / "start_waiting.py"
 QUESTION = "Which store should we use?"
-ASK = {
-    "name": "askUser",
-    "arguments": {
-        "questions": [
-            {
-                "question": QUESTION,
-                "header": "Store",
-                "options": [
-                    {"label": "SQLite", "description": "embedded"},
-                    {"label": "PostgreSQL", "description": "scale"},
-                ],
-            }
-        ]
-    },
+# The question every waiting session's askUser asks.
+QUESTION_ASKED = {
+    "question": QUESTION,
+    "header": "Store",
+    "options": [{"label": "SQLite", "description": "embedded"}, {"label": "PostgreSQL", "description": "scale"}],
 }
 
 
@@ -99,85 +91,41 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def scripts(tmp_path: Path) -> dict[str, str]:
-    """Each waiting session's scripted model (a file both workers read)."""
+    """Each waiting session's scripted model (a file both workers read), by session."""
 
-    def model(name: str, items: list[Any]) -> str:
-        return write_script(tmp_path / f"{name}.json", items)
+    def calling(*calls: dict[str, Any]) -> dict[str, Any]:
+        return {"say": "", "tool_calls": list(calls)}
 
-    todos = {"todos": [{"content": "ship it", "status": "in_progress"}]}
-    return {
-        "ask_user": model("ask_user", [{"say": "", "tool_calls": [ASK]}, {"say": "answered: {{last_tool}}"}]),
-        "approval": model(
-            "approval",
-            [{"say": "", "tool_calls": [{"name": "todoWrite", "arguments": todos}]}, {"say": "{{last_tool}}"}],
-        ),
-        "event": model(
-            "event",
-            [
-                {"say": "", "tool_calls": [{"name": "wait_for_event", "arguments": {"kind": "ci.build"}}]},
-                {"say": "{{last_tool}}"},
-            ],
-        ),
-        "subagent": model(
-            "subagent",
-            [
-                {
-                    "match": {"title": "Helper"},
-                    "turns": [{"say": "", "tool_calls": [ASK]}, {"say": "helper chose {{last_tool}}"}],
-                },
-                {
-                    "turns": [
-                        {
-                            "say": "",
-                            "tool_calls": [
-                                {
-                                    "name": "subAgent",
-                                    "arguments": {"title": "Helper", "instruction": "Ask.", "mode": "async"},
-                                }
-                            ],
-                        },
-                        {"say": "waiting for the helper"},
-                        {"say": "the helper said: {{last_user}}"},
-                    ]
-                },
-            ],
-        ),
-        "mid_wait": model(
-            "mid_wait",
-            [
-                {
-                    "repeat_last": True,
-                    "turns": [
-                        {"say": "", "tool_calls": [ASK]},
-                        {"say": "answered: {{last_tool}}"},
-                        {"say": "echo {{last_user}}"},
-                    ],
-                }
-            ],
-        ),
-        "output": model("output", [{"say": "", "tool_calls": [ASK]}, {"say": "three days"}, {"say": '{"days": 3}'}]),
-        "loop": model(
-            "loop",
-            [
-                {
-                    "repeat_last": True,
-                    "turns": [
-                        {
-                            "say": "",
-                            "tool_calls": [
-                                {
-                                    "name": "createLoop",
-                                    "arguments": {"prompt": "poll", "interval_seconds": 8, "max_turns": 1},
-                                }
-                            ],
-                        },
-                        {"say": "created"},
-                        {"say": "polled"},
-                    ],
-                }
-            ],
-        ),
+    ask = call("askUser", questions=[QUESTION_ASKED])
+    subagent = call("subAgent", title="Helper", instruction="Ask.", mode="async")
+    loop = call("createLoop", prompt="poll", interval_seconds=8, max_turns=1)
+    items: dict[str, list[Any]] = {
+        "ask_user": [calling(ask), {"say": "answered: {{last_tool}}"}],
+        "approval": [
+            calling(call("todoWrite", todos=[{"content": "ship it", "status": "in_progress"}])),
+            {"say": "{{last_tool}}"},
+        ],
+        "event": [calling(call("wait_for_event", kind="ci.build")), {"say": "{{last_tool}}"}],
+        "subagent": [
+            {"match": {"title": "Helper"}, "turns": [calling(ask), {"say": "helper chose {{last_tool}}"}]},
+            {
+                "turns": [
+                    calling(subagent),
+                    {"say": "waiting for the helper"},
+                    {"say": "the helper said: {{last_user}}"},
+                ]
+            },
+        ],
+        "mid_wait": [
+            {
+                "repeat_last": True,
+                "turns": [calling(ask), {"say": "answered: {{last_tool}}"}, {"say": "echo {{last_user}}"}],
+            }
+        ],
+        "output": [calling(ask), {"say": "three days"}, {"say": '{"days": 3}'}],
+        "loop": [{"repeat_last": True, "turns": [calling(loop), {"say": "created"}, {"say": "polled"}]}],
     }
+    return {name: write_script(tmp_path / f"{name}.json", script) for name, script in items.items()}
 
 
 @pytest.fixture
