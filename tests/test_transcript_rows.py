@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,7 @@ async def test_the_plain_read_gives_the_stores_rows(tmp_path: Path) -> None:
                 (p.seq, p.message, p.created_at) for p in stored
             ], (offset, limit)
         whole = read_transcript(url, sid, 0, 100)
+        assert {r.created_at.tzinfo for r in whole} == {UTC}
         assert len(whole) == 1 + len(HOSTILE) and whole[1].content == "NUL\ufffd lone \ufffd surrogate"
         # Numbers beyond SQLite's integers, and negative ones, are bounds, not errors.
         assert read_transcript(url, sid, -(10**30), 10**30) == whole

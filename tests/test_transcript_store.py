@@ -85,6 +85,20 @@ async def test_a_session_written_step_by_step_reads_back_whole(store: Store) -> 
     assert await t.usage_total(session_id=sid) == Usage(calls=2, input_tokens=30, output_tokens=5)
 
 
+async def test_message_times_come_back_aware_in_utc_on_either_store(store: Store) -> None:
+    t = TranscriptStore(store)
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    before = datetime.now(UTC)
+    await _open(t, sid)
+    await t.append(sid, 1, [Message(role="user", content="what time is it")])
+    after = datetime.now(UTC)
+    found = await t.page(sid) + await t.search(sid, "time")
+    assert len(found) == 3
+    for stored in found:  # SQLite keeps no zone: a naive time here could not be compared with these
+        assert stored.created_at.utcoffset() == UTC.utcoffset(None)
+        assert before.replace(microsecond=0) <= stored.created_at <= after
+
+
 async def test_a_retried_step_replaces_the_answer_and_its_usage(store: Store) -> None:
     t = TranscriptStore(store)
     sid = f"s-{uuid.uuid4().hex[:8]}"

@@ -15,8 +15,9 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, DateTime, Index, String, Table, Text, select, update
 
-from agent_tools._store.base import Database, as_utc, upsert_rows
+from agent_tools._store.base import Database, upsert_rows
 from agent_tools._store.tables import metadata
+from agent_tools._store.utc import as_utc
 
 tool_approvals = Table(
     "tool_approvals",

@@ -10,7 +10,6 @@ import asyncio
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url
@@ -142,12 +141,6 @@ def _make_sync_sqlite_engine(url: str) -> Engine:
     )
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
-
-
-def as_utc(value: datetime) -> datetime:
-    """``value`` as an aware UTC time. SQLite keeps no zone: the store writes and compares every time as UTC
-    and gives it back aware."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def upsert_rows(

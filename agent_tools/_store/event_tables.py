@@ -15,8 +15,9 @@ from typing import Any
 from sqlalchemy import JSON, Column, Connection, DateTime, Index, Integer, String, Table, delete, or_, select, update
 
 from agent_tools._boundaries import clean_json, clean_text
-from agent_tools._store.base import Database, as_utc, upsert_rows
+from agent_tools._store.base import Database, upsert_rows
 from agent_tools._store.tables import metadata
+from agent_tools._store.utc import as_utc
 from agent_tools.contracts._events.contract import (
     EventRecord,
     Subscription,

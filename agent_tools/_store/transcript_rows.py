@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from agent_tools._errors import StoreNotReady
 from agent_tools._messages import Message, ToolCall
+from agent_tools._store.utc import as_utc
 
 # The newest schema revision (tests/test_migrations.py checks it against the revisions). Knowing it here lets
 # a store that is already current skip loading Alembic, a third of a second at every worker and CLI start.
@@ -114,7 +115,7 @@ def read_transcript(url: str, session_id: str, offset: int, limit: int) -> list[
             tool_call_id=tool_call_id,
             name=name,
             artifact_ref=artifact_ref,
-            created_at=datetime.fromisoformat(created_at),
+            created_at=as_utc(datetime.fromisoformat(created_at)),
         )
         for seq, role, content, tool_calls, tool_call_id, name, artifact_ref, created_at in rows
     ]

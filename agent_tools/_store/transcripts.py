@@ -16,6 +16,7 @@ from agent_tools._store.base import upsert_rows
 from agent_tools._store.db import Store
 from agent_tools._store.tables import artifacts, sessions, transcript, usage
 from agent_tools._store.transcript_rows import row_to_message
+from agent_tools._store.utc import as_utc
 
 if TYPE_CHECKING:
     from agent_tools._session import SessionConfig
@@ -235,7 +236,7 @@ class TranscriptStore:
             .limit(limit)
         )
         rows = await self.store.run(lambda conn: conn.execute(stmt).all())
-        return [StoredMessage(r.seq, row_to_message(r), r.created_at) for r in rows]
+        return [StoredMessage(r.seq, row_to_message(r), as_utc(r.created_at)) for r in rows]
 
     async def count(self, session_id: str) -> int:
         stmt = select(func.count()).select_from(transcript).where(transcript.c.session_id == session_id)
@@ -253,7 +254,7 @@ class TranscriptStore:
             stmt = stmt.where(transcript.c.role == role)
         ordered = stmt.order_by(transcript.c.seq.desc()).limit(limit)
         rows = await self.store.run(lambda conn: conn.execute(ordered).all())
-        return [StoredMessage(r.seq, row_to_message(r), r.created_at) for r in rows]
+        return [StoredMessage(r.seq, row_to_message(r), as_utc(r.created_at)) for r in rows]
 
     async def session_row(self, session_id: str) -> Any | None:
         stmt = select(sessions).where(sessions.c.session_id == session_id)
