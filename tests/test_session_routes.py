@@ -410,3 +410,48 @@ async def test_a_sub_agents_question_and_approval_show_on_the_root_and_are_answe
         assert decided.status_code == 200, decided.text
         result = await asyncio.wait_for(client.session(sid).result(), 60)
     assert result.status == SessionStatus.completed and "helper done" in str(result.final_message)
+
+
+async def test_a_served_app_is_ready_before_its_first_request_and_rides_out_temporal_away(
+    settings: Settings, temporal_env: WorkflowEnvironment, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agent_tools._boundaries import model_schema
+    from agent_tools._service.app import create_app
+    from agent_tools._service.sessions_routes import StartSession
+    from agent_tools.contracts._service import ServiceSettings
+    from tests.support.asgi import served
+
+    service = ServiceSettings(api_keys=KEYS)
+    address = temporal_env.client.service_client.config.target_host
+    app = create_app(settings.model_copy(update={"service": service, "temporal_address": address}), warm=True)
+    async with served(app, timeout=30):
+
+        async def connected() -> object | None:
+            return getattr(app.state, "agent_client", None)
+
+        await eventually(connected, timeout=20, what="the service connected at start-up")
+        hits = model_schema.cache_info().hits
+        model_schema(StartSession)
+        assert model_schema.cache_info().hits == hits + 1  # built at start-up, not by a request
+
+    # Temporal not there at start-up: the log says where it was looked for, the routes answer 503.
+    caplog.set_level("WARNING", logger="agent_tools._service.sessions_routes")
+    away = settings.model_copy(update={"service": service, "temporal_address": "127.0.0.1:9"})
+    app = create_app(away, warm=True)
+    async with served(app, timeout=30) as http:
+
+        async def warned() -> bool | None:
+            return True if "cannot reach Temporal (address 127.0.0.1:9" in caplog.text else None
+
+        await eventually(warned, timeout=20, what="the warning")
+        assert (await http.get("/healthz")).status_code == 200
+        refused = await http.post("/sessions", json={"prompt": "hi"}, headers=auth(FULL))
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["detail"] == "the service cannot reach Temporal now; try again shortly"
+        streamed = await http.get("/sessions/s-1/events", headers=auth(FULL))
+        assert streamed.status_code == 503, streamed.text
+        run = {"threadId": "t-1", "runId": "r1", "state": {}, "tools": [], "context": [], "forwardedProps": {},
+               "messages": [{"id": "u1", "role": "user", "content": "hi"}]}  # fmt: skip
+        agui = await http.post("/agui", json=run, headers=auth(FULL))
+        assert agui.status_code == 503, agui.text
+    assert FULL not in caplog.text

@@ -74,7 +74,7 @@ def serve(
     settings = Settings()
     cfg = settings.events
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, warm=True),
         host=host or cfg.host,
         port=port or cfg.port,
         log_level=log_level,

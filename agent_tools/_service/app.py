@@ -6,6 +6,7 @@ uvicorn --factory agent_tools._service.app:create_app
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -39,13 +40,33 @@ async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
 LAZY_ENGINES: tuple[str, ...] = ("web",)
 
 
-def create_app(settings: Settings | None = None, **state: Any) -> FastAPI:
-    """Build the service. ``state`` lets tests inject a Temporal client, a store, or clock."""
+# Requests refused before any handler runs (no key, no such route), one into each router: FastAPI builds a
+# route's state at its first match, which made a served app's first real request slower than the rest.
+_WARM_PATHS = ("/sessions/warm/transcript", "/agui", "/v1/warm", "/warm")
+
+
+async def _warm(app: FastAPI) -> None:
+    """Build at start-up what the first requests would: the session routes' modules, schemas and Temporal
+    connection, and FastAPI's route state (by the refused requests above, in-process)."""
+    import httpx
+
+    await app.state.session_routes.warm()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://warm") as http:
+        for path in _WARM_PATHS:
+            await http.get(path)
+
+
+def create_app(settings: Settings | None = None, *, warm: bool = False, **state: Any) -> FastAPI:
+    """Build the service. ``warm`` connects and loads what the first request needs at start-up (as
+    ``agent-tools serve`` does); ``state`` lets tests inject a Temporal client, a store, or clock."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        warming = asyncio.create_task(_warm(app)) if warm else None
         yield
+        if warming is not None:
+            warming.cancel()
         # Routers create some engines lazily (the web service's HTTP client and store); close those.
         for name in LAZY_ENGINES:
             engine = getattr(app.state, name, None)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import importlib
 import json
+import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from urllib.parse import quote
@@ -43,6 +45,7 @@ from agent_tools._boundaries import (
     clean_text,
     describe_validation_error,
     input_problems,
+    model_schema,
 )
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError, StoreNotReady
 from agent_tools._search_attributes import AGENT_NAME
@@ -239,6 +242,17 @@ def _body_schema(model: type[BaseModel], description: str) -> dict[str, Any]:
     }
 
 
+# What a first start, stream or answer would load; a served app loads it at start-up (``_Sessions.warm``).
+_FIRST_REQUEST_MODULES = (
+    "agent_tools._client",
+    "agent_tools._session_start",
+    "agent_tools._progress_resume",
+    "agent_tools._service.follow",
+)
+
+_log = logging.getLogger(__name__)
+
+
 # The parts every route shares.
 
 
@@ -256,13 +270,43 @@ class _Sessions:
                 client = getattr(self.state, "agent_client", None)
                 if client is None:
                     temporal = getattr(self.state, "temporal", None)
-                    client = (
-                        AgentToolsClient(temporal, self.settings)
-                        if temporal is not None
-                        else await AgentToolsClient.connect(self.settings)
-                    )
+                    try:
+                        client = (
+                            AgentToolsClient(temporal, self.settings)
+                            if temporal is not None
+                            else await AgentToolsClient.connect(self.settings)
+                        )
+                    except (
+                        ConfigurationError
+                    ) as exc:  # the log says where it was looked for; the caller, that it is away
+                        _log.warning("%s", exc)
+                        raise HTTPException(503, "the service cannot reach Temporal now; try again shortly") from None
                     self.state.agent_client = client
         return client
+
+    async def warm(self) -> None:
+        """Load and build what the first request would, and connect to Temporal, so that it answers as fast
+        as the rest. A connection that fails is left for the requests to try again."""
+        for name in _FIRST_REQUEST_MODULES:
+            importlib.import_module(name)
+        from agent_tools._session import SessionRequest
+        from agent_tools.contracts._approvals import ApprovalDecision
+        from agent_tools.contracts._human import AnswerQuestions
+
+        for model in (
+            StartSession,
+            MessageIn,
+            DecisionIn,
+            SendMessage,
+            SessionRequest,
+            AnswerQuestions,
+            ApprovalDecision,
+        ):
+            model_schema(model)  # the limits checked before anything is sent
+        try:
+            await self.client()
+        except HTTPException:  # logged; each request tries again
+            pass
 
     def key_for(self, credentials: HTTPAuthorizationCredentials | None) -> ServiceKey:
         """The configured key of the bearer token, compared in constant time against every key."""
