@@ -1,7 +1,7 @@
 """Bench: many sessions streaming slowly through one service process, followed over the session routes'
 event stream (``GET /sessions/{id}/events``) and over AG-UI (``POST /agui``).
 
-    python bench/sse_streams.py --streams 1,10,30,60 --rounds 2 [--routes sse,agui] [--profile 30]
+    python bench/sse_streams.py --streams 1,10,20,30,40,60 --rounds 2 [--routes sse,agui] [--profile 30]
 
 Everything runs on this machine, each part a process of its own: the Temporal dev server, one worker, the
 service (``agent-tools serve``) and a model: an OpenAI-compatible server that streams ``--words`` words,
@@ -11,6 +11,8 @@ it left the model:
 
 * **first token**: from the first word's emission to the first text delta the HTTP client reads, p50/p95
   over the streams of a phase;
+* **words**: the share of the reply's words the client saw, the last ones from the step's
+  ``assistant_message`` (the publisher sends no delta for them);
 * **lag**: for every delta, from its newest word's emission to its arrival (the text is batched on the
   way: the publisher's interval grows to a tenth of the reply's age), p50/p95, and the last word's lag;
 * **keeps up**: a phase keeps up when its p95 lag stays under ``--keep-up`` seconds.
@@ -195,6 +197,12 @@ class Read:
         self.lags.append(now - stamps[-1])
         self.words += len(stamps)
 
+    def complete(self, text: str) -> None:
+        """The step's whole text: its words past the deltas' arrive now (the last deltas are not sent)."""
+        tail = _STAMP.findall(text)[self.words :]
+        if tail:
+            self.delta(" ".join(f"@{s}" for s in tail))
+
 
 async def _lines(resp: httpx.Response) -> Any:
     async for line in resp.aiter_lines():
@@ -221,6 +229,8 @@ async def read_sse(http: httpx.AsyncClient, read: Read) -> None:
                     return
                 if data.get("kind") == "text_delta":
                     read.delta(str(data["data"].get("text", "")))
+                elif data.get("kind") == "assistant_message":
+                    read.complete(str(data["data"].get("content", "")))
             elif line == "":
                 event = "message"
 
@@ -340,7 +350,7 @@ def _profile(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes] | N
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--streams", default="1,10,30,60")
+    ap.add_argument("--streams", default="1,10,20,30,40,60")
     ap.add_argument("--routes", default="sse,agui")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--words", type=int, default=40)
