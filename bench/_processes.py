@@ -39,10 +39,14 @@ def start_worker(env: dict[str, str], cli: str = CLI) -> subprocess.Popen[bytes]
     return subprocess.Popen([cli, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds a running process has used, from ``/proc``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """User and system CPU seconds a process has used, from ``/proc``; with ``children``, also those of
+    the children it has waited for. 0 for a process that is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(v) for v in fields[11 : 15 if children else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def machine_ticks() -> tuple[int, int]:

@@ -49,6 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._processes import cpu_seconds  # noqa: E402
 from bench.askuser_memory import QUESTION  # noqa: E402 - after the path
 from bench.askuser_memory import SCRIPT as ASK_SCRIPT  # noqa: E402
 from bench.chaos import stop_processes  # noqa: E402
@@ -73,16 +74,6 @@ def rss_mib(pid: int) -> float:
     except OSError:
         pass
     return 0.0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process (and of its waited-for children); 0 once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    ticks = sum(int(x) for x in fields[11:15])
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def find_processes(match: str) -> list[int]:
@@ -120,16 +111,16 @@ class Sampler:
         while not self.stop.wait(self.interval):
             # A backend's title: "postgres: 15/main: postgres bench_scale 127.0.0.1(port) idle".
             for pid in find_processes(f": postgres {DB_NAME} "):
-                self.pg_cpu[pid] = max(self.pg_cpu.get(pid, 0.0), cpu_seconds(pid))
+                self.pg_cpu[pid] = max(self.pg_cpu.get(pid, 0.0), cpu_seconds(pid, children=True))
             for pid in self.worker_pids:
-                self.worker_cpu[pid] = max(self.worker_cpu.get(pid, 0.0), cpu_seconds(pid))
+                self.worker_cpu[pid] = max(self.worker_cpu.get(pid, 0.0), cpu_seconds(pid, children=True))
             self.samples.append(
                 {
                     "t": time.monotonic() - t0,
                     "phase": self.phase,
                     "started": self.started,
                     "rss": [rss_mib(p) for p in self.worker_pids],
-                    "server_cpu": cpu_seconds(self.server_pid),
+                    "server_cpu": cpu_seconds(self.server_pid, children=True),
                     "pg_cpu": sum(self.pg_cpu.values()),
                     "worker_cpu": sum(self.worker_cpu.values()),
                     "load": os.getloadavg()[0],

@@ -44,6 +44,11 @@ from typing import Any
 
 import httpx
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._processes import cpu_seconds  # noqa: E402 - after the path
+
 KEY = "bench-key-0123456789abcdef"
 _STAMP = re.compile(r"@(\d+\.\d+)")
 
@@ -313,15 +318,6 @@ def summary(reads: list[Read], words: int) -> dict[str, Any]:
     }
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a process and of its children that ended (from /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
 def temporal_pid() -> int:
     """The dev server this process started (a child named temporal)."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -389,11 +385,11 @@ async def main() -> None:
                         if args.profile == n and route != "model":
                             spy = _profile(proc.pid, args.words * args.pace + 5, Path(tmp) / f"{route}-{n}-{rnd}.txt")
                         pids = {"service": proc.pid, "worker": stack.worker.pid, "temporal": temporal}
-                        before = {k: cpu_seconds(p) for k, p in pids.items()}
+                        before = {k: cpu_seconds(p, children=True) for k, p in pids.items()}
                         began = time.monotonic()
                         reads = await phase(model if route == "model" else base, kind, n, timeout)
                         took = time.monotonic() - began
-                        used = {k: cpu_seconds(p) - before[k] for k, p in pids.items()}
+                        used = {k: cpu_seconds(p, children=True) - before[k] for k, p in pids.items()}
                         if spy is not None:
                             spy.wait(timeout=120)
                             dest = (
