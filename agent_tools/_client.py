@@ -323,7 +323,8 @@ class SessionHandle:
         """The stored transcript (full tool results included), read from the SQL store.
 
         Raises:
-            StoreNotReady: no worker has created the store at ``settings.database_url`` yet.
+            StoreNotReady: no worker has created the store at ``settings.database_url`` yet, or the client
+                cannot reach it.
         """
         from agent_tools._store.transcript_rows import plain_sqlite_file, read_transcript, row_to_message
 
@@ -334,8 +335,13 @@ class SessionHandle:
             rows = await asyncio.to_thread(read_transcript, url, self.id, offset, limit)
             page = [(r.seq, row_to_message(r), r.created_at) for r in rows]
         else:
+            from agent_tools._store.db import UNREACHABLE, unreachable
+
             store = await self._client.transcripts()
-            page = [(p.seq, p.message, p.created_at) for p in await store.page(self.id, offset, limit)]
+            try:
+                page = [(p.seq, p.message, p.created_at) for p in await store.page(self.id, offset, limit)]
+            except UNREACHABLE as exc:  # the database went away after the store was opened
+                raise unreachable(url, exc) from exc
         return [
             TranscriptEntry(
                 seq=seq,

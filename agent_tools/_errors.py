@@ -61,7 +61,8 @@ class ConfigurationError(AgentToolsError):
 
 
 class StoreNotReady(ConfigurationError):
-    """A client opened a store that no worker has created or migrated yet; the message says what to run."""
+    """A client opened a store that no worker has created or migrated yet, or that it cannot reach; the
+    message says which, and what to run."""
 
 
 class ProviderError(AgentToolsError):

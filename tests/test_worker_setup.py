@@ -363,3 +363,44 @@ async def test_a_worker_on_a_sqlite_file_never_loads_the_async_engine(
     unwanted = ("sqlalchemy.ext.asyncio", "sqlalchemy.orm", "sqlalchemy.dialects.postgresql", "aiosqlite")
     heavy = [m for m in loaded if m.startswith(unwanted)]
     assert heavy == [], heavy
+
+
+@pytest.mark.postgres
+async def test_a_store_the_client_cannot_reach_is_named_not_raised_raw(
+    temporal_env: WorkflowEnvironment, postgres_database: str
+) -> None:
+    from sqlalchemy import make_url
+
+    base = make_url(postgres_database)
+    cases = {
+        "nobody listens": base.set(port=1, password="s3cret-pw").render_as_string(hide_password=False),
+        "no such database": base.set(database="agent_tools_absent_db").render_as_string(hide_password=False),
+    }
+    for why, url in cases.items():
+        client = AgentToolsClient(temporal_env.client, Settings(database_url=url, agents_file=None))
+        with pytest.raises(StoreNotReady, match="cannot reach the store at postgresql") as refused:
+            await client.session("session-x").transcript()
+        assert "s3cret-pw" not in str(refused.value), why
+        await client.close()
+
+    # Opened, then gone: a later read says the same, not the driver's error with its statement.
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from agent_tools._store.db import Store
+
+    made = Store(postgres_database)
+    await made.create_schema()
+    await made.close()
+    opened = AgentToolsClient(temporal_env.client, Settings(database_url=postgres_database, agents_file=None))
+    assert await opened.session("session-x").transcript() == []
+    from tests.conftest import POSTGRES_URL
+
+    admin = create_async_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    async with admin.connect() as conn:
+        await conn.execute(text(f'DROP DATABASE "{base.database}" WITH (FORCE)'))
+    await admin.dispose()
+    with pytest.raises(StoreNotReady, match="cannot reach the store") as gone:
+        await opened.session("session-x").transcript()
+    assert "SELECT" not in str(gone.value)
+    await opened.close()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from sqlalchemy import Connection, MetaData, make_url, text
+from sqlalchemy.exc import DBAPIError
 
+from agent_tools._errors import StoreNotReady
 from agent_tools._store.base import Database, is_sqlite_file
 from agent_tools._store.tables import metadata
 from agent_tools._store.transcript_rows import HEAD, missing, not_ready
@@ -67,6 +69,9 @@ class Store(Database):
         store = cls(url)
         try:
             await store.check_schema()
+        except UNREACHABLE as exc:
+            await store.close()
+            raise unreachable(url, exc) from exc
         except BaseException:
             await store.close()
             raise
@@ -78,6 +83,19 @@ class Store(Database):
             conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
 
         await self.run(drop)
+
+
+# What a database that is down, refuses the connection, or does not exist raises through SQLAlchemy (asyncpg
+# lets a refused connection's OSError through as it is).
+UNREACHABLE = (OSError, DBAPIError)
+
+
+def unreachable(url: str, exc: BaseException) -> StoreNotReady:
+    """The error of a store a client cannot reach: where (no password) and the driver's first line (never
+    the statement or its parameters)."""
+    cause = getattr(exc, "orig", None) or exc
+    first = (str(cause).splitlines() or [""])[0][:200]
+    return StoreNotReady(f"cannot reach the store at {_safe_url(url)}: {type(cause).__name__}: {first}")
 
 
 def _safe_url(url: str) -> str:
