@@ -177,7 +177,5 @@ def metrics_runtime(bind: str) -> Runtime:
 
 async def _ping_store(plugin: AgentToolsPlugin) -> None:
     """One round trip to the worker's store (opened with its services, which the worker opens anyway)."""
-    from sqlalchemy import text
-
     services = await plugin.holder.get()
-    await services.store.run(lambda conn: conn.execute(text("SELECT 1")).scalar())
+    await services.store.ping()

@@ -89,6 +89,11 @@ def test_what_the_manifests_name_exists(manifests: dict[tuple[str, str], dict[st
                 assert setting_exists(var), f"{name}: {var} is not a setting"
             elif var.startswith("TEMPORAL_"):
                 assert temporal_reads(var, value), f"{name}: Temporal's configuration ignores {var}"
+    served = _container(manifests, "agent-tools-service")
+    assert (served["livenessProbe"]["httpGet"]["path"], served["readinessProbe"]["httpGet"]["path"]) == (
+        "/healthz",
+        "/readyz",
+    )
     service = manifests[("Service", "agent-tools-service")]["spec"]
     assert service["selector"] == {"app.kubernetes.io/name": "agent-tools-service"}
 

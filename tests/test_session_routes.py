@@ -418,13 +418,14 @@ async def test_a_served_app_is_ready_before_its_first_request_and_rides_out_temp
     from agent_tools._boundaries import model_schema
     from agent_tools._service.app import create_app
     from agent_tools._service.sessions_routes import StartSession
+    from agent_tools._store.db import Store
     from agent_tools.contracts._service import ServiceSettings
     from tests.support.asgi import served
 
     service = ServiceSettings(api_keys=KEYS)
     address = temporal_env.client.service_client.config.target_host
     app = create_app(settings.model_copy(update={"service": service, "temporal_address": address}), warm=True)
-    async with served(app, timeout=30):
+    async with served(app, timeout=30) as http:
 
         async def connected() -> object | None:
             return getattr(app.state, "agent_client", None)
@@ -433,6 +434,16 @@ async def test_a_served_app_is_ready_before_its_first_request_and_rides_out_temp
         hits = model_schema.cache_info().hits
         model_schema(StartSession)
         assert model_schema.cache_info().hits == hits + 1  # built at start-up, not by a request
+        # Ready once it reaches Temporal and a store a worker made; the probe names what is missing.
+        unready = await http.get("/readyz")
+        assert unready.status_code == 503
+        assert unready.json()["checks"]["temporal"] == "ok"
+        assert "does not exist yet: start a worker" in unready.json()["checks"]["store"]
+        made = Store(settings.database_url)
+        await made.create_schema()
+        await made.close()
+        ready = await http.get("/readyz")
+        assert ready.status_code == 200 and ready.json() == {"ready": True, "checks": {"temporal": "ok", "store": "ok"}}
 
     # Temporal not there at start-up: the log says where it was looked for, the routes answer 503.
     caplog.set_level("WARNING", logger="agent_tools._service.sessions_routes")
@@ -454,4 +465,6 @@ async def test_a_served_app_is_ready_before_its_first_request_and_rides_out_temp
                "messages": [{"id": "u1", "role": "user", "content": "hi"}]}  # fmt: skip
         agui = await http.post("/agui", json=run, headers=auth(FULL))
         assert agui.status_code == 503, agui.text
+        probe = await http.get("/readyz")
+        assert probe.status_code == 503 and probe.json()["checks"]["temporal"] == "not connected yet"
     assert FULL not in caplog.text

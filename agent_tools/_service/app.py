@@ -7,13 +7,15 @@ uvicorn --factory agent_tools._service.app:create_app
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from agent_tools._boundaries import describe_validation_error
 from agent_tools._service import agui_routes, events_routes, sessions_routes, tools_routes
@@ -38,6 +40,28 @@ async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
 
 # app.state attributes that routers create on first use and the app must close at shutdown.
 LAZY_ENGINES: tuple[str, ...] = ("web",)
+
+
+class Readiness(BaseModel):
+    ready: bool = Field(description="Every check holds")
+    checks: dict[str, str] = Field(description='Each check ("temporal", "store"): "ok", or why not')
+
+
+async def _readiness(app: FastAPI) -> JSONResponse:
+    """200 once the service reaches Temporal (its health check) and the store (a query); 503 with each
+    check's reason otherwise: a readiness probe's answer."""
+    from agent_tools._health import Health
+
+    client = None
+    with contextlib.suppress(HTTPException):  # Temporal away: logged, and "not connected yet" below
+        client = (await app.state.session_routes.client()).temporal
+    ingress = app.state.event_ingress
+
+    async def ping() -> None:
+        await (await ingress.store()).ping()
+
+    ready, checks = await Health(client=client, store_ping=ping, polls=False).readiness()
+    return JSONResponse(Readiness(ready=ready, checks=checks).model_dump(), status_code=200 if ready else 503)
 
 
 # Requests refused before any handler runs (no key, no such route), one into each router: FastAPI builds a
@@ -112,5 +136,14 @@ def create_app(settings: Settings | None = None, *, warm: bool = False, **state:
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+    @app.get(
+        "/readyz",
+        response_model=Readiness,
+        responses={503: {"model": Readiness, "description": "Not ready: each check says why"}},
+        summary="Whether the service reaches Temporal and the store",
+    )
+    async def readyz() -> JSONResponse:
+        return await _readiness(app)
 
     return app

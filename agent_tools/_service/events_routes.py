@@ -288,6 +288,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
     and ``clock`` there); the ingress's own settings are ``settings.events``."""
     cfg = settings.events
     ingress = _Ingress(settings, cfg, state)
+    state.event_ingress = ingress  # its store is the one /readyz checks
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url
+from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url, text
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -59,6 +59,10 @@ class Database:
             return await asyncio.get_running_loop().run_in_executor(self._executor(), self._in_thread, fn)
         async with self.engine.begin() as conn:
             return await conn.run_sync(fn)
+
+    async def ping(self) -> None:
+        """One round trip to the database (a readiness probe's check)."""
+        await self.run(lambda conn: conn.execute(text("SELECT 1")).scalar())
 
     def _executor(self) -> ThreadPoolExecutor:
         # Made on first use, and again after close(): like an engine after dispose(), a closed store that

@@ -180,3 +180,27 @@ async def test_hostile_query_parameters_get_one_line_of_detail_like_every_other_
         # The OpenAPI document says so: a 422 is the service's error body.
         schema = app.openapi()["paths"]["/sessions"]["get"]["responses"]["422"]["content"]["application/json"]
         assert schema["schema"] == {"$ref": "#/components/schemas/ErrorBody"}
+
+
+async def test_the_readiness_probe_takes_no_input_and_says_the_same_whatever_it_is_sent(settings: Settings) -> None:
+    """``/readyz`` reads nothing of the request: hostile query strings, headers and bodies get the answer a
+    plain GET gets (here 503: no Temporal on this address), other methods 405, and nothing is echoed."""
+    from agent_tools._service.app import create_app
+
+    away = settings.model_copy(update={"temporal_address": "127.0.0.1:9"})
+    transport = httpx.ASGITransport(app=create_app(away))
+    async with httpx.AsyncClient(transport=transport, base_url="http://service") as http:
+        plain = await http.get("/readyz")
+        assert plain.status_code == 503 and set(plain.json()["checks"]) == {"temporal", "store"}
+        hostile = [
+            "/readyz?" + "q=" + "9" * 20_000,
+            "/readyz?x=%00%ED%A0%80&x=" + _deep(50),
+            "/readyz?ready=true&checks=ok",
+        ]
+        for path in hostile:
+            resp = await http.get(path, headers={"X-Junk": "\x7f" * 4_000})
+            assert (resp.status_code, resp.json()) == (503, plain.json()), path[:40]
+            assert "9" * 50 not in resp.text
+        for method in ("POST", "PUT", "DELETE"):
+            resp = await http.request(method, "/readyz", content=_deep(10_000))
+            assert resp.status_code == 405, method
