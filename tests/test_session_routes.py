@@ -446,7 +446,7 @@ async def test_a_served_app_is_ready_before_its_first_request_and_rides_out_temp
         assert ready.status_code == 200 and ready.json() == {"ready": True, "checks": {"temporal": "ok", "store": "ok"}}
 
     # Temporal not there at start-up: the log says where it was looked for, the routes answer 503.
-    caplog.set_level("WARNING", logger="agent_tools._service.sessions_routes")
+    caplog.set_level("WARNING", logger="agent_tools._service.app_client")
     away = settings.model_copy(update={"service": service, "temporal_address": "127.0.0.1:9"})
     app = create_app(away, warm=True)
     async with served(app, timeout=30) as http:

@@ -11,9 +11,10 @@ JSON or headers, 401 a bad token or signature or a timestamp outside the window,
 project, 404 an unknown source, 413 a body over the limit, 422 a body of the wrong shape, 503 not delivered
 (retry with the same delivery id).
 
-The service is a composition root like ``worker.py``: it opens the SQL store (``agent_tools._store``) and a
-Temporal client itself unless the app state provides them (``create_app(settings, temporal_client=...,
-event_store=..., clock=...)``); its settings are ``settings.events``.
+The service is a composition root like ``worker.py``: it opens the SQL store (``agent_tools._store``) itself
+unless the app state provides one (``create_app(settings, event_store=..., clock=...)``), and signals
+through the app's one Temporal client (:mod:`agent_tools._service.app_client`); its settings are
+``settings.events``.
 """
 
 from __future__ import annotations
@@ -96,7 +97,6 @@ class _Ingress:
         self.cfg = cfg
         self.state = state
         self._store: Any = None
-        self._client: Any = None
         self._owned: list[Any] = []
         self._lock = asyncio.Lock()
 
@@ -118,18 +118,10 @@ class _Ingress:
         return self._store
 
     async def client(self) -> Any:
-        if self._client is None:
-            async with self._lock:
-                if self._client is None:
-                    client = getattr(self.state, "temporal_client", None)
-                    if client is None:
-                        from temporalio.contrib.pydantic import pydantic_data_converter
+        """The Temporal client of the app's one client (:mod:`agent_tools._service.app_client`)."""
+        from agent_tools._service.app_client import app_client
 
-                        from agent_tools._connection import connect
-
-                        client = await connect(self.settings, data_converter=pydantic_data_converter)
-                    self._client = client
-        return self._client
+        return (await app_client(self.state, self.settings)).temporal
 
     async def close(self) -> None:
         for store in self._owned:
@@ -284,8 +276,8 @@ def _body_schema(model: type[BaseModel] | None, description: str) -> dict[str, A
 
 
 def build_router(settings: Settings, state: Any) -> APIRouter:
-    """The ingress routes. ``state`` is the app state (tests inject ``temporal_client``, ``event_store``,
-    and ``clock`` there); the ingress's own settings are ``settings.events``."""
+    """The ingress routes. ``state`` is the app state (tests inject ``temporal`` or ``agent_client``,
+    ``event_store``, and ``clock`` there); the ingress's own settings are ``settings.events``."""
     cfg = settings.events
     ingress = _Ingress(settings, cfg, state)
     state.event_ingress = ingress  # its store is the one /readyz checks

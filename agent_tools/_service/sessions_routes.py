@@ -23,7 +23,6 @@ import asyncio
 import hmac
 import importlib
 import json
-import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from urllib.parse import quote
@@ -49,6 +48,7 @@ from agent_tools._boundaries import (
 )
 from agent_tools._errors import ConfigurationError, InvalidInput, SessionError, StoreNotReady
 from agent_tools._search_attributes import AGENT_NAME
+from agent_tools._service.app_client import app_client
 from agent_tools._service.events_routes import ErrorBody, _json_object, _read_body
 from agent_tools._service.tree_pending import tree_pending
 from agent_tools._session import SendMessage, SendMessageAccepted, SessionOptions, SessionStatus, StatusView
@@ -250,8 +250,6 @@ _FIRST_REQUEST_MODULES = (
     "agent_tools._service.follow",
 )
 
-_log = logging.getLogger(__name__)
-
 
 # The parts every route shares.
 
@@ -259,30 +257,9 @@ _log = logging.getLogger(__name__)
 class _Sessions:
     def __init__(self, settings: Settings, state: Any) -> None:
         self.settings, self.cfg, self.state = settings, settings.service, state
-        self.lock = asyncio.Lock()
 
     async def client(self) -> AgentToolsClient:
-        from agent_tools._client import AgentToolsClient
-
-        client: AgentToolsClient | None = getattr(self.state, "agent_client", None)
-        if client is None:
-            async with self.lock:
-                client = getattr(self.state, "agent_client", None)
-                if client is None:
-                    temporal = getattr(self.state, "temporal", None)
-                    try:
-                        client = (
-                            AgentToolsClient(temporal, self.settings)
-                            if temporal is not None
-                            else await AgentToolsClient.connect(self.settings)
-                        )
-                    except (
-                        ConfigurationError
-                    ) as exc:  # the log says where it was looked for; the caller, that it is away
-                        _log.warning("%s", exc)
-                        raise HTTPException(503, "the service cannot reach Temporal now; try again shortly") from None
-                    self.state.agent_client = client
-        return client
+        return await app_client(self.state, self.settings)
 
     async def warm(self) -> None:
         """Load and build what the first request would, and connect to Temporal, so that it answers as fast
@@ -305,7 +282,7 @@ class _Sessions:
             model_schema(model)  # the limits checked before anything is sent
         try:
             await self.client()
-        except HTTPException:  # logged; each request tries again
+        except HTTPException:  # Temporal away: logged, and each request tries again
             pass
 
     def key_for(self, credentials: HTTPAuthorizationCredentials | None) -> ServiceKey:

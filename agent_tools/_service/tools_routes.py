@@ -200,21 +200,9 @@ class _Shared:
         return self.state.web
 
     async def research_client(self) -> ResearchClient:
-        from agent_tools._client import AgentToolsClient
+        from agent_tools._service.app_client import app_client
 
-        client = getattr(self.state, "agent_client", None)
-        if client is None:
-            temporal = getattr(self.state, "temporal", None)
-            async with self.lock:
-                client = getattr(self.state, "agent_client", None)
-                if client is None:
-                    client = (
-                        AgentToolsClient(temporal, self.settings)
-                        if temporal is not None
-                        else await AgentToolsClient.connect(self.settings)
-                    )
-                    self.state.agent_client = client
-        return ResearchClient(client)
+        return ResearchClient(await app_client(self.state, self.settings))
 
 
 def build_router(settings: Settings, state: Any) -> APIRouter:

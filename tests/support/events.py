@@ -54,7 +54,7 @@ async def ingress(
     await store.create_schema()
     state: dict[str, Any] = {"event_store": store}
     if temporal is not None:
-        state["temporal_client"] = temporal
+        state["temporal"] = temporal
     app = create_app(settings.model_copy(update={"events": event_settings}), **state)
     try:
         async with served(app, timeout=10) as http:

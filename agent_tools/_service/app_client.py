@@ -1,0 +1,51 @@
+"""The service's one client of Temporal, which every router shares: made on first use (at start-up when
+served), from what the app state holds (``agent_client``, an AgentToolsClient, or ``temporal``, a Temporal
+client; tests inject them) or by connecting with the settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from fastapi import HTTPException
+
+from agent_tools._errors import ConfigurationError
+from agent_tools._settings import Settings
+
+if TYPE_CHECKING:
+    from agent_tools._client import AgentToolsClient
+
+__all__ = ["UNREACHABLE", "app_client"]
+
+UNREACHABLE = "the service cannot reach Temporal now; try again shortly"
+
+_log = logging.getLogger(__name__)
+
+
+async def app_client(state: Any, settings: Settings) -> AgentToolsClient:
+    """The app's client, connected once however many requests ask together; 503 while Temporal cannot be
+    reached (the log says where it was looked for), each later request trying again."""
+    client: AgentToolsClient | None = getattr(state, "agent_client", None)
+    if client is not None:
+        return client
+    lock: asyncio.Lock | None = getattr(state, "agent_client_lock", None)
+    if lock is None:
+        lock = state.agent_client_lock = asyncio.Lock()
+    async with lock:
+        client = getattr(state, "agent_client", None)
+        if client is None:
+            from agent_tools._client import AgentToolsClient
+
+            temporal = getattr(state, "temporal", None)
+            try:
+                client = (
+                    AgentToolsClient(temporal, settings)
+                    if temporal is not None
+                    else await AgentToolsClient.connect(settings)
+                )
+            except ConfigurationError as exc:
+                _log.warning("%s", exc)
+                raise HTTPException(503, UNREACHABLE) from None
+            state.agent_client = client
+    return client
