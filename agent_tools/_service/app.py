@@ -51,10 +51,11 @@ async def _readiness(app: FastAPI) -> JSONResponse:
     """200 once the service reaches Temporal (its health check) and the store (a query); 503 with each
     check's reason otherwise: a readiness probe's answer."""
     from agent_tools._health import Health
+    from agent_tools._service.app_client import app_client
 
     client = None
     with contextlib.suppress(HTTPException):  # Temporal away: logged, and "not connected yet" below
-        client = (await app.state.session_routes.client()).temporal
+        client = (await app_client(app.state, app.state.settings)).temporal
     ingress = app.state.event_ingress
 
     async def ping() -> None:
