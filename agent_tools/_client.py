@@ -50,6 +50,8 @@ from agent_tools._session_views import (
 from agent_tools._settings import Settings
 
 if TYPE_CHECKING:
+    from temporalio.runtime import Runtime
+
     from agent_tools._activity_io import ProgressEvent
     from agent_tools._progress_resume import ResumableItem
     from agent_tools._session import SessionOptions, SessionRequest
@@ -505,6 +507,7 @@ class AgentToolsClient:
         *,
         client: Client | None = None,
         data_converter: DataConverter | None = None,
+        runtime: Runtime | None = None,
     ) -> AgentToolsClient:
         """A client for Temporal's configuration and ``settings`` (see ``agent_tools._connection``), or over
         ``client`` when given.
@@ -515,6 +518,7 @@ class AgentToolsClient:
             client: An existing Temporal client to use instead of connecting.
             data_converter: Your data converter (a payload codec for encryption, say); its payload converter
                 becomes pydantic's, the rest is kept.
+            runtime: The Temporal runtime to connect on (the one whose telemetry exports your metrics).
 
         Raises:
             ConfigurationError: the configuration is wrong or the server cannot be reached (one line naming
@@ -525,7 +529,8 @@ class AgentToolsClient:
             return cls(client, settings)
         from agent_tools._connection import compose_data_converter, connect
 
-        temporal = await connect(settings, data_converter=compose_data_converter(data_converter))
+        extra: dict[str, Any] = {} if runtime is None else {"runtime": runtime}
+        temporal = await connect(settings, data_converter=compose_data_converter(data_converter), **extra)
         # The namespace and address actually used, for the UI links.
         used = {
             "temporal_address": temporal.service_client.config.target_host,

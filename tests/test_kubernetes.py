@@ -90,6 +90,12 @@ def test_what_the_manifests_name_exists(manifests: dict[tuple[str, str], dict[st
             elif var.startswith("TEMPORAL_"):
                 assert temporal_reads(var, value), f"{name}: Temporal's configuration ignores {var}"
     served = _container(manifests, "agent-tools-service")
+    served_ports = {p["name"]: p["containerPort"] for p in served["ports"]}
+    assert _environment(manifests, "agent-tools-service")["AGENT_TOOLS_SERVICE__METRICS_BIND"] == (
+        f"0.0.0.0:{served_ports['metrics']}"
+    )
+    served_pod = manifests[("Deployment", "agent-tools-service")]["spec"]["template"]
+    assert served_pod["metadata"]["annotations"]["prometheus.io/port"] == str(served_ports["metrics"])
     assert (served["livenessProbe"]["httpGet"]["path"], served["readinessProbe"]["httpGet"]["path"]) == (
         "/healthz",
         "/readyz",

@@ -76,7 +76,10 @@ async def _warm(app: FastAPI) -> None:
     import httpx
 
     await app.state.session_routes.warm()
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://warm") as http:
+    from agent_tools._service.metrics import UNCOUNTED_CLIENT
+
+    transport = httpx.ASGITransport(app=app, client=UNCOUNTED_CLIENT)
+    async with httpx.AsyncClient(transport=transport, base_url="http://warm") as http:
         for path in _WARM_PATHS:
             await http.get(path)
 
@@ -105,6 +108,13 @@ def create_app(settings: Settings | None = None, *, warm: bool = False, **state:
         setattr(app.state, key, value)
     for module in ROUTER_MODULES:
         app.include_router(module.build_router(settings, app.state))
+    if settings.service.metrics_bind:
+        from agent_tools._service.metrics import RequestMetrics
+        from agent_tools._worker import metrics_runtime
+
+        # The runtime binds /metrics now, so that a port that cannot be bound stops the start-up.
+        app.state.metrics_runtime = metrics_runtime(settings.service.metrics_bind)
+        app.add_middleware(RequestMetrics, meter=app.state.metrics_runtime.metric_meter)
     if settings.service.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 

@@ -42,7 +42,7 @@ async def app_client(state: Any, settings: Settings) -> AgentToolsClient:
                 client = (
                     AgentToolsClient(temporal, settings)
                     if temporal is not None
-                    else await AgentToolsClient.connect(settings)
+                    else await AgentToolsClient.connect(settings, runtime=getattr(state, "metrics_runtime", None))
                 )
             except ConfigurationError as exc:
                 _log.warning("%s", exc)

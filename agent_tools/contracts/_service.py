@@ -64,6 +64,9 @@ class ServiceSettings(BaseModel):
     call_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     # Bodies of the session routes larger than this are refused (413) before they are parsed.
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    # Prometheus text at http://HOST:PORT/metrics from the service: its Temporal client's temporal_* and
+    # its requests' agent_tools_http_* (agent_tools._service.metrics). A port of its own, not the worker's.
+    metrics_bind: str | None = Field(default=None, max_length=300)
 
     def key_problems(self) -> str | None:
         """Why the keys cannot be used (a key too short to be a secret), naming keys by name; or None."""
