@@ -23,9 +23,9 @@ from agent_tools._store.db import Store
 from agent_tools.contracts._web.config import WebConfig
 from agent_tools.testing import write_script
 from tests.support.fixture_types import Script, WorkerFor
+from tests.support.postgres import POSTGRES_URL
 from tests.support.temporal import running_worker
 
-POSTGRES_URL = os.environ.get("AGENT_TOOLS_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 REQUIRE_POSTGRES = os.environ.get("AGENT_TOOLS_REQUIRE_POSTGRES") == "1"
 
 

@@ -394,7 +394,7 @@ async def test_a_store_the_client_cannot_reach_is_named_not_raised_raw(
     await made.close()
     opened = AgentToolsClient(temporal_env.client, Settings(database_url=postgres_database, agents_file=None))
     assert await opened.session("session-x").transcript() == []
-    from tests.conftest import POSTGRES_URL
+    from tests.support.postgres import POSTGRES_URL
 
     admin = create_async_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
     async with admin.connect() as conn:
