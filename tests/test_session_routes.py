@@ -444,6 +444,11 @@ async def test_a_served_app_is_ready_before_its_first_request_and_rides_out_temp
         await made.close()
         ready = await http.get("/readyz")
         assert ready.status_code == 200 and ready.json() == {"ready": True, "checks": {"temporal": "ok", "store": "ok"}}
+        transcript = await http.get("/sessions/s-none/transcript", headers=auth(FULL))
+        assert transcript.status_code == 404, transcript.text
+        assert await app.state.agent_client.session("s-none").transcript() == []
+        assert app.state.agent_client_owned
+    assert not app.state.agent_client_owned  # closed with the app: its store too
 
     # Temporal not there at start-up: the log says where it was looked for, the routes answer 503.
     caplog.set_level("WARNING", logger="agent_tools._service.app_client")

@@ -95,6 +95,9 @@ def create_app(settings: Settings | None = None, *, warm: bool = False, **state:
         yield
         if warming is not None:
             warming.cancel()
+        from agent_tools._service.app_client import close_app_client
+
+        await close_app_client(app.state)
         # Routers create some engines lazily (the web service's HTTP client and store); close those.
         for name in LAZY_ENGINES:
             engine = getattr(app.state, name, None)

@@ -16,7 +16,7 @@ from agent_tools._settings import Settings
 if TYPE_CHECKING:
     from agent_tools._client import AgentToolsClient
 
-__all__ = ["UNREACHABLE", "app_client"]
+__all__ = ["UNREACHABLE", "app_client", "close_app_client"]
 
 UNREACHABLE = "the service cannot reach Temporal now; try again shortly"
 
@@ -48,4 +48,12 @@ async def app_client(state: Any, settings: Settings) -> AgentToolsClient:
                 _log.warning("%s", exc)
                 raise HTTPException(503, UNREACHABLE) from None
             state.agent_client = client
+            state.agent_client_owned = temporal is None  # the app closes what it opened
     return client
+
+
+async def close_app_client(state: Any) -> None:
+    """Close the client's store and web engine at shutdown, when the app made the client itself."""
+    if getattr(state, "agent_client_owned", False):
+        await state.agent_client.close()
+        state.agent_client_owned = False
