@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -365,16 +366,20 @@ async def test_a_worker_on_a_sqlite_file_never_loads_the_async_engine(
     assert heavy == [], heavy
 
 
-@pytest.mark.postgres
+@pytest.mark.parametrize("store_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
 async def test_a_store_the_client_cannot_reach_is_named_not_raised_raw(
-    temporal_env: WorkflowEnvironment, postgres_database: str
+    temporal_env: WorkflowEnvironment, store_url: str
 ) -> None:
-    from sqlalchemy import make_url
+    from sqlalchemy import make_url, text
+    from sqlalchemy.ext.asyncio import create_async_engine
 
-    base = make_url(postgres_database)
+    from agent_tools._store.db import Store
+
+    # A database of this test's own to drop: the store_url one serves every test of this process.
+    base = make_url(store_url).set(database=f"agent_tools_gone_{uuid.uuid4().hex[:10]}")
     cases = {
         "nobody listens": base.set(port=1, password="s3cret-pw").render_as_string(hide_password=False),
-        "no such database": base.set(database="agent_tools_absent_db").render_as_string(hide_password=False),
+        "no such database": base.render_as_string(hide_password=False),
     }
     for why, url in cases.items():
         client = AgentToolsClient(temporal_env.client, Settings(database_url=url, agents_file=None))
@@ -384,23 +389,23 @@ async def test_a_store_the_client_cannot_reach_is_named_not_raised_raw(
         await client.close()
 
     # Opened, then gone: a later read says the same, not the driver's error with its statement.
-    from sqlalchemy import text
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    from agent_tools._store.db import Store
-
-    made = Store(postgres_database)
-    await made.create_schema()
-    await made.close()
-    opened = AgentToolsClient(temporal_env.client, Settings(database_url=postgres_database, agents_file=None))
-    assert await opened.session("session-x").transcript() == []
-    from tests.support.postgres import POSTGRES_URL
-
-    admin = create_async_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    async with admin.connect() as conn:
-        await conn.execute(text(f'DROP DATABASE "{base.database}" WITH (FORCE)'))
-    await admin.dispose()
-    with pytest.raises(StoreNotReady, match="cannot reach the store") as gone:
-        await opened.session("session-x").transcript()
-    assert "SELECT" not in str(gone.value)
-    await opened.close()
+    admin = create_async_engine(store_url, isolation_level="AUTOCOMMIT")
+    try:
+        async with admin.connect() as conn:
+            await conn.execute(text(f'CREATE DATABASE "{base.database}"'))
+        url = base.render_as_string(hide_password=False)
+        made = Store(url)
+        await made.create_schema()
+        await made.close()
+        opened = AgentToolsClient(temporal_env.client, Settings(database_url=url, agents_file=None))
+        assert await opened.session("session-x").transcript() == []
+        async with admin.connect() as conn:
+            await conn.execute(text(f'DROP DATABASE "{base.database}" WITH (FORCE)'))
+        with pytest.raises(StoreNotReady, match="cannot reach the store") as gone:
+            await opened.session("session-x").transcript()
+        assert "SELECT" not in str(gone.value)
+        await opened.close()
+    finally:
+        async with admin.connect() as conn:
+            await conn.execute(text(f'DROP DATABASE IF EXISTS "{base.database}" WITH (FORCE)'))
+        await admin.dispose()
