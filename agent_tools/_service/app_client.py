@@ -16,9 +16,9 @@ from agent_tools._settings import Settings
 if TYPE_CHECKING:
     from agent_tools._client import AgentToolsClient
 
-__all__ = ["UNREACHABLE", "app_client", "close_app_client"]
+__all__ = ["TEMPORAL_AWAY", "app_client", "close_app_client"]
 
-UNREACHABLE = "the service cannot reach Temporal now; try again shortly"
+TEMPORAL_AWAY = "the service cannot reach Temporal now; try again shortly"
 
 _log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ async def app_client(state: Any, settings: Settings) -> AgentToolsClient:
                 )
             except ConfigurationError as exc:
                 _log.warning("%s", exc)
-                raise HTTPException(503, UNREACHABLE) from None
+                raise HTTPException(503, TEMPORAL_AWAY) from None
             state.agent_client = client
             state.agent_client_owned = temporal is None  # the app closes what it opened
     return client
