@@ -242,15 +242,6 @@ def _body_schema(model: type[BaseModel], description: str) -> dict[str, Any]:
     }
 
 
-# What a first start, stream or answer would load; a served app loads it at start-up (``_Sessions.warm``).
-_FIRST_REQUEST_MODULES = (
-    "agent_tools._client",
-    "agent_tools._session_start",
-    "agent_tools._progress_resume",
-    "agent_tools._service.follow",
-)
-
-
 # The parts every route shares.
 
 
@@ -264,8 +255,8 @@ class _Sessions:
     async def warm(self) -> None:
         """Load and build what the first request would, and connect to Temporal, so that it answers as fast
         as the rest. A connection that fails is left for the requests to try again."""
-        for name in _FIRST_REQUEST_MODULES:
-            importlib.import_module(name)
+        # The start path: the streams' modules load with the app's routers, the client's with the client.
+        importlib.import_module("agent_tools._session_start")
         from agent_tools._session import SessionRequest
         from agent_tools.contracts._approvals import ApprovalDecision
         from agent_tools.contracts._human import AnswerQuestions
