@@ -17,6 +17,11 @@ from agent_tools._session import SessionResult
 # Benign: the server refused a completion because new events (a signal, an activity result) had arrived; the
 # SDK retries the task at once.
 BENIGN_TASK_FAILURES = {WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND}
+# Benign too: the SDK core's "nondeterminism" on a WorkflowTaskTimedOut event, which no workflow code makes (it
+# is not a command's event). Under load the dev server sometimes fails to put a task on a worker's sticky queue
+# ("should have a build ID directive on versioned sticky queue"), the task times out there, and the core takes
+# the timeout event for a command's; the next attempt replays the same history and goes on.
+CORE_TIMEOUT_MISREAD = "event_type: WorkflowTaskTimedOut"
 
 
 @dataclass
@@ -59,9 +64,17 @@ async def task_failures(temporal: Client, workflow_id: str) -> list[str]:
     for event in history.events:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
             attrs = event.workflow_task_failed_event_attributes
-            if attrs.cause not in BENIGN_TASK_FAILURES:
+            if not benign_task_failure(attrs.cause, attrs.failure.message):
                 found.append(f"{WorkflowTaskFailedCause.Name(attrs.cause)}: {attrs.failure.message[:300]}")
     return found
+
+
+def benign_task_failure(cause: WorkflowTaskFailedCause.ValueType, message: str) -> bool:
+    """Whether a workflow task failure is the server's or the SDK core's doing, retried, never the session's."""
+    if cause in BENIGN_TASK_FAILURES:
+        return True
+    nondeterminism = cause == WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR
+    return nondeterminism and "could not find a matching command" in message and CORE_TIMEOUT_MISREAD in message
 
 
 async def tree_ids(client: AgentToolsClient, root_id: str) -> list[str]:
