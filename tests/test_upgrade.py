@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
@@ -204,9 +205,12 @@ async def test_sessions_waiting_on_the_release_finish_on_this_code(
         await session(ids["mid_wait"]).answer_questions({QUESTION: "SQLite"})
         await session(ids["output"]).answer_questions({QUESTION: "SQLite"}, by_signal=True)
 
+        # A query on a closed session replays its whole history, and under load the SDK core has failed one
+        # such query once; a change this code cannot replay fails every query, until the timeout.
+        replayed = (RPCError, WorkflowQueryFailedError)
         results: dict[str, SessionResult] = {}
         for name, sid in ids.items():
-            results[name] = await eventually(partial(_ended, client, sid), timeout=90, what=name)
+            results[name] = await eventually(partial(_ended, client, sid), timeout=90, ignoring=replayed, what=name)
         for name, result in results.items():
             assert result.status == SessionStatus.completed, (name, result)
         assert "SQLite" in (results["ask_user"].final_message or "")
@@ -217,7 +221,9 @@ async def test_sessions_waiting_on_the_release_finish_on_this_code(
         turns = [e.content for e in await session(ids["mid_wait"]).transcript(limit=500) if e.role == "assistant"]
         assert any("answered:" in t and "SQLite" in t for t in turns)
         assert results["output"].output == {"days": 3}
-        assert (await session(ids["loop"]).status()).turns == 2  # the user's turn, then the loop's tick
+        # The user's turn, then the loop's tick.
+        loop = await eventually(session(ids["loop"]).status, timeout=30, ignoring=replayed, what="the loop's status")
+        assert loop.turns == 2
         # Nothing this code replayed failed a workflow task (a non-deterministic change would).
         for sid in ids.values():
             async for run in client.temporal.list_workflows(f"WorkflowId = '{sid}'"):
