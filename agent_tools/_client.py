@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from agent_tools._progress_resume import ResumableItem
     from agent_tools._session import SessionOptions, SessionRequest
     from agent_tools._session_start import SessionStart
+    from agent_tools._store.db import SharedStore
     from agent_tools._store.transcripts import TranscriptStore
     from agent_tools._web_client import ResearchClient, ToolsClient
     from agent_tools.contracts._approvals import ApprovalAccepted, ApprovalState, PendingApproval
@@ -494,9 +495,13 @@ class AgentToolsClient:
     or let :meth:`connect` open one.
     """
 
-    def __init__(self, temporal: Client, settings: Settings | None = None) -> None:
+    def __init__(self, temporal: Client, settings: Settings | None = None, *, store: SharedStore | None = None) -> None:
         self.temporal = _with_pydantic_payloads(temporal)
         self.settings = settings or Settings()
+        # The store transcripts and the web tools' cache are read through: its own, opened on first use, or
+        # one its maker shares with it (the HTTP service's routes share one), which the maker closes.
+        self._shared_store = store
+        self._owns_store = store is None
         self._transcripts: TranscriptStore | None = None
         self._tools: ToolsClient | None = None
 
@@ -508,6 +513,7 @@ class AgentToolsClient:
         client: Client | None = None,
         data_converter: DataConverter | None = None,
         runtime: Runtime | None = None,
+        store: SharedStore | None = None,
     ) -> AgentToolsClient:
         """A client for Temporal's configuration and ``settings`` (see ``agent_tools._connection``), or over
         ``client`` when given.
@@ -519,6 +525,7 @@ class AgentToolsClient:
             data_converter: Your data converter (a payload codec for encryption, say); its payload converter
                 becomes pydantic's, the rest is kept.
             runtime: The Temporal runtime to connect on (the one whose telemetry exports your metrics).
+            store: A store to share (see ``__init__``); the client then leaves closing it to you.
 
         Raises:
             ConfigurationError: the configuration is wrong or the server cannot be reached (one line naming
@@ -526,7 +533,7 @@ class AgentToolsClient:
         """
         settings = settings or Settings()
         if client is not None:
-            return cls(client, settings)
+            return cls(client, settings, store=store)
         from agent_tools._connection import compose_data_converter, connect
 
         extra: dict[str, Any] = {} if runtime is None else {"runtime": runtime}
@@ -536,7 +543,7 @@ class AgentToolsClient:
             "temporal_address": temporal.service_client.config.target_host,
             "temporal_namespace": temporal.namespace,
         }
-        return cls(temporal, settings.model_copy(update=used))
+        return cls(temporal, settings.model_copy(update=used), store=store)
 
     def ui_url(self, session_id: str) -> str:
         """The Temporal UI page of a session: under ``settings.temporal_ui_url`` when it is set, else the UI
@@ -762,24 +769,31 @@ class AgentToolsClient:
             )
         return out
 
+    def shared_store(self) -> SharedStore:
+        """The store this client reads through (opened on first use, never created or migrated here: the
+        workers own its schema)."""
+        if self._shared_store is None:
+            from agent_tools._store.db import SharedStore
+
+            self._shared_store = SharedStore(self.settings.database_url)
+        return self._shared_store
+
     async def transcripts(self) -> TranscriptStore:
         """The transcript store, opened read-and-append on an existing database (never created here)."""
         if self._transcripts is None:
-            from agent_tools._store.db import Store
             from agent_tools._store.transcripts import TranscriptStore
 
-            # A client never creates or migrates the store: the workers own its schema.
-            self._transcripts = TranscriptStore(await Store.open_existing(self.settings.database_url))
+            self._transcripts = TranscriptStore(await self.shared_store().get())
         return self._transcripts
 
     async def close(self) -> None:
-        """Close what the client opened on use: the web tools' engine and the transcript store."""
+        """Close what the client opened on use: the web tools' engine and its own store."""
         if self._tools is not None:
             await self._tools.aclose()
             self._tools = None
-        if self._transcripts is not None:
-            await self._transcripts.store.close()
-            self._transcripts = None
+        self._transcripts = None
+        if self._owns_store and self._shared_store is not None:
+            await self._shared_store.close()
 
     async def __aenter__(self) -> AgentToolsClient:
         return self

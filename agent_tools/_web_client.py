@@ -33,7 +33,7 @@ from agent_tools.contracts._web.models import (
 
 if TYPE_CHECKING:
     from agent_tools._client import AgentToolsClient
-    from agent_tools._store.db import Store
+    from agent_tools._store.db import SharedStore, Store
     from agent_tools._web.service import WebService
 
 __all__ = [
@@ -59,10 +59,11 @@ class WebToolError(AgentToolsError):
 class ToolsClient:
     """``search`` and ``fetch`` with the ``/v1/tools`` request and response shapes.
 
-    The engine (its HTTP client and the store that holds the shared cache) opens on the first call and stays
-    open until :meth:`aclose`; ``AgentToolsClient.close`` closes the one it hands out. A client never creates
-    or migrates the store: when no worker (or ``agent-tools migrate``) has created it yet, search and fetch
-    run without the shared cache (``cache_available`` is then False).
+    The engine (its HTTP client, and the store that holds the shared cache) opens on the first call and stays
+    open until :meth:`aclose`; ``AgentToolsClient.close`` closes the one it hands out. Made from a client, it
+    reads through that client's store. A client never creates or migrates the store: when no worker (or
+    ``agent-tools migrate``) has created it yet, search and fetch run without the shared cache
+    (``cache_available`` is then False).
     """
 
     def __init__(self, client: AgentToolsClient | None = None, *, settings: Settings | None = None) -> None:
@@ -71,6 +72,8 @@ class ToolsClient:
                 raise ValueError("ToolsClient needs a client or settings")
             settings = client.settings
         self.settings: Settings = settings
+        self._client = client
+        self._own_store: SharedStore | None = None
         self._web: WebService | None = None
         self._lock = asyncio.Lock()
         self.cache_available: bool | None = None
@@ -79,17 +82,21 @@ class ToolsClient:
         if self._web is None:
             async with self._lock:
                 if self._web is None:
-                    from agent_tools._store.db import Store
+                    from agent_tools._store.db import SharedStore
                     from agent_tools._web.service import WebService
 
+                    if self._client is not None:
+                        shared = self._client.shared_store()
+                    else:
+                        shared = self._own_store = SharedStore(self.settings.database_url)
                     store: Store | None
                     try:
-                        store = await Store.open_existing(self.settings.database_url)
+                        store = await shared.get()
                     except StoreNotReady as exc:
                         log.warning("web tools run without the shared cache: %s", exc)
                         store = None
                     self.cache_available = store is not None
-                    self._web = WebService(self.settings.web, store, owns_store=True)
+                    self._web = WebService(self.settings.web, store)
         return self._web
 
     async def search(self, request: WebSearchArgs | dict[str, Any]) -> SearchResponse:
@@ -119,10 +126,13 @@ class ToolsClient:
             raise WebToolError(exc.code, exc.message, status=exc.http_status, details=exc.details) from exc
 
     async def aclose(self) -> None:
-        """Close the engine (its HTTP client and store) if it was opened."""
+        """Close the engine (its HTTP client, and its store unless a client's) if it was opened."""
         if self._web is not None:
             web, self._web = self._web, None
             await web.aclose()
+        if self._own_store is not None:
+            store, self._own_store = self._own_store, None
+            await store.close()
 
     async def __aenter__(self) -> ToolsClient:
         return self

@@ -1,6 +1,10 @@
-"""The service's one client of Temporal, which every router shares: made on first use (at start-up when
-served), from what the app state holds (``agent_client``, an AgentToolsClient, or ``temporal``, a Temporal
-client; tests inject them) or by connecting with the settings."""
+"""The service's one client of Temporal and its one store, which every router shares.
+
+The client is made on first use (at start-up when served), from what the app state holds (``agent_client``,
+an AgentToolsClient, or ``temporal``, a Temporal client; tests inject them) or by connecting with the
+settings. The store (one engine and pool for the ingress, the web tools' cache and the transcripts) opens on
+first use; a client the app makes reads through it.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +19,9 @@ from agent_tools._settings import Settings
 
 if TYPE_CHECKING:
     from agent_tools._client import AgentToolsClient
+    from agent_tools._store.db import SharedStore
 
-__all__ = ["TEMPORAL_AWAY", "app_client", "close_app_client"]
+__all__ = ["TEMPORAL_AWAY", "app_client", "app_store", "close_app_client"]
 
 TEMPORAL_AWAY = "the service cannot reach Temporal now; try again shortly"
 
@@ -38,11 +43,14 @@ async def app_client(state: Any, settings: Settings) -> AgentToolsClient:
             from agent_tools._client import AgentToolsClient
 
             temporal = getattr(state, "temporal", None)
+            store = app_store(state, settings)
             try:
                 client = (
-                    AgentToolsClient(temporal, settings)
+                    AgentToolsClient(temporal, settings, store=store)
                     if temporal is not None
-                    else await AgentToolsClient.connect(settings, runtime=getattr(state, "metrics_runtime", None))
+                    else await AgentToolsClient.connect(
+                        settings, runtime=getattr(state, "metrics_runtime", None), store=store
+                    )
                 )
             except ConfigurationError as exc:
                 _log.warning("%s", exc)
@@ -52,8 +60,21 @@ async def app_client(state: Any, settings: Settings) -> AgentToolsClient:
     return client
 
 
+def app_store(state: Any, settings: Settings) -> SharedStore:
+    """The app's store at ``settings.database_url`` (opened at its first ``get()``)."""
+    store: SharedStore | None = getattr(state, "shared_store", None)
+    if store is None:
+        from agent_tools._store.db import SharedStore
+
+        store = state.shared_store = SharedStore(settings.database_url)
+    return store
+
+
 async def close_app_client(state: Any) -> None:
-    """Close the client's store and web engine at shutdown, when the app made the client itself."""
+    """At shutdown: close the client's web engine when the app made the client, and the app's store."""
     if getattr(state, "agent_client_owned", False):
         await state.agent_client.close()
         state.agent_client_owned = False
+    store: SharedStore | None = getattr(state, "shared_store", None)
+    if store is not None:
+        await store.close()

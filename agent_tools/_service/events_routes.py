@@ -24,13 +24,12 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
+from fastapi import APIRouter, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
@@ -96,38 +95,25 @@ class _Ingress:
         self.settings = settings
         self.cfg = cfg
         self.state = state
-        self._store: Any = None
-        self._owned: list[Any] = []
-        self._lock = asyncio.Lock()
 
     def now(self) -> float:
         clock: Callable[[], float] | None = getattr(self.state, "clock", None)
         return clock() if clock is not None else time.time()
 
     async def store(self) -> Any:
-        if self._store is None:
-            async with self._lock:
-                if self._store is None:
-                    store = getattr(self.state, "event_store", None)
-                    if store is None:
-                        from agent_tools._store.db import Store
+        """The store the app state was given (tests), else the app's one store."""
+        store = getattr(self.state, "event_store", None)
+        if store is not None:
+            return store
+        from agent_tools._service.app_client import app_store
 
-                        store = await Store.open_existing(self.settings.database_url)
-                        self._owned.append(store)
-                    self._store = store
-        return self._store
+        return await app_store(self.state, self.settings).get()
 
     async def client(self) -> Any:
         """The Temporal client of the app's one client (:mod:`agent_tools._service.app_client`)."""
         from agent_tools._service.app_client import app_client
 
         return (await app_client(self.state, self.settings)).temporal
-
-    async def close(self) -> None:
-        for store in self._owned:
-            await store.close()
-        self._owned.clear()
-        self._store = None
 
     async def accept(
         self,
@@ -282,14 +268,7 @@ def build_router(settings: Settings, state: Any) -> APIRouter:
     ingress = _Ingress(settings, cfg, state)
     state.event_ingress = ingress  # its store is the one /readyz checks
 
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            await ingress.close()
-
-    router = APIRouter(tags=["events"], lifespan=lifespan)
+    router = APIRouter(tags=["events"])
 
     @router.post(
         "/v1/events",

@@ -192,11 +192,11 @@ class _Shared:
             return existing
         async with self.lock:
             if getattr(self.state, "web", None) is None:
-                from agent_tools._store.db import Store
+                from agent_tools._service.app_client import app_store
                 from agent_tools._web.service import WebService
 
-                store = await Store.open_existing(self.settings.database_url)
-                self.state.web = WebService(self.config, store, owns_store=True)
+                store = await app_store(self.state, self.settings).get()
+                self.state.web = WebService(self.config, store)
         return self.state.web
 
     async def research_client(self) -> ResearchClient:

@@ -85,6 +85,30 @@ class Store(Database):
         await self.run(drop)
 
 
+class SharedStore:
+    """The store at ``url`` a worker has created, opened on first use and shared by all that read and append
+    through it in one process (one engine, one pool); an open that fails is tried again at the next use."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._store: Store | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> Store:
+        """The open store. Raises: StoreNotReady: no worker has created it yet, or it cannot be reached."""
+        if self._store is None:
+            async with self._lock:
+                if self._store is None:
+                    self._store = await Store.open_existing(self.url)
+        return self._store
+
+    async def close(self) -> None:
+        """Close the store if it was opened; a later :meth:`get` opens it again."""
+        store, self._store = self._store, None
+        if store is not None:
+            await store.close()
+
+
 # What a database that is down, refuses the connection, or does not exist raises through SQLAlchemy (asyncpg
 # lets a refused connection's OSError through as it is).
 UNREACHABLE = (OSError, DBAPIError)

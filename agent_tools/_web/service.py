@@ -122,11 +122,8 @@ class WebService:
         clock: Callable[[], float] = time.time,
         profiles: dict[str, FetchLimits] | None = None,
         verify: ssl.SSLContext | bool = True,
-        owns_store: bool = False,
     ) -> None:
         self.config = config
-        # A service opened for a client (not a worker's, whose store the worker closes) closes its store too.
-        self._store = store if owns_store else None
         self.clock = clock
         self.fetcher = GuardedFetcher(
             allow_loopback=config.allow_loopback, resolver=resolver, user_agent=config.user_agent, verify=verify
@@ -144,10 +141,9 @@ class WebService:
         self.profiles = {**self.PROFILES, **(profiles or {})}
 
     async def aclose(self) -> None:
+        """Close the HTTP clients; the store is its maker's to close."""
         await self.fetcher.aclose()
         await self.engine_client.aclose()
-        if self._store is not None:
-            await self._store.close()
 
     # ----- fetch pipeline ---------------------------------------------------------------------------
 
