@@ -40,6 +40,7 @@ __all__ = [
     "SessionResult",
     "SessionStatus",
     "Settings",
+    "SharedStore",
     "SkillsSettings",
     "StoreNotReady",
     "TextUpdate",
@@ -72,6 +73,7 @@ _LAZY = {
     "TextUpdate": "agent_tools._live_text",
     "ToolsClient": "agent_tools._web_client",
     "ResearchClient": "agent_tools._web_client",
+    "SharedStore": "agent_tools._store.db",
     # Wiring it into a Temporal app
     "AgentToolsPlugin": "agent_tools._plugin",
     "compose_data_converter": "agent_tools._connection",
@@ -133,6 +135,7 @@ if TYPE_CHECKING:
     from agent_tools._session import SessionOptions, SessionRequest
     from agent_tools._session_views import SessionResult, SessionStatus
     from agent_tools._settings import Settings
+    from agent_tools._store.db import SharedStore
     from agent_tools._user_tools import ToolContext, tool
     from agent_tools._web_client import ResearchClient, ToolsClient, WebToolError
     from agent_tools._worker import build_worker
