@@ -23,7 +23,7 @@ from agent_tools._store.db import Store
 from agent_tools.contracts._web.config import WebConfig
 from agent_tools.testing import write_script
 from tests.support.fixture_types import Script, WorkerFor
-from tests.support.postgres import POSTGRES_URL
+from tests.support.postgres import POSTGRES_URL, database_of_its_own
 from tests.support.temporal import running_worker
 
 REQUIRE_POSTGRES = os.environ.get("AGENT_TOOLS_REQUIRE_POSTGRES") == "1"
@@ -237,22 +237,8 @@ async def postgres_database() -> AsyncIterator[str]:
     """A database of this test process's own, created from AGENT_TOOLS_TEST_POSTGRES_URL and dropped at the
     end: a run never meets tables, rows or an Alembic revision that another run (an older checkout, a branch
     with a newer migration, a killed run) left in the shared database."""
-    from sqlalchemy import text
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    base = make_url(POSTGRES_URL)
-    name = f"agent_tools_test_{uuid.uuid4().hex[:12]}"
-    admin = create_async_engine(base, isolation_level="AUTOCOMMIT")
-    try:
-        async with admin.connect() as conn:
-            await conn.execute(text(f'CREATE DATABASE "{name}"'))
-        yield base.set(database=name).render_as_string(hide_password=False)
-        async with admin.connect() as conn:
-            # FORCE: engines a test left open must not keep the database alive.
-            await conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        await admin.dispose()
+    async with database_of_its_own(POSTGRES_URL, "agent_tools_test") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

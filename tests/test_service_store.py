@@ -4,7 +4,6 @@ router, and gives them back when it stops."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -23,6 +22,7 @@ from agent_tools.contracts._web.config import WebConfig
 from tests.support.asgi import served
 from tests.support.events import TOKEN
 from tests.support.polling import eventually
+from tests.support.postgres import database_of_its_own
 from tests.support.session_api import FULL, KEYS, auth
 
 pytestmark = pytest.mark.postgres
@@ -32,21 +32,11 @@ pytestmark = pytest.mark.postgres
 async def own_database(postgres_database: str) -> AsyncIterator[str]:
     """A database of this test's own, with the store's schema: its connections are the service's alone (the
     ``postgres_database`` one serves every test of this process)."""
-    base = make_url(postgres_database)
-    name = f"agent_tools_service_{uuid.uuid4().hex[:10]}"
-    admin = create_async_engine(base, isolation_level="AUTOCOMMIT")
-    try:
-        async with admin.connect() as conn:
-            await conn.execute(text(f'CREATE DATABASE "{name}"'))
-        url = base.set(database=name).render_as_string(hide_password=False)
+    async with database_of_its_own(postgres_database, "agent_tools_service") as url:
         made = Store(url)
         await made.create_schema()
         await made.close()
         yield url
-    finally:
-        async with admin.connect() as conn:
-            await conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        await admin.dispose()
 
 
 async def _connections(url: str) -> int:
