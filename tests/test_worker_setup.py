@@ -35,6 +35,7 @@ from agent_tools._worker import build_worker
 from agent_tools.testing import write_script
 from tests.support.fixture_types import Script, WorkerFor
 from tests.support.polling import eventually
+from tests.support.postgres import database_of_its_own
 
 
 def _free_port() -> int:
@@ -375,7 +376,7 @@ async def test_a_store_the_client_cannot_reach_is_named_not_raised_raw(
 
     from agent_tools._store.db import Store
 
-    # A database of this test's own to drop: the store_url one serves every test of this process.
+    # No such database, and nobody listening: named, the password never shown.
     base = make_url(store_url).set(database=f"agent_tools_gone_{uuid.uuid4().hex[:10]}")
     cases = {
         "nobody listens": base.set(port=1, password="s3cret-pw").render_as_string(hide_password=False),
@@ -388,24 +389,19 @@ async def test_a_store_the_client_cannot_reach_is_named_not_raised_raw(
         assert "s3cret-pw" not in str(refused.value), why
         await client.close()
 
-    # Opened, then gone: a later read says the same, not the driver's error with its statement.
-    admin = create_async_engine(store_url, isolation_level="AUTOCOMMIT")
-    try:
-        async with admin.connect() as conn:
-            await conn.execute(text(f'CREATE DATABASE "{base.database}"'))
-        url = base.render_as_string(hide_password=False)
+    # Opened, then gone: a later read says the same, not the driver's error with its statement. The database
+    # is this test's own to drop (the store_url one serves every test of this process).
+    async with database_of_its_own(store_url, "agent_tools_gone") as url:
         made = Store(url)
         await made.create_schema()
         await made.close()
         opened = AgentToolsClient(temporal_env.client, Settings(database_url=url, agents_file=None))
         assert await opened.session("session-x").transcript() == []
+        admin = create_async_engine(store_url, isolation_level="AUTOCOMMIT")
         async with admin.connect() as conn:
-            await conn.execute(text(f'DROP DATABASE "{base.database}" WITH (FORCE)'))
+            await conn.execute(text(f'DROP DATABASE "{make_url(url).database}" WITH (FORCE)'))
+        await admin.dispose()
         with pytest.raises(StoreNotReady, match="cannot reach the store") as gone:
             await opened.session("session-x").transcript()
         assert "SELECT" not in str(gone.value)
         await opened.close()
-    finally:
-        async with admin.connect() as conn:
-            await conn.execute(text(f'DROP DATABASE IF EXISTS "{base.database}" WITH (FORCE)'))
-        await admin.dispose()
